@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ioipc.h - user-space view of the io_uring IPC channel ABI.
+ *
+ * liburing carries its own copy of the io_uring uapi and so do we: the
+ * installed <linux/io_uring.h> and liburing's copy share one include guard,
+ * so whichever comes first wins and neither knows the IPC opcodes. This
+ * header holds the numbers and structures of ../shared spec (the RFC's ABI,
+ * which must never change) and of our kernel extensions (kernel/, documented
+ * in Documentation/userspace-api/io_uring_ipc.rst in the patch series), plus
+ * liburing-style inline helpers to prepare SQEs and issue register calls.
+ *
+ * No I/O happens here beyond the thin syscall wrappers; brokerd, the client
+ * library and tests all include it.
+ */
+#ifndef BROKERD_PROTOCOL_IOIPC_H
+#define BROKERD_PROTOCOL_IOIPC_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <liburing.h>
+
+/* --- RFC ABI (fixed numbers) ------------------------------------------- */
+
+#define IOIPC_OP_SEND			65	/* IORING_OP_IPC_SEND */
+#define IOIPC_OP_RECV			66	/* IORING_OP_IPC_RECV */
+
+#define IOIPC_REGISTER_CREATE		38	/* IORING_REGISTER_IPC_CHANNEL_CREATE */
+#define IOIPC_REGISTER_ATTACH		39	/* IORING_REGISTER_IPC_CHANNEL_ATTACH */
+#define IOIPC_REGISTER_DETACH		40	/* IORING_REGISTER_IPC_CHANNEL_DETACH */
+#define IOIPC_REGISTER_DESTROY		41	/* IORING_REGISTER_IPC_CHANNEL_DESTROY */
+
+/* create flags */
+#define IOIPC_F_BROADCAST		(1U << 0)
+#define IOIPC_F_MULTICAST		(1U << 1)
+#define IOIPC_F_PRIVATE			(1U << 2)
+
+/* attach flags (subscriber rights) */
+#define IOIPC_SUB_SEND			(1U << 0)
+#define IOIPC_SUB_RECV			(1U << 1)
+#define IOIPC_SUB_BOTH			(IOIPC_SUB_SEND | IOIPC_SUB_RECV)
+
+struct ioipc_channel_create {		/* struct io_uring_ipc_channel_create */
+	uint32_t flags;
+	uint32_t ring_entries;
+	uint32_t max_msg_size;
+	uint32_t mode;
+	uint64_t key;
+	uint32_t channel_id_out;
+	uint32_t reserved[3];
+};
+
+struct ioipc_channel_attach {		/* struct io_uring_ipc_channel_attach */
+	uint32_t channel_id;
+	uint32_t flags;
+	uint64_t key;
+	int32_t channel_fd;
+	uint32_t local_id_out;
+	uint64_t mmap_offset_out;
+	uint32_t region_size;
+	uint32_t reserved[3];
+};
+
+_Static_assert(sizeof(struct ioipc_channel_create) == 40, "create is ABI");
+_Static_assert(sizeof(struct ioipc_channel_attach) == 48, "attach is ABI");
+_Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "attach is ABI");
+
+/* --- Extensions (ours; RFC programs never set these bits) ---------------- */
+
+/*
+ * Create flag: broadcast receivers that fall a whole ring behind lose the
+ * oldest messages instead of making senders fail with -ENOBUFS; the number
+ * lost is reported in struct ioipc_msg_info.lost.
+ */
+#define IOIPC_F_LOSSY			(1U << 3)
+
+/* Attach flags beyond the RFC's rights. */
+#define IOIPC_SUB_MONITOR		(1U << 2)	/* see every message, consume none */
+#define IOIPC_SUB_BY_FD			(1U << 3)	/* channel_id holds a capability fd */
+
+/* IPC_RECV flags, in sqe->ioprio (0 in RFC programs). */
+#define IOIPC_RECV_WAIT			(1U << 0)	/* wait on an empty ring instead of -EAGAIN */
+#define IOIPC_RECV_MULTISHOT		(1U << 1)	/* one CQE per message, provided buffers */
+#define IOIPC_RECV_INFO			(1U << 2)	/* prefix the payload with struct ioipc_msg_info */
+
+/*
+ * Written by the kernel before the payload when IOIPC_RECV_INFO is set; every
+ * field is stamped at send time by the kernel, never taken from the sender.
+ * pid/uid/gid are translated into the receiver's namespaces (unmapped ids
+ * become the overflow ids). badge is the 64-bit value minted into the
+ * capability fd the sender attached through (0 otherwise).
+ */
+struct ioipc_msg_info {
+	uint32_t sender_id;	/* sender's subscriber id, 0 for send by channel id */
+	uint32_t pid;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t badge;
+	uint32_t len;		/* full message length (payload may be truncated) */
+	uint32_t lost;		/* messages this receiver lost before this one */
+};
+_Static_assert(sizeof(struct ioipc_msg_info) == 32, "msg_info is ABI");
+
+/*
+ * Register opcode 42: mint a capability fd for a channel this ring created.
+ * The fd grants at most `rights` (IOIPC_SUB_SEND | IOIPC_SUB_RECV |
+ * IOIPC_SUB_MONITOR) and stamps `badge` on every message sent by a subscriber
+ * that attached through it. Pass it with SCM_RIGHTS; attach with
+ * IOIPC_SUB_BY_FD and channel_id = the fd.
+ */
+#define IOIPC_REGISTER_MINT		42
+
+struct ioipc_channel_mint {
+	uint32_t channel_id;
+	uint32_t rights;
+	uint64_t badge;
+	int32_t fd_out;
+	uint32_t flags;		/* O_CLOEXEC only */
+	uint32_t reserved[2];
+};
+_Static_assert(sizeof(struct ioipc_channel_mint) == 32, "mint is ABI");
+
+/* --- Helpers ------------------------------------------------------------ */
+
+static inline int ioipc_register(struct io_uring *ring, unsigned int op, void *arg, unsigned int nr)
+{
+	long r = syscall(__NR_io_uring_register, ring->ring_fd, op, arg, nr);
+
+	return r < 0 ? -errno : (int)r;
+}
+
+static inline int ioipc_channel_create(struct io_uring *ring, struct ioipc_channel_create *c)
+{
+	return ioipc_register(ring, IOIPC_REGISTER_CREATE, c, 1);
+}
+
+static inline int ioipc_channel_attach(struct io_uring *ring, struct ioipc_channel_attach *a)
+{
+	return ioipc_register(ring, IOIPC_REGISTER_ATTACH, a, 1);
+}
+
+static inline int ioipc_channel_detach(struct io_uring *ring, uint32_t subscriber_id)
+{
+	return ioipc_register(ring, IOIPC_REGISTER_DETACH, NULL, subscriber_id);
+}
+
+static inline int ioipc_channel_destroy(struct io_uring *ring, uint32_t channel_id)
+{
+	return ioipc_register(ring, IOIPC_REGISTER_DESTROY, NULL, channel_id);
+}
+
+static inline int ioipc_channel_mint(struct io_uring *ring, struct ioipc_channel_mint *m)
+{
+	return ioipc_register(ring, IOIPC_REGISTER_MINT, m, 1);
+}
+
+/* id: sender's subscriber id or a channel id; target: 0 or a receiver's subscriber id */
+static inline void ioipc_prep_send(struct io_uring_sqe *sqe, uint32_t id, const void *buf,
+				   unsigned int len, uint32_t target)
+{
+	io_uring_prep_rw(IOIPC_OP_SEND, sqe, (int)id, buf, len, 0);
+	sqe->file_index = target;
+}
+
+static inline void ioipc_prep_recv(struct io_uring_sqe *sqe, uint32_t subscriber_id, void *buf,
+				   unsigned int len, unsigned int recv_flags)
+{
+	io_uring_prep_rw(IOIPC_OP_RECV, sqe, (int)subscriber_id, buf, len, 0);
+	sqe->ioprio = (uint16_t)recv_flags;
+}
+
+/* Multishot receive into provided buffers of group bgid (IOSQE_BUFFER_SELECT). */
+static inline void ioipc_prep_recv_multishot(struct io_uring_sqe *sqe, uint32_t subscriber_id,
+					     uint16_t bgid, unsigned int recv_flags)
+{
+	io_uring_prep_rw(IOIPC_OP_RECV, sqe, (int)subscriber_id, NULL, 0, 0);
+	sqe->ioprio = (uint16_t)(recv_flags | IOIPC_RECV_MULTISHOT);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = bgid;
+}
+
+#endif
