@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* test-ctrl.c - unit tests of the control protocol codec (ctrl.c). */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctrl.h"
+
+#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+
+static void test_table(void)
+{
+	/* Every op and signal is named, has a valid signature and a min_len that matches it. */
+	for (unsigned int op = 1; op < _CTRL_OP_MAX; op++) {
+		const struct ctrl_op_info *i = ctrl_op_get(op);
+
+		ASSERT(i && i->name && i->request_sig && i->reply_sig);
+		ASSERT(ctrl_sig_min_len(i->request_sig) == (int)i->min_len);
+		ASSERT(ctrl_sig_min_len(i->reply_sig) >= 0);
+		ASSERT(i->max_reply_fds <= CTRL_FDS_MAX);
+	}
+	for (unsigned int s = 1; s < _CTRL_SIGNAL_MAX; s++) {
+		const struct ctrl_op_info *i = ctrl_signal_get(s);
+
+		ASSERT(i && i->name && !i->request_sig && i->reply_sig);
+		ASSERT(ctrl_sig_min_len(i->reply_sig) == (int)i->min_len);
+	}
+	ASSERT(!ctrl_op_get(0));
+	ASSERT(!ctrl_op_get(_CTRL_OP_MAX));
+	ASSERT(!ctrl_signal_get(_CTRL_SIGNAL_MAX));
+	ASSERT(ctrl_sig_min_len("a(") == -EINVAL);
+	ASSERT(ctrl_sig_min_len("()") == -EINVAL);
+	ASSERT(ctrl_sig_min_len("x") == -EINVAL);
+	ASSERT(ctrl_sig_min_len("aaaaaau") == -EINVAL);	/* too deep */
+	ASSERT(ctrl_sig_min_len("(ut)s") == 15);
+}
+
+static void test_roundtrip(void)
+{
+	struct ctrl_writer w;
+	struct ctrl_message m;
+	struct ctrl_reader r;
+	const void *d;
+	size_t l, sl;
+	const char *s;
+	uint32_t u, n;
+	uint64_t t;
+
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_REQUEST_NAME, 7) == 0);
+	ctrl_write_string(&w, "org.example.Foo");
+	ctrl_write_u32(&w, CTRL_NAME_DO_NOT_QUEUE);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(l == CTRL_HEADER_SIZE + 2 + 15 + 1 + 4);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+	ASSERT(m.hdr.type == CTRL_TYPE_REQUEST && m.hdr.code == CTRL_OP_REQUEST_NAME && m.hdr.serial == 7);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_string(&r, &s, &sl) == 0 && sl == 15 && strcmp(s, "org.example.Foo") == 0);
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == CTRL_NAME_DO_NOT_QUEUE);
+	ASSERT(ctrl_reader_at_end(&r));
+	ASSERT(ctrl_read_u32(&r, &u) == -EBADMSG);
+	/* fds must agree with the header */
+	ASSERT(ctrl_message_decode(&m, d, l, 1) == -ETOOMANYREFS);
+	/* truncation at every length is rejected */
+	for (size_t k = 0; k < l; k++)
+		ASSERT(ctrl_message_decode(&m, d, k, 0) < 0);
+	ctrl_writer_deinit(&w);
+
+	/* a reply with a nested array and fds */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_QUOTA, 9) == 0);
+	size_t a = ctrl_write_array_open(&w);
+	ctrl_write_u32(&w, 2001);
+	size_t b = ctrl_write_array_open(&w);
+	ctrl_write_string(&w, "names");
+	ctrl_write_u64(&w, 3);
+	ctrl_write_u64(&w, 256);
+	ctrl_write_array_close(&w, b, 1);
+	ctrl_write_array_close(&w, a, 1);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_array(&r, &n) == 0 && n == 1);
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == 2001);
+	ASSERT(ctrl_read_array(&r, &n) == 0 && n == 1);
+	ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && strcmp(s, "names") == 0);
+	ASSERT(ctrl_read_u64(&r, &t) == 0 && t == 3);
+	ASSERT(ctrl_read_u64(&r, &t) == 0 && t == 256);
+	ASSERT(ctrl_reader_at_end(&r));
+	ctrl_writer_deinit(&w);
+
+	/* a wrong array count (claims 2 entries) is caught by the writer's self check */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_LIST_NAMES, 1) == 0);
+	a = ctrl_write_array_open(&w);
+	ctrl_write_string(&w, "a.b");
+	ctrl_write_array_close(&w, a, 2);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+	ctrl_writer_deinit(&w);
+
+	/* too many fds for the op */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_SUBSCRIBE, 1) == 0);
+	ctrl_write_fd(&w, 0);
+	ctrl_write_fd(&w, 1);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == -ETOOMANYREFS);
+	ctrl_writer_deinit(&w);
+
+	/* errors and signals */
+	ASSERT(ctrl_writer_error(&w, CTRL_OP_HELLO, 3, CTRL_ERROR_QUOTA_EXCEEDED, "connections: uid 5") == 0);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && m.hdr.type == CTRL_TYPE_ERROR);
+	ctrl_writer_deinit(&w);
+	ASSERT(ctrl_writer_error(&w, CTRL_OP_HELLO, 3, "not an error name", "x") == -EINVAL);
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0) == 0);
+	ctrl_write_string(&w, "org.example.Foo");
+	ctrl_write_string(&w, "");
+	ctrl_write_string(&w, ":1.4");
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ctrl_writer_deinit(&w);
+}
+
+static void put(uint8_t *b, size_t off, uint32_t v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[off + i] = (uint8_t)(v >> (8 * i));
+}
+
+static void test_malformed(void)
+{
+	uint8_t b[64] = { 0 };
+	struct ctrl_message m;
+
+	/* HELLO request with flags 0 */
+	b[0] = CTRL_VERSION;
+	b[1] = CTRL_TYPE_REQUEST;
+	put(b, 2, CTRL_OP_HELLO, 2);
+	put(b, 4, 42, 4);
+	put(b, 8, 4, 4);
+	ASSERT(ctrl_message_decode(&m, b, 20, 0) == 0);
+	/* length field disagrees with the datagram */
+	ASSERT(ctrl_message_decode(&m, b, 21, 0) == -EBADMSG);
+	put(b, 8, 5, 4);
+	ASSERT(ctrl_message_decode(&m, b, 20, 0) == -EBADMSG);
+	ASSERT(m.hdr.serial == 42);	/* still known, for the error reply */
+	put(b, 8, 4, 4);
+	/* version, unknown op, unknown type, reserved */
+	b[0] = 2;
+	ASSERT(ctrl_message_decode(&m, b, 20, 0) == -EPROTO);
+	b[0] = CTRL_VERSION;
+	put(b, 2, 999, 2);
+	ASSERT(ctrl_message_decode(&m, b, 20, 0) == -EOPNOTSUPP);
+	put(b, 2, 0, 2);
+	ASSERT(ctrl_message_decode(&m, b, 20, 0) == -EOPNOTSUPP);
+	put(b, 2, CTRL_OP_HELLO, 2);
+	b[1] = 9;
+	ASSERT(ctrl_message_decode(&m, b, 20, 0) == -EOPNOTSUPP);
+	b[1] = CTRL_TYPE_REQUEST;
+	b[14] = 1;
+	ASSERT(ctrl_message_decode(&m, b, 20, 0) == -EBADMSG);
+	b[14] = 0;
+	/* requests never carry fds */
+	put(b, 12, 1, 2);
+	ASSERT(ctrl_message_decode(&m, b, 20, 1) == -ETOOMANYREFS);
+	put(b, 12, 0, 2);
+
+	/* GET_NAME_OWNER: string without NUL, with embedded NUL, overlong length */
+	put(b, 2, CTRL_OP_GET_NAME_OWNER, 2);
+	put(b, 8, 6, 4);
+	put(b, 16, 3, 2);
+	memcpy(b + 18, "a.b", 3);
+	b[21] = 0;
+	ASSERT(ctrl_message_decode(&m, b, 22, 0) == 0);
+	b[21] = 'x';
+	ASSERT(ctrl_message_decode(&m, b, 22, 0) == -EBADMSG);
+	b[21] = 0;
+	b[19] = 0;
+	ASSERT(ctrl_message_decode(&m, b, 22, 0) == -EBADMSG);
+	b[19] = '.';
+	put(b, 16, 0xffff, 2);
+	ASSERT(ctrl_message_decode(&m, b, 22, 0) == -EBADMSG);
+
+	/* array count larger than the bytes could hold */
+	uint8_t arr[] = { 0xff, 0xff, 0xff, 0x7f };
+	ASSERT(ctrl_sig_validate("as", arr, sizeof(arr)) == -EBADMSG);
+	ASSERT(ctrl_sig_validate("au", arr, sizeof(arr)) == -EBADMSG);
+	uint8_t empty[] = { 0, 0, 0, 0 };
+	ASSERT(ctrl_sig_validate("a(stt)", empty, sizeof(empty)) == 0);
+	/* trailing garbage */
+	uint8_t extra[] = { 0, 0, 0, 0, 1 };
+	ASSERT(ctrl_sig_validate("u", extra, sizeof(extra)) == -EBADMSG);
+	/* oversized */
+	ASSERT(ctrl_message_decode(&m, b, CTRL_MSG_MAX + 1, 0) == -EMSGSIZE);
+}
+
+static void test_names(void)
+{
+	char buf[CTRL_UNIQUE_NAME_MAX];
+	uint64_t id;
+
+	ASSERT(ctrl_name_is_valid_wellknown("org.example.Foo"));
+	ASSERT(ctrl_name_is_valid_wellknown("a.b-c._d9"));
+	ASSERT(!ctrl_name_is_valid_wellknown("org"));
+	ASSERT(!ctrl_name_is_valid_wellknown("org..x"));
+	ASSERT(!ctrl_name_is_valid_wellknown(".org.x"));
+	ASSERT(!ctrl_name_is_valid_wellknown("org.x."));
+	ASSERT(!ctrl_name_is_valid_wellknown("org.9x"));
+	ASSERT(!ctrl_name_is_valid_wellknown(":1.5"));
+	ASSERT(!ctrl_name_is_valid_wellknown(""));
+	ASSERT(!ctrl_name_is_valid_wellknown("org.ex ample"));
+	char longname[300];
+	memset(longname, 'a', sizeof(longname));
+	longname[1] = '.';
+	longname[299] = 0;
+	ASSERT(!ctrl_name_is_valid_wellknown(longname));
+	ASSERT(ctrl_name_is_valid_member("Ping"));
+	ASSERT(!ctrl_name_is_valid_member("Pi.ng"));
+	ASSERT(!ctrl_name_is_valid_member("1Ping"));
+	ASSERT(ctrl_name_is_valid_error("brokerd.Error.AccessDenied"));
+	ASSERT(!ctrl_name_is_valid_error("brokerd.Error-x.A"));
+
+	ASSERT(ctrl_unique_name_format(42, buf) == 0 && strcmp(buf, ":1.42") == 0);
+	ASSERT(ctrl_unique_name_format(0, buf) == -EINVAL);
+	ASSERT(ctrl_unique_name_format(UINT64_MAX, buf) == 0);
+	ASSERT(ctrl_unique_name_parse(buf, &id) == 0 && id == UINT64_MAX);
+	ASSERT(ctrl_unique_name_parse(":1.7", &id) == 0 && id == 7);
+	ASSERT(ctrl_unique_name_parse(":1.07", &id) == -EINVAL);
+	ASSERT(ctrl_unique_name_parse(":1.0", &id) == -EINVAL);
+	ASSERT(ctrl_unique_name_parse(":1.", &id) == -EINVAL);
+	ASSERT(ctrl_unique_name_parse(":2.1", &id) == -EINVAL);
+	ASSERT(ctrl_unique_name_parse(":1.99999999999999999999999", &id) == -EINVAL);
+	ASSERT(ctrl_unique_name_parse(":1.1x", &id) == -EINVAL);
+}
+
+int main(void)
+{
+	test_table();
+	test_roundtrip();
+	test_malformed();
+	test_names();
+	printf("test-ctrl: ok\n");
+	return 0;
+}
