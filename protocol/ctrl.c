@@ -92,6 +92,12 @@ static const struct ctrl_op_info signals[] = {
 	[CTRL_SIGNAL_MONITOR_CHANNEL] = {
 		.name = "MonitorChannel", .reply_sig = "su", .min_len = 7, .max_reply_fds = 1,
 	},
+	[CTRL_SIGNAL_CAPABILITY_RENEWED] = {
+		.name = "CapabilityRenewed", .reply_sig = "su", .min_len = 7, .max_reply_fds = 1,
+	},
+	[CTRL_SIGNAL_CAPABILITY_REVOKED] = {
+		.name = "CapabilityRevoked", .reply_sig = "su", .min_len = 7,
+	},
 };
 _Static_assert(ELEMENTSOF(signals) == _CTRL_SIGNAL_MAX, "every signal needs an entry in signals[]");
 
