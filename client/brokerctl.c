@@ -1,0 +1,852 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * brokerctl - inspect and poke a running brokerd, like busctl: list names
+ * and owners, show a name's owner and credentials, call, emit, monitor,
+ * explain a policy decision, show quota use. Human output by default,
+ * --json for scripts; the exit code says what happened (see usage()).
+ *
+ * Bus introspection requests go through the library's internal
+ * bus_ctrl_call(); calls, signals and monitoring through the public API.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bus-internal.h"
+#include "json.h"
+#include "util.h"
+
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,		/* anything else */
+	EXIT_USAGE = 2,		/* bad command line */
+	EXIT_DENIED = 3,	/* access denied, or policy check says deny */
+	EXIT_NO_OWNER = 4,	/* name has no owner / unknown */
+	EXIT_TIMEOUT = 5,	/* call timed out */
+	EXIT_REMOTE = 6,	/* the service replied with an error */
+	EXIT_CONNECT = 7,	/* cannot reach brokerd */
+	EXIT_QUOTA = 8,		/* a quota refused the request */
+};
+
+static bool arg_json;
+static const char *arg_address;
+static uint64_t arg_timeout_usec = 25ULL * 1000000ULL;
+static long arg_count = -1;
+static volatile sig_atomic_t quit;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: brokerctl [OPTIONS] COMMAND ...\n"
+		"\n"
+		"Commands:\n"
+		"  list                          names, their owners and queued owners\n"
+		"  status NAME                   owner and credentials of a name\n"
+		"  call NAME MEMBER [ARG]        call a method, print the reply\n"
+		"  emit NAME MEMBER [ARG]        emit a signal (takes the name meanwhile)\n"
+		"  monitor [NAME]                print bus traffic (privileged)\n"
+		"  peers                         connections with credentials and names\n"
+		"  policy check USER NAME ACTION explain a decision (own, send, receive)\n"
+		"  quota [UID|all]               quota use per uid\n"
+		"\n"
+		"Options:\n"
+		"  -j, --json                    JSON output\n"
+		"  -a, --address PATH            broker socket (default $BROKERD_SOCKET or %s)\n"
+		"  -t, --timeout SEC             call timeout (default 25)\n"
+		"  -n, --count N                 monitor: stop after N messages\n"
+		"  -h, --help\n"
+		"\n"
+		"Exit status: 0 ok/allowed, 1 failure, 2 usage, 3 denied, 4 no owner,\n"
+		"5 timeout, 6 error reply, 7 cannot connect, 8 quota exceeded.\n",
+		BROKERD_SYSTEM_SOCKET);
+}
+
+static int errno_to_exit(int k)
+{
+	switch (k) {
+	case 0:
+		return EXIT_OK;
+	case -EACCES:
+	case -EPERM:
+		return EXIT_DENIED;
+	case -ENXIO:
+	case -ENOENT:
+		return EXIT_NO_OWNER;
+	case -ETIMEDOUT:
+		return EXIT_TIMEOUT;
+	case -EREMOTEIO:
+		return EXIT_REMOTE;
+	case -EDQUOT:
+		return EXIT_QUOTA;
+	case -EINVAL:
+		return EXIT_USAGE;
+	default:
+		return EXIT_FAIL;
+	}
+}
+
+static int fail(brokerd_bus *bus, const char *what, int k)
+{
+	if (arg_json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_key(&j, "error");
+		json_string(&j, bus && bus->error_name[0] ? bus->error_name : strerror(-k));
+		json_key(&j, "message");
+		json_string(&j, bus && bus->error_message[0] ? bus->error_message : what);
+		json_key(&j, "errno");
+		json_int(&j, -k);
+		json_end_object(&j);
+		json_finish(&j);
+	}
+	if (bus && bus->error_name[0])
+		fprintf(stderr, "brokerctl: %s: %s: %s\n", what, bus->error_name, bus->error_message);
+	else
+		fprintf(stderr, "brokerctl: %s: %s\n", what, strerror(-k));
+	return errno_to_exit(k);
+}
+
+static int bus_open(brokerd_bus **ret)
+{
+	int k;
+
+	k = arg_address ? brokerd_bus_open(ret, arg_address) : brokerd_bus_open_system(ret);
+	if (k < 0) {
+		fprintf(stderr, "brokerctl: cannot connect to brokerd at %s: %s\n",
+			arg_address ? arg_address : BROKERD_SYSTEM_SOCKET, strerror(-k));
+		return EXIT_CONNECT;
+	}
+	brokerd_bus_set_reconnect(*ret, 0);
+	return 0;
+}
+
+/* One control request: a string argument, or a u32 when s is NULL. */
+static int request(brokerd_bus *bus, uint16_t op, const char *s, uint32_t u,
+		   struct ctrl_reply *r)
+{
+	struct ctrl_writer w;
+	int k;
+
+	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, 0);
+	if (k < 0)
+		return k;
+	if (s)
+		ctrl_write_string(&w, s);
+	else
+		ctrl_write_u32(&w, u);
+	k = bus_ctrl_call(bus, &w, r);
+	ctrl_writer_deinit(&w);
+	return k;
+}
+
+/* Reads an "as" reply into a NULL-terminated array pointing into r. */
+static int read_strv(struct ctrl_reply *r, const char ***ret)
+{
+	struct ctrl_reader rd;
+	const char **v;
+	uint32_t n;
+	int k;
+
+	ctrl_reader_init(&rd, &r->msg);
+	k = ctrl_read_array(&rd, &n);
+	if (k < 0)
+		return k;
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		if ((k = ctrl_read_string(&rd, &v[i], NULL)) < 0) {
+			free(v);
+			return k;
+		}
+	*ret = v;
+	return (int)n;
+}
+
+/* --- list ------------------------------------------------------------------------- */
+
+static int cmd_list(brokerd_bus *bus, int argc, char **argv)
+{
+	struct ctrl_reply names = { 0 };
+	_cleanup_free_ const char **v = NULL;
+	struct json j;
+	int n, k;
+
+	if (argc != 1)
+		return fail(NULL, "list takes no arguments", -EINVAL);
+	k = request(bus, CTRL_OP_LIST_NAMES, NULL, 0, &names);
+	if (k < 0)
+		return fail(bus, "ListNames", k);
+	n = read_strv(&names, &v);
+	if (n < 0) {
+		ctrl_reply_done(&names);
+		return fail(NULL, "ListNames reply", n);
+	}
+	json_init(&j, stdout);
+	if (arg_json)
+		json_begin_array(&j);
+	else
+		printf("%-40s %-12s %s\n", "NAME", "OWNER", "QUEUED");
+	for (int i = 0; i < n; i++) {
+		struct ctrl_reply o = { 0 }, q = { 0 };
+		struct ctrl_reader rd;
+		_cleanup_free_ const char **queued = NULL;
+		const char *owner = "";
+		int nq = 0;
+
+		if (v[i][0] == ':') {
+			owner = v[i];
+		} else {
+			if (request(bus, CTRL_OP_GET_NAME_OWNER, v[i], 0, &o) >= 0) {
+				ctrl_reader_init(&rd, &o.msg);
+				if (ctrl_read_string(&rd, &owner, NULL) < 0)
+					owner = "";
+			}
+			if (request(bus, CTRL_OP_LIST_QUEUED_OWNERS, v[i], 0, &q) >= 0)
+				nq = read_strv(&q, &queued);
+		}
+		if (arg_json) {
+			json_begin_object(&j);
+			json_key(&j, "name");
+			json_string(&j, v[i]);
+			json_key(&j, "owner");
+			json_string(&j, owner);
+			json_key(&j, "queued");
+			json_begin_array(&j);
+			/* the queue lists the primary owner first */
+			for (int x = 1; x < nq; x++)
+				json_string(&j, queued[x]);
+			json_end_array(&j);
+			json_end_object(&j);
+		} else {
+			printf("%-40s %-12s", v[i], owner[0] ? owner : "-");
+			for (int x = 1; x < nq; x++)
+				printf("%s%s", x > 1 ? "," : " ", queued[x]);
+			printf("\n");
+		}
+		ctrl_reply_done(&o);
+		ctrl_reply_done(&q);
+	}
+	if (arg_json) {
+		json_end_array(&j);
+		json_finish(&j);
+	}
+	ctrl_reply_done(&names);
+	return EXIT_OK;
+}
+
+/* --- status ----------------------------------------------------------------------- */
+
+static int cmd_status(brokerd_bus *bus, int argc, char **argv)
+{
+	struct ctrl_reply o = { 0 }, c = { 0 };
+	struct ctrl_reader rd;
+	const char *owner = NULL, *label = "";
+	uint32_t mask = 0, pid = 0, uid = 0, gid = 0, ngids = 0;
+	uint32_t gids[64];
+	struct json j;
+	int k;
+
+	if (argc != 2)
+		return fail(NULL, "usage: status NAME", -EINVAL);
+	if (!ctrl_name_is_valid_wellknown(argv[1]) && !ctrl_name_is_valid_unique(argv[1]))
+		return fail(NULL, "invalid name", -EINVAL);
+	k = request(bus, CTRL_OP_GET_NAME_OWNER, argv[1], 0, &o);
+	if (k < 0)
+		return fail(bus, argv[1], k);
+	ctrl_reader_init(&rd, &o.msg);
+	if (ctrl_read_string(&rd, &owner, NULL) < 0)
+		owner = "";
+	k = request(bus, CTRL_OP_GET_CREDENTIALS, argv[1], 0, &c);
+	if (k < 0) {
+		ctrl_reply_done(&o);
+		return fail(bus, "GetCredentials", k);
+	}
+	ctrl_reader_init(&rd, &c.msg);
+	k = ctrl_read_u32(&rd, &mask);
+	if (k >= 0)
+		k = ctrl_read_u32(&rd, &pid);
+	if (k >= 0)
+		k = ctrl_read_u32(&rd, &uid);
+	if (k >= 0)
+		k = ctrl_read_u32(&rd, &gid);
+	if (k >= 0)
+		k = ctrl_read_array(&rd, &ngids);
+	for (uint32_t i = 0; k >= 0 && i < ngids; i++) {
+		uint32_t g;
+
+		k = ctrl_read_u32(&rd, &g);
+		if (i < ELEMENTSOF(gids))
+			gids[i] = g;
+	}
+	if (ngids > ELEMENTSOF(gids))
+		ngids = ELEMENTSOF(gids);
+	if (k >= 0)
+		k = ctrl_read_string(&rd, &label, NULL);
+	if (k < 0) {
+		ctrl_reply_done(&o);
+		ctrl_reply_done(&c);
+		return fail(NULL, "GetCredentials reply", k);
+	}
+	if (arg_json) {
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_key(&j, "name");
+		json_string(&j, argv[1]);
+		json_key(&j, "owner");
+		json_string(&j, owner);
+		json_key(&j, "pid");
+		if (mask & CTRL_CREDS_PID)
+			json_uint(&j, pid);
+		else
+			json_null(&j);
+		json_key(&j, "uid");
+		if (mask & CTRL_CREDS_UID)
+			json_uint(&j, uid);
+		else
+			json_null(&j);
+		json_key(&j, "gid");
+		if (mask & CTRL_CREDS_GID)
+			json_uint(&j, gid);
+		else
+			json_null(&j);
+		json_key(&j, "gids");
+		json_begin_array(&j);
+		for (uint32_t i = 0; i < ngids; i++)
+			json_uint(&j, gids[i]);
+		json_end_array(&j);
+		json_key(&j, "label");
+		json_string(&j, label);
+		json_key(&j, "pidfd");
+		json_bool(&j, c.n_fds > 0);
+		json_end_object(&j);
+		json_finish(&j);
+	} else {
+		struct passwd *pw = (mask & CTRL_CREDS_UID) ? getpwuid(uid) : NULL;
+
+		printf("Name:   %s\n", argv[1]);
+		printf("Owner:  %s\n", owner[0] ? owner : "-");
+		if (mask & CTRL_CREDS_PID)
+			printf("PID:    %" PRIu32 "\n", pid);
+		if (mask & CTRL_CREDS_UID)
+			printf("UID:    %" PRIu32 "%s%s%s\n", uid, pw ? " (" : "",
+			       pw ? pw->pw_name : "", pw ? ")" : "");
+		if (mask & CTRL_CREDS_GID)
+			printf("GID:    %" PRIu32 "\n", gid);
+		if (mask & CTRL_CREDS_GIDS) {
+			printf("Groups:");
+			for (uint32_t i = 0; i < ngids; i++)
+				printf(" %" PRIu32, gids[i]);
+			printf("\n");
+		}
+		if ((mask & CTRL_CREDS_LABEL) && label[0])
+			printf("Label:  %s\n", label);
+	}
+	ctrl_reply_done(&o);
+	ctrl_reply_done(&c);
+	return EXIT_OK;
+}
+
+/* --- call / emit -------------------------------------------------------------------- */
+
+static void print_msg_json(struct json *j, brokerd_msg *m)
+{
+	struct brokerd_creds cr = { 0 };
+	const void *body;
+	size_t size;
+	static const char *const types[] = { "?", "call", "reply", "error", "signal" };
+	int t = brokerd_msg_get_type(m);
+
+	brokerd_msg_get_body(m, &body, &size);
+	json_key(j, "type");
+	json_string(j, types[t >= 1 && t <= 4 ? t : 0]);
+	json_key(j, "sender");
+	json_string(j, brokerd_msg_get_sender(m));
+	if (brokerd_msg_get_creds(m, &cr) >= 0) {
+		json_key(j, "pid");
+		json_uint(j, (uint64_t)cr.pid);
+		json_key(j, "uid");
+		json_uint(j, cr.uid);
+		json_key(j, "gid");
+		json_uint(j, cr.gid);
+	}
+	json_key(j, t == BROKERD_MSG_ERROR ? "error" : "member");
+	json_string(j, brokerd_msg_get_member(m));
+	json_key(j, "body");
+	json_string_len(j, body, size);
+}
+
+static int cmd_call(brokerd_bus *bus, int argc, char **argv)
+{
+	brokerd_msg *reply = NULL;
+	const char *arg = argc > 3 ? argv[3] : "";
+	const void *body;
+	size_t size;
+	int k;
+
+	if (argc < 3 || argc > 4)
+		return fail(NULL, "usage: call NAME MEMBER [ARG]", -EINVAL);
+	k = brokerd_bus_call(bus, argv[1], argv[2], arg, strlen(arg), arg_timeout_usec, &reply);
+	if (k < 0 && k != -EREMOTEIO) {
+		char what[300];
+
+		snprintf(what, sizeof(what), "call %s %s", argv[1], argv[2]);
+		return fail(bus, what, k);
+	}
+	brokerd_msg_get_body(reply, &body, &size);
+	if (arg_json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		print_msg_json(&j, reply);
+		json_end_object(&j);
+		json_finish(&j);
+	} else if (k == -EREMOTEIO) {
+		fprintf(stderr, "brokerctl: %s: %.*s\n", brokerd_msg_get_error_name(reply),
+			(int)size, (const char *)body);
+	} else {
+		fwrite(body, 1, size, stdout);
+		if (size && ((const char *)body)[size - 1] != '\n')
+			fputc('\n', stdout);
+	}
+	brokerd_msg_unref(reply);
+	return errno_to_exit(k);
+}
+
+static int cmd_emit(brokerd_bus *bus, int argc, char **argv)
+{
+	const char *arg = argc > 3 ? argv[3] : "";
+	int k;
+
+	if (argc < 3 || argc > 4)
+		return fail(NULL, "usage: emit NAME MEMBER [ARG]", -EINVAL);
+	/* signals go out on the name's signal channel, which only its owner may use */
+	k = brokerd_bus_request_name(bus, argv[1], BROKERD_NAME_DO_NOT_QUEUE);
+	if (k == -EEXIST) {
+		fprintf(stderr, "brokerctl: %s is owned by another connection: only its owner can emit its signals\n",
+			argv[1]);
+		return EXIT_DENIED;
+	}
+	if (k < 0)
+		return fail(bus, "RequestName", k);
+	k = brokerd_bus_emit_signal(bus, argv[1], argv[2], arg, strlen(arg));
+	brokerd_bus_release_name(bus, argv[1]);
+	if (k < 0)
+		return fail(bus, "emit", k);
+	if (arg_json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_key(&j, "emitted");
+		json_bool(&j, true);
+		json_end_object(&j);
+		json_finish(&j);
+	}
+	return EXIT_OK;
+}
+
+/* --- monitor ----------------------------------------------------------------------- */
+
+static long monitor_seen;
+
+static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m,
+		       int error, void *userdata)
+{
+	static const char *const kinds[] = { "?", "inbox", "call", "signal" };
+	const char *k = kinds[kind <= 3 ? kind : 0];
+
+	if (!m)
+		return;
+	if (arg_json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_key(&j, "channel");
+		json_string(&j, k);
+		json_key(&j, "name");
+		json_string(&j, name);
+		print_msg_json(&j, m);
+		json_end_object(&j);
+		json_finish(&j);
+	} else {
+		struct brokerd_creds cr = { 0 };
+		const void *body;
+		size_t size;
+
+		brokerd_msg_get_creds(m, &cr);
+		brokerd_msg_get_body(m, &body, &size);
+		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d member=%s serial=%" PRIu64
+		       " body=%.*s\n", k, name, brokerd_msg_get_type(m), brokerd_msg_get_sender(m),
+		       (unsigned int)cr.uid, (int)cr.pid, brokerd_msg_get_member(m),
+		       brokerd_msg_get_serial(m), (int)(size > 200 ? 200 : size), (const char *)body);
+		fflush(stdout);
+	}
+	if (arg_count > 0 && ++monitor_seen >= arg_count)
+		brokerd_bus_exit(bus, 0);
+}
+
+static void on_signal(int sig)
+{
+	quit = 1;
+}
+
+static int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	int k;
+
+	if (argc > 2)
+		return fail(NULL, "usage: monitor [NAME]", -EINVAL);
+	if (argc == 2 && !ctrl_name_is_valid_wellknown(argv[1]))
+		return fail(NULL, "invalid name", -EINVAL);
+	k = bus_monitor_start(bus, NULL, argc == 2 ? argv[1] : NULL, on_monitor, NULL);
+	if (k < 0)
+		return fail(bus, "Monitor", k);
+	if (!arg_json) {
+		printf("Monitoring %s (Ctrl-C to stop)\n", argc == 2 ? argv[1] : "the bus");
+		fflush(stdout);
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!quit) {
+		k = brokerd_bus_process(bus);
+		if (k < 0)
+			return fail(bus, "monitor", k);
+		if (arg_count > 0 && monitor_seen >= arg_count)
+			break;
+		if (!brokerd_bus_is_connected(bus)) {
+			fprintf(stderr, "brokerctl: brokerd went away\n");
+			return EXIT_CONNECT;
+		}
+		if (k == 0)
+			brokerd_bus_wait(bus, 500000);
+	}
+	return EXIT_OK;
+}
+
+/* --- peers ------------------------------------------------------------------------- */
+
+static int cmd_peers(brokerd_bus *bus, int argc, char **argv)
+{
+	struct ctrl_reply r = { 0 };
+	struct ctrl_reader rd;
+	struct json j;
+	uint32_t n = 0;
+	int k;
+
+	if (argc != 1)
+		return fail(NULL, "peers takes no arguments", -EINVAL);
+	k = request(bus, CTRL_OP_LIST_PEERS, NULL, 0, &r);
+	if (k < 0)
+		return fail(bus, "ListPeers", k);
+	ctrl_reader_init(&rd, &r.msg);
+	k = ctrl_read_array(&rd, &n);
+	json_init(&j, stdout);
+	if (arg_json)
+		json_begin_array(&j);
+	else
+		printf("%-12s %8s %6s %6s %5s %s\n", "PEER", "PID", "UID", "GID", "CAPS", "NAMES");
+	for (uint32_t i = 0; k >= 0 && i < n; i++) {
+		const char *unique = NULL, *label = NULL;
+		uint64_t id;
+		uint32_t pid, uid, gid, nn, caps;
+		const char *names[32];
+
+		if ((k = ctrl_read_string(&rd, &unique, NULL)) < 0 || (k = ctrl_read_u64(&rd, &id)) < 0 ||
+		    (k = ctrl_read_u32(&rd, &pid)) < 0 || (k = ctrl_read_u32(&rd, &uid)) < 0 ||
+		    (k = ctrl_read_u32(&rd, &gid)) < 0 || (k = ctrl_read_string(&rd, &label, NULL)) < 0 ||
+		    (k = ctrl_read_array(&rd, &nn)) < 0)
+			break;
+		for (uint32_t x = 0; k >= 0 && x < nn; x++) {
+			const char *s;
+
+			k = ctrl_read_string(&rd, &s, NULL);
+			if (x < ELEMENTSOF(names))
+				names[x] = s;
+		}
+		if (k < 0 || (k = ctrl_read_u32(&rd, &caps)) < 0)
+			break;
+		if (nn > ELEMENTSOF(names))
+			nn = ELEMENTSOF(names);
+		if (arg_json) {
+			json_begin_object(&j);
+			json_key(&j, "peer");
+			json_string(&j, unique);
+			json_key(&j, "id");
+			json_uint(&j, id);
+			json_key(&j, "pid");
+			json_uint(&j, pid);
+			json_key(&j, "uid");
+			json_uint(&j, uid);
+			json_key(&j, "gid");
+			json_uint(&j, gid);
+			json_key(&j, "label");
+			json_string(&j, label);
+			json_key(&j, "names");
+			json_begin_array(&j);
+			for (uint32_t x = 0; x < nn; x++)
+				json_string(&j, names[x]);
+			json_end_array(&j);
+			json_key(&j, "caps");
+			json_uint(&j, caps);
+			json_end_object(&j);
+		} else {
+			printf("%-12s %8" PRIu32 " %6" PRIu32 " %6" PRIu32 " %5" PRIu32 " ", unique, pid,
+			       uid, gid, caps);
+			for (uint32_t x = 0; x < nn; x++)
+				printf("%s%s", x ? "," : "", names[x]);
+			printf("\n");
+		}
+	}
+	if (arg_json) {
+		json_end_array(&j);
+		json_finish(&j);
+	}
+	ctrl_reply_done(&r);
+	return k < 0 ? fail(NULL, "ListPeers reply", k) : EXIT_OK;
+}
+
+/* --- policy check ------------------------------------------------------------------- */
+
+static int parse_uid(const char *s, uint32_t *ret)
+{
+	struct passwd *pw;
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s && !*end && errno == 0 && v < UINT32_MAX) {
+		*ret = (uint32_t)v;
+		return 0;
+	}
+	pw = getpwnam(s);
+	if (!pw)
+		return -ENOENT;
+	*ret = pw->pw_uid;
+	return 0;
+}
+
+static int cmd_policy(brokerd_bus *bus, int argc, char **argv)
+{
+	struct ctrl_writer w;
+	struct ctrl_reply r = { 0 };
+	struct ctrl_reader rd;
+	const char *why = "";
+	uint32_t uid, decision = 0;
+	int k;
+
+	if (argc != 5 || strcmp(argv[1], "check") != 0)
+		return fail(NULL, "usage: policy check USER NAME ACTION", -EINVAL);
+	if (parse_uid(argv[2], &uid) < 0) {
+		fprintf(stderr, "brokerctl: unknown user %s\n", argv[2]);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[4], "own") && strcmp(argv[4], "send") && strcmp(argv[4], "receive"))
+		return fail(NULL, "ACTION is own, send or receive", -EINVAL);
+	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_POLICY_CHECK, 0);
+	if (k < 0)
+		return fail(NULL, "PolicyCheck", k);
+	ctrl_write_u32(&w, uid);
+	ctrl_write_string(&w, argv[3]);
+	ctrl_write_string(&w, argv[4]);
+	k = bus_ctrl_call(bus, &w, &r);
+	ctrl_writer_deinit(&w);
+	if (k < 0)
+		return fail(bus, "PolicyCheck", k);
+	ctrl_reader_init(&rd, &r.msg);
+	if (ctrl_read_u32(&rd, &decision) < 0 || ctrl_read_string(&rd, &why, NULL) < 0) {
+		ctrl_reply_done(&r);
+		return fail(NULL, "PolicyCheck reply", -EPROTO);
+	}
+	if (arg_json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_key(&j, "uid");
+		json_uint(&j, uid);
+		json_key(&j, "name");
+		json_string(&j, argv[3]);
+		json_key(&j, "action");
+		json_string(&j, argv[4]);
+		json_key(&j, "decision");
+		json_string(&j, decision == CTRL_POLICY_ALLOW ? "allow" : "deny");
+		json_key(&j, "rule");
+		json_string(&j, why);
+		json_end_object(&j);
+		json_finish(&j);
+	} else {
+		printf("%s: uid %" PRIu32 " %s %s (%s)\n",
+		       decision == CTRL_POLICY_ALLOW ? "allow" : "deny", uid, argv[4], argv[3], why);
+	}
+	ctrl_reply_done(&r);
+	return decision == CTRL_POLICY_ALLOW ? EXIT_OK : EXIT_DENIED;
+}
+
+/* --- quota --------------------------------------------------------------------------- */
+
+static int cmd_quota(brokerd_bus *bus, int argc, char **argv)
+{
+	struct ctrl_reply r = { 0 };
+	struct ctrl_reader rd;
+	struct json j;
+	uint32_t uid = (uint32_t)getuid(), n = 0;
+	int k;
+
+	if (argc > 2)
+		return fail(NULL, "usage: quota [UID|USER|all]", -EINVAL);
+	if (argc == 2) {
+		if (strcmp(argv[1], "all") == 0)
+			uid = CTRL_QUOTA_ALL_UIDS;
+		else if (parse_uid(argv[1], &uid) < 0)
+			return fail(NULL, "unknown user", -EINVAL);
+	}
+	k = request(bus, CTRL_OP_QUOTA, NULL, uid, &r);
+	if (k < 0)
+		return fail(bus, "Quota", k);
+	ctrl_reader_init(&rd, &r.msg);
+	k = ctrl_read_array(&rd, &n);
+	json_init(&j, stdout);
+	if (arg_json)
+		json_begin_array(&j);
+	else
+		printf("%8s %-14s %12s %12s\n", "UID", "QUOTA", "USED", "LIMIT");
+	for (uint32_t i = 0; k >= 0 && i < n; i++) {
+		uint32_t u, nq = 0;
+
+		if ((k = ctrl_read_u32(&rd, &u)) < 0 || (k = ctrl_read_array(&rd, &nq)) < 0)
+			break;
+		if (arg_json) {
+			json_begin_object(&j);
+			json_key(&j, "uid");
+			json_uint(&j, u);
+			json_key(&j, "quotas");
+			json_begin_object(&j);
+		}
+		for (uint32_t x = 0; k >= 0 && x < nq; x++) {
+			const char *name;
+			uint64_t used, limit;
+
+			if ((k = ctrl_read_string(&rd, &name, NULL)) < 0 ||
+			    (k = ctrl_read_u64(&rd, &used)) < 0 || (k = ctrl_read_u64(&rd, &limit)) < 0)
+				break;
+			if (arg_json) {
+				json_key(&j, name);
+				json_begin_object(&j);
+				json_key(&j, "used");
+				json_uint(&j, used);
+				json_key(&j, "limit");
+				json_uint(&j, limit);
+				json_end_object(&j);
+			} else {
+				printf("%8" PRIu32 " %-14s %12" PRIu64 " %12" PRIu64 "\n", u, name, used,
+				       limit);
+			}
+		}
+		if (arg_json) {
+			json_end_object(&j);
+			json_end_object(&j);
+		}
+	}
+	if (arg_json) {
+		json_end_array(&j);
+		json_finish(&j);
+	}
+	ctrl_reply_done(&r);
+	return k < 0 ? fail(NULL, "Quota reply", k) : EXIT_OK;
+}
+
+/* --- main ---------------------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int (*run)(brokerd_bus *bus, int argc, char **argv);
+} commands[] = {
+	{ "list", cmd_list },
+	{ "status", cmd_status },
+	{ "call", cmd_call },
+	{ "emit", cmd_emit },
+	{ "monitor", cmd_monitor },
+	{ "peers", cmd_peers },
+	{ "policy", cmd_policy },
+	{ "quota", cmd_quota },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "address", required_argument, NULL, 'a' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	brokerd_bus *bus = NULL;
+	int c, k;
+
+	while ((c = getopt_long(argc, argv, "+ja:t:n:h", options, NULL)) >= 0) {
+		char *end;
+
+		switch (c) {
+		case 'j':
+			arg_json = true;
+			break;
+		case 'a':
+			arg_address = optarg;
+			break;
+		case 't': {
+			double s = strtod(optarg, &end);
+
+			if (*end || s <= 0 || s > 86400) {
+				fprintf(stderr, "brokerctl: invalid timeout %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			arg_timeout_usec = (uint64_t)(s * 1e6);
+			break;
+		}
+		case 'n':
+			arg_count = strtol(optarg, &end, 10);
+			if (*end || arg_count <= 0) {
+				fprintf(stderr, "brokerctl: invalid count %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
+		if (strcmp(argv[optind], commands[i].name) != 0)
+			continue;
+		k = bus_open(&bus);
+		if (k)
+			return k;
+		k = commands[i].run(bus, argc - optind, argv + optind);
+		brokerd_bus_close(bus);
+		return k;
+	}
+	fprintf(stderr, "brokerctl: unknown command %s\n", argv[optind]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-internal.h - the inside of a brokerd_bus, shared by the library's
+ * modules and by brokerctl (which links the static library for the bus
+ * introspection requests that are not public API).
+ */
+#ifndef BROKERD_CLIENT_BUS_INTERNAL_H
+#define BROKERD_CLIENT_BUS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "brokerd/brokerd.h"
+#include "chan.h"
+#include "ctrl.h"
+#include "message.h"
+
+/* chan kinds */
+enum {
+	CHAN_INBOX = 1,		/* our unicast inbox: replies, unicast signals */
+	CHAN_CALL_RECV,		/* a name we own: calls to serve */
+	CHAN_SIGNAL_RECV,	/* a name we subscribe to */
+	CHAN_CALL_SEND,		/* a name we call */
+	CHAN_SIGNAL_SEND,	/* a name we own: signals to emit */
+	CHAN_PEER_SEND,		/* a peer's inbox: our replies */
+	CHAN_MONITOR,		/* monitor copy of some channel */
+};
+
+#define BUS_DEFAULT_TIMEOUT_USEC	(25ULL * 1000000ULL)
+#define BUS_CTRL_TIMEOUT_MSEC		25000
+#define BUS_PEERS_MAX			64
+#define BUS_RECONNECT_MIN_MSEC		50
+#define BUS_RECONNECT_MAX_MSEC		2000
+
+/* State per well-known name this bus uses. */
+struct bname {
+	struct bname *next;
+	char *name;
+	struct chan *sig_recv, *sig_send, *call_recv, *call_send;
+	unsigned int n_subs;		/* subscription slots */
+	bool requested;			/* re-request after reconnect */
+	unsigned int req_flags;
+};
+
+struct peer {
+	struct peer *next;
+	uint64_t id;
+	struct chan *send;
+};
+
+/* A control datagram kept for later (signals that arrived during a request). */
+struct ctrl_queued {
+	struct ctrl_queued *next;
+	size_t len;
+	unsigned int n_fds;
+	int fds[CTRL_FDS_MAX];
+	uint8_t data[];
+};
+
+enum slot_type {
+	SLOT_SUBSCRIBE,
+	SLOT_METHOD,
+	SLOT_WATCH,
+	SLOT_CALL,
+	SLOT_MONITOR,
+};
+
+typedef void (*bus_monitor_handler_t)(brokerd_bus *bus, const char *name, unsigned int kind,
+				      brokerd_msg *msg, int error, void *userdata);
+
+struct brokerd_slot {
+	brokerd_bus *bus;
+	struct brokerd_slot *next, *prev;
+	enum slot_type type;
+	bool floating;			/* owned by the bus, not the caller */
+	char *name;
+	char *member;			/* member (method) or filter (subscribe) */
+	struct bname *bname;
+	union {
+		brokerd_msg_handler_t msg;
+		brokerd_name_handler_t name;
+		brokerd_reply_handler_t reply;
+		bus_monitor_handler_t monitor;
+	} handler;
+	void *userdata;
+	uint32_t serial;		/* calls */
+	uint64_t deadline;		/* calls: CLOCK_MONOTONIC usec */
+};
+
+struct monitor_chan {
+	struct monitor_chan *next;
+	char *name;
+	unsigned int kind;
+	struct chan *chan;
+};
+
+struct brokerd_bus {
+	unsigned int n_ref;
+	char *path;
+	int ctrl_fd;
+	int epoll_fd;
+	int timer_fd;
+	struct ring ring;
+
+	bool connected;
+	bool closed;
+	bool reconnect;
+	unsigned int backoff_msec;
+	uint64_t reconnect_at;
+	brokerd_state_handler_t state_handler;
+	void *state_userdata;
+
+	uint64_t id;
+	char unique_name[CTRL_UNIQUE_NAME_MAX];
+	uint32_t features;
+	struct chan *inbox;
+
+	uint32_t ctrl_serial;
+	uint32_t msg_serial;
+	struct bname *names;
+	struct peer *peers;
+	unsigned int n_peers;
+	struct brokerd_slot *slots;
+	struct ctrl_queued *cq_head, **cq_tail;
+	struct monitor_chan *monitors;
+
+	unsigned int sync_depth;	/* inside a synchronous call */
+	bool exit;
+	int exit_code;
+
+	void *event_source;		/* sd_event_source */
+	void *event;			/* sd_event */
+
+	char error_name[CTRL_NAME_MAX + 1];	/* last control error */
+	char error_message[256];
+};
+
+struct brokerd_msg {
+	unsigned int n_ref;
+	brokerd_bus *bus;		/* holds a reference */
+	int type;
+	uint16_t flags;
+	uint32_t serial;
+	uint32_t reply_serial;
+	bool replied;
+	char sender[CTRL_UNIQUE_NAME_MAX];
+	struct brokerd_creds creds;
+	char *name;
+	char *member;
+	void *body;
+	size_t body_len;
+	uint8_t data[];
+};
+
+/* A decoded control reply with the fds that came with it (owned). */
+struct ctrl_reply {
+	uint8_t *buf;
+	struct ctrl_message msg;
+	int fds[CTRL_FDS_MAX];
+	unsigned int n_fds;
+};
+
+void ctrl_reply_done(struct ctrl_reply *r);
+
+/* Sends a finished request and waits for its reply: 0, or -errno (a control
+ * ERROR is mapped to an errno and kept in bus->error_name/message). */
+int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret);
+int bus_ctrl_error_to_errno(const char *name);
+
+brokerd_bus *bus_ref(brokerd_bus *bus);
+brokerd_bus *bus_unref(brokerd_bus *bus);
+
+struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char *name,
+			      const char *member, void *userdata);
+brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
+		     const char *name);
+
+/* Monitoring (privileged), used by brokerctl monitor. */
+int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+		      bus_monitor_handler_t handler, void *userdata);
+
+#endif

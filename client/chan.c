@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chan.c - io_uring channel I/O for the client library. Every receive is a
+ * single-shot IPC_RECV with IOIPC_RECV_WAIT | IOIPC_RECV_INFO: it parks in the
+ * kernel until a message arrives (nothing busy-polls) and the kernel writes
+ * the sender's credentials in front of the payload. The ring's eventfd is what
+ * the bus's epoll fd watches.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "chan.h"
+
+/* user_data tags in the low bits; chans and send ops are 8-byte aligned */
+#define TAG_RECV	0UL
+#define TAG_SEND	1UL
+#define TAG_IGNORE	2UL
+#define TAG_MASK	3UL
+
+struct send_op {
+	int res;
+	bool done;
+};
+
+int ring_init(struct ring *r, unsigned int entries)
+{
+	int k;
+
+	memset(r, 0, sizeof(*r));
+	r->efd = -1;
+	r->ready_tail = &r->ready_head;
+	k = io_uring_queue_init(entries, &r->uring, 0);
+	if (k < 0)
+		return k;
+	r->initialized = true;
+	r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->efd < 0) {
+		k = -errno;
+		ring_deinit(r);
+		return k;
+	}
+	k = io_uring_register_eventfd(&r->uring, r->efd);
+	if (k < 0) {
+		ring_deinit(r);
+		return k;
+	}
+	return 0;
+}
+
+static void chan_free(struct chan *c)
+{
+	if (!c)
+		return;
+	free(c->buf);
+	free(c);
+}
+
+void ring_deinit(struct ring *r)
+{
+	struct chan *c;
+
+	/* tearing the ring down detaches every subscriber in the kernel */
+	if (r->initialized)
+		io_uring_queue_exit(&r->uring);
+	r->initialized = false;
+	if (r->efd >= 0)
+		close(r->efd);
+	r->efd = -1;
+	while ((c = r->zombies)) {
+		r->zombies = c->ready_next;
+		chan_free(c);
+	}
+	r->ready_head = NULL;
+	r->ready_tail = &r->ready_head;
+}
+
+void ring_ack(struct ring *r)
+{
+	uint64_t v;
+
+	if (r->efd >= 0)
+		(void)!read(r->efd, &v, sizeof(v));
+}
+
+static void zombie_remove(struct ring *r, struct chan *c)
+{
+	for (struct chan **p = &r->zombies; *p; p = &(*p)->ready_next)
+		if (*p == c) {
+			*p = c->ready_next;
+			return;
+		}
+}
+
+static void ready_push(struct ring *r, struct chan *c)
+{
+	c->ready = true;
+	c->ready_next = NULL;
+	*r->ready_tail = c;
+	r->ready_tail = &c->ready_next;
+}
+
+int ring_reap(struct ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, n = 0;
+
+	if (!r->initialized)
+		return 0;
+	io_uring_for_each_cqe(&r->uring, head, cqe) {
+		uintptr_t ud = (uintptr_t)io_uring_cqe_get_data64(cqe);
+		uintptr_t tag = ud & TAG_MASK;
+		void *p = (void *)(ud & ~TAG_MASK);
+
+		n++;
+		if (tag == TAG_SEND) {
+			struct send_op *op = p;
+
+			op->res = cqe->res;
+			op->done = true;
+		} else if (tag == TAG_RECV && p) {
+			struct chan *c = p;
+
+			c->armed = false;
+			if (c->closing) {
+				zombie_remove(r, c);
+				chan_free(c);
+				continue;
+			}
+			c->res = cqe->res;
+			ready_push(r, c);
+		}
+	}
+	io_uring_cq_advance(&r->uring, n);
+	return (int)n;
+}
+
+struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind)
+{
+	for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next) {
+		struct chan *c = *p;
+
+		if (kind != UINT32_MAX && c->kind != kind)
+			continue;
+		*p = c->ready_next;
+		if (!*p)
+			r->ready_tail = p;
+		c->ready = false;
+		c->ready_next = NULL;
+		return c;
+	}
+	return NULL;
+}
+
+struct chan *ring_pop_ready(struct ring *r)
+{
+	return ring_pop_ready_kind(r, UINT32_MAX);
+}
+
+int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size,
+		unsigned int kind, void *owner, struct chan **ret)
+{
+	struct ioipc_channel_attach a = {
+		.channel_id = (uint32_t)cap_fd,
+		.flags = IOIPC_SUB_BY_FD | rights,
+		.channel_fd = -1,
+	};
+	struct chan *c;
+	int k;
+
+	if (!r->initialized || cap_fd < 0 || !rights || !ret)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if (recv_size) {
+		c->buf_size = sizeof(struct ioipc_msg_info) + recv_size;
+		c->buf = malloc(c->buf_size);
+		if (!c->buf) {
+			free(c);
+			return -ENOMEM;
+		}
+	}
+	k = ioipc_channel_attach(&r->uring, &a);
+	if (k < 0) {
+		chan_free(c);
+		return k;
+	}
+	/* we never map the shared region: receives copy into our buffer */
+	if (a.channel_fd > 2 && a.channel_fd != cap_fd)
+		close(a.channel_fd);
+	c->sub_id = a.local_id_out;
+	c->rights = rights;
+	c->kind = kind;
+	c->owner = owner;
+	*ret = c;
+	return 0;
+}
+
+int chan_arm(struct ring *r, struct chan *c)
+{
+	struct io_uring_sqe *sqe;
+	int k;
+
+	if (!c || !c->buf || c->closing)
+		return -EINVAL;
+	if (c->armed || c->ready)
+		return 0;
+	sqe = io_uring_get_sqe(&r->uring);
+	if (!sqe) {
+		io_uring_submit(&r->uring);
+		sqe = io_uring_get_sqe(&r->uring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	ioipc_prep_recv(sqe, c->sub_id, c->buf, (unsigned int)c->buf_size,
+			IOIPC_RECV_WAIT | IOIPC_RECV_INFO);
+	io_uring_sqe_set_data64(sqe, (uintptr_t)c | TAG_RECV);
+	c->armed = true;
+	k = io_uring_submit(&r->uring);
+	if (k < 0) {
+		c->armed = false;
+		return k;
+	}
+	return 0;
+}
+
+int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
+{
+	struct send_op op = { 0 };
+	struct io_uring_sqe *sqe;
+	int k;
+
+	if (!c || !(c->rights & IOIPC_SUB_SEND) || !buf || len > UINT32_MAX)
+		return -EINVAL;
+	sqe = io_uring_get_sqe(&r->uring);
+	if (!sqe) {
+		io_uring_submit(&r->uring);
+		sqe = io_uring_get_sqe(&r->uring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	ioipc_prep_send(sqe, c->sub_id, buf, (unsigned int)len, 0);
+	io_uring_sqe_set_data64(sqe, (uintptr_t)&op | TAG_SEND);
+	/* a send never waits in the kernel: its completion comes right away */
+	while (!op.done) {
+		k = io_uring_submit_and_wait(&r->uring, 1);
+		if (k < 0 && k != -EINTR && k != -EAGAIN && k != -ETIME)
+			return k;
+		ring_reap(r);
+	}
+	return op.res;
+}
+
+void chan_close(struct ring *r, struct chan *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!c)
+		return;
+	if (c->ready) {
+		for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next)
+			if (*p == c) {
+				*p = c->ready_next;
+				if (!*p)
+					r->ready_tail = p;
+				break;
+			}
+		c->ready = false;
+	}
+	if (r->initialized)
+		ioipc_channel_detach(&r->uring, c->sub_id);
+	if (!c->armed || !r->initialized) {
+		chan_free(c);
+		return;
+	}
+	/* the kernel still holds our buffer: free once the receive completes */
+	c->closing = true;
+	c->ready_next = r->zombies;
+	r->zombies = c;
+	sqe = io_uring_get_sqe(&r->uring);
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, (uintptr_t)c | TAG_RECV, 0);
+		io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+		io_uring_submit(&r->uring);
+	}
+}
+
+int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,
+		 const void **ret_payload, size_t *ret_len)
+{
+	const struct ioipc_msg_info *info;
+	size_t got;
+
+	if (c->res < 0)
+		return c->res;
+	if ((size_t)c->res < sizeof(*info))
+		return -EBADMSG;
+	info = (const struct ioipc_msg_info *)c->buf;
+	got = (size_t)c->res - sizeof(*info);
+	if (info->len > got)
+		return -EMSGSIZE;	/* truncated: longer than our buffer */
+	*ret_info = info;
+	*ret_payload = c->buf + sizeof(*info);
+	*ret_len = got;
+	return 0;
+}

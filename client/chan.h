@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chan.h - the client's io_uring channel layer: one ring per bus, channels
+ * attached through capability fds from brokerd, waiting receives that complete
+ * into per-channel buffers, and synchronous sends. Knows nothing about the
+ * message format above it.
+ */
+#ifndef BROKERD_CLIENT_CHAN_H
+#define BROKERD_CLIENT_CHAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <liburing.h>
+
+#include "ioipc.h"
+
+struct chan {
+	uint32_t sub_id;
+	unsigned int rights;		/* IOIPC_SUB_* */
+	bool armed;			/* a receive is in flight */
+	bool ready;			/* on the ring's ready list */
+	bool closing;			/* freed when its receive completes */
+	int res;			/* result of the completed receive */
+	unsigned int kind;		/* owner's tag */
+	void *owner;			/* owner's object */
+	struct chan *ready_next;
+	size_t buf_size;
+	uint8_t *buf;			/* struct ioipc_msg_info + payload */
+};
+
+struct ring {
+	struct io_uring uring;
+	bool initialized;
+	int efd;			/* eventfd signalled on each completion */
+	struct chan *ready_head, **ready_tail;
+	struct chan *zombies;		/* closed with a receive still in flight */
+};
+
+int ring_init(struct ring *r, unsigned int entries);
+void ring_deinit(struct ring *r);
+
+/* Drains completions; receive completions go on the ready list. */
+int ring_reap(struct ring *r);
+/* Clears the eventfd; call before reaping so no wakeup is lost. */
+void ring_ack(struct ring *r);
+struct chan *ring_pop_ready(struct ring *r);
+/* Pops the first ready channel of `kind`, leaving others queued. */
+struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind);
+
+/* Attaches through a capability fd (not closed). recv_size 0: send only. */
+int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size,
+		unsigned int kind, void *owner, struct chan **ret);
+/* Submits one waiting receive with the kernel's info header. */
+int chan_arm(struct ring *r, struct chan *c);
+/* Sends and waits for the send's own completion: bytes sent or -errno. */
+int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
+/* Detaches; the struct is freed now or once its receive completes. */
+void chan_close(struct ring *r, struct chan *c);
+
+/* For a completed receive: the info header and payload, or -errno. */
+int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,
+		 const void **ret_payload, size_t *ret_len);
+
+#endif

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * brokerd.h - libbrokerd, the client library of the brokerd message bus.
+ *
+ * The one public header of the library. A program connects to brokerd,
+ * owns names, emits and subscribes to signals, calls and serves methods.
+ * brokerd only hands out channel capabilities over its control socket; the
+ * messages themselves travel on io_uring IPC channels, and every received
+ * message carries the sender's unique name and credentials as stamped by the
+ * kernel, never as claimed by the sender.
+ *
+ * Conventions: every function returns 0 (or a documented non-negative value)
+ * on success and a negative errno on failure, -EINVAL for bad arguments.
+ * Destructors accept NULL and return NULL. The library never logs, never
+ * aborts and never sets errno. A brokerd_bus is not thread-safe: use it from
+ * one thread at a time. Each function has a man page, brokerd_bus_open(3)
+ * and so on.
+ */
+#ifndef BROKERD_BROKERD_H
+#define BROKERD_BROKERD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BROKERD_SYSTEM_SOCKET		"/run/brokerd/socket"
+/* Overrides the system bus socket path for brokerd_bus_open_system(). */
+#define BROKERD_SOCKET_ENV		"BROKERD_SOCKET"
+
+typedef struct brokerd_bus brokerd_bus;
+typedef struct brokerd_msg brokerd_msg;
+typedef struct brokerd_slot brokerd_slot;
+struct sd_event;
+
+/* --- Connections ---------------------------------------------------------- */
+
+int brokerd_bus_open_system(brokerd_bus **ret);
+int brokerd_bus_open(brokerd_bus **ret, const char *path);
+brokerd_bus *brokerd_bus_close(brokerd_bus *bus);
+int brokerd_bus_get_unique_name(brokerd_bus *bus, const char **ret);
+int brokerd_bus_is_connected(brokerd_bus *bus);
+
+/*
+ * Reconnect after brokerd goes away: on by default. While reconnecting the
+ * library retries with backoff, then says HELLO again (the unique name
+ * changes), re-requests owned names and re-subscribes. Pending calls fail
+ * with -ECONNRESET.
+ */
+int brokerd_bus_set_reconnect(brokerd_bus *bus, int enable);
+
+enum {
+	BROKERD_STATE_DISCONNECTED = 0,
+	BROKERD_STATE_CONNECTED = 1,	/* also after each successful reconnect */
+};
+typedef void (*brokerd_state_handler_t)(brokerd_bus *bus, int state, void *userdata);
+int brokerd_bus_set_state_handler(brokerd_bus *bus, brokerd_state_handler_t handler, void *userdata);
+
+/* --- Event loop ------------------------------------------------------------ */
+
+/* One fd (epoll) that becomes readable when brokerd_bus_process() has work. */
+int brokerd_bus_get_fd(brokerd_bus *bus);
+/* Handles everything that is ready without blocking: > 0 if something was done. */
+int brokerd_bus_process(brokerd_bus *bus);
+/* Waits up to timeout_usec (UINT64_MAX: forever) for the fd: > 0 when ready. */
+int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec);
+/* Blocking convenience loop: process and wait until brokerd_bus_exit(). */
+int brokerd_bus_run(brokerd_bus *bus);
+int brokerd_bus_exit(brokerd_bus *bus, int code);
+int brokerd_bus_attach_event(brokerd_bus *bus, struct sd_event *event, int64_t priority);
+int brokerd_bus_detach_event(brokerd_bus *bus);
+
+/* Slots: a registration (subscription, method, watch, pending call). Freeing
+ * the slot undoes it. */
+brokerd_slot *brokerd_slot_free(brokerd_slot *slot);
+
+/* --- Names ----------------------------------------------------------------- */
+
+#define BROKERD_NAME_ALLOW_REPLACEMENT	(1U << 0)
+#define BROKERD_NAME_REPLACE_EXISTING	(1U << 1)
+#define BROKERD_NAME_DO_NOT_QUEUE	(1U << 2)
+#define BROKERD_NAME_POOL		(1U << 3)	/* worker pool: receive calls while queued */
+
+/* Positive results of brokerd_bus_request_name() */
+#define BROKERD_NAME_PRIMARY_OWNER	1
+#define BROKERD_NAME_IN_QUEUE		2
+#define BROKERD_NAME_ALREADY_OWNER	3
+
+int brokerd_bus_request_name(brokerd_bus *bus, const char *name, unsigned int flags);
+int brokerd_bus_release_name(brokerd_bus *bus, const char *name);
+
+/* old_owner/new_owner are "" when there is none. name NULL watches all names. */
+typedef int (*brokerd_name_handler_t)(brokerd_bus *bus, const char *name, const char *old_owner,
+				      const char *new_owner, void *userdata);
+int brokerd_bus_watch_name(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+			   brokerd_name_handler_t handler, void *userdata);
+/* Writes the unique name owning `name` into buf. -ENXIO: no owner. */
+int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char *buf, size_t size);
+
+/* --- Messages -------------------------------------------------------------- */
+
+enum {
+	BROKERD_MSG_CALL = 1,
+	BROKERD_MSG_REPLY = 2,
+	BROKERD_MSG_ERROR = 3,
+	BROKERD_MSG_SIGNAL = 4,
+};
+
+struct brokerd_creds {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	uint64_t id;		/* broker connection id: unique name ":1.<id>" */
+};
+
+typedef int (*brokerd_msg_handler_t)(brokerd_msg *msg, void *userdata);
+
+brokerd_msg *brokerd_msg_ref(brokerd_msg *msg);
+brokerd_msg *brokerd_msg_unref(brokerd_msg *msg);
+int brokerd_msg_get_type(brokerd_msg *msg);
+/* The sender's unique name, derived from the kernel-stamped badge. */
+const char *brokerd_msg_get_sender(brokerd_msg *msg);
+int brokerd_msg_get_creds(brokerd_msg *msg, struct brokerd_creds *ret);
+/* Well-known name the message was sent on (signals, calls); may be "". */
+const char *brokerd_msg_get_name(brokerd_msg *msg);
+/* Member of a call or signal; error name of an error reply. */
+const char *brokerd_msg_get_member(brokerd_msg *msg);
+const char *brokerd_msg_get_error_name(brokerd_msg *msg);
+int brokerd_msg_get_body(brokerd_msg *msg, const void **ret, size_t *ret_size);
+uint64_t brokerd_msg_get_serial(brokerd_msg *msg);
+
+/* --- Signals --------------------------------------------------------------- */
+
+/* The caller must own `name` (signals go out on the name's signal channel). */
+int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member,
+			    const void *body, size_t size);
+/*
+ * member_filter: NULL or "" for every member, an exact member, or a prefix
+ * ending in '*' ("Temperature*"); several alternatives separated by ','.
+ */
+int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+			  const char *member_filter, brokerd_msg_handler_t handler, void *userdata);
+
+/* --- Methods --------------------------------------------------------------- */
+
+#define BROKERD_ERROR_FAILED		"org.brokerd.Error.Failed"
+#define BROKERD_ERROR_UNKNOWN_METHOD	"org.brokerd.Error.UnknownMethod"
+#define BROKERD_ERROR_ACCESS_DENIED	"org.brokerd.Error.AccessDenied"
+
+/*
+ * Synchronous call. On a reply returns 0 and *ret_reply. On an error reply
+ * returns -EREMOTEIO and *ret_reply holds the error (ret_reply may be NULL).
+ * -ETIMEDOUT after timeout_usec (0: 25 s default), -ECONNRESET when the
+ * service went away mid-call or brokerd restarted, -ENXIO when nobody owns
+ * the name, -EACCES when policy refuses the call.
+ */
+int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member, const void *body,
+		     size_t size, uint64_t timeout_usec, brokerd_msg **ret_reply);
+
+/* error is 0 (reply), -EREMOTEIO (msg is the error reply), or a local error
+ * (msg NULL): -ETIMEDOUT, -ECONNRESET. */
+typedef int (*brokerd_reply_handler_t)(brokerd_msg *msg, int error, void *userdata);
+int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+			   const char *member, const void *body, size_t size, uint64_t timeout_usec,
+			   brokerd_reply_handler_t handler, void *userdata);
+
+/*
+ * Serve `member` of `name` (NULL member: every member without its own
+ * handler). Calls arrive once the bus owns the name. The handler replies with
+ * brokerd_msg_reply() or brokerd_msg_reply_error(); if it returns without
+ * replying, a negative return becomes an org.brokerd.Error.Failed reply and
+ * a non-negative one an empty reply.
+ */
+int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+			   const char *member, brokerd_msg_handler_t handler, void *userdata);
+int brokerd_msg_reply(brokerd_msg *call, const void *body, size_t size);
+int brokerd_msg_reply_error(brokerd_msg *call, const char *error_name, const char *text);
+
+/* --- Bus introspection (for tools like brokerctl) --------------------------- */
+
+/* Credentials brokerd recorded at connect for a unique or well-known name. */
+int brokerd_bus_get_creds(brokerd_bus *bus, const char *name, struct brokerd_creds *ret);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-api.c - host tests of libbrokerd's public API through the shared
+ * library: every entry point rejects bad arguments with -EINVAL, and the
+ * control-plane half (connect, unique name, names, NameOwnerChanged watches,
+ * the epoll fd, sd_event, reconnect after the broker goes away) works against
+ * a fake broker in a child process that speaks protocol/ctrl.h but offers no
+ * channels (the host kernel has none; channel paths are tested in the guest).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include <brokerd/brokerd.h>
+
+#include "ctrl.h"
+
+#define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); exit(1); } } while (0)
+
+/* --- fake broker -------------------------------------------------------------- */
+
+struct fake {
+	uint64_t next_id;
+	bool closed_once;
+	char owner[8][64];	/* owner of names[i] */
+	char names[8][256];
+	int n_names;
+};
+
+static void fake_send(int fd, struct ctrl_writer *w)
+{
+	const void *d;
+	size_t l;
+
+	CHECK(ctrl_writer_finish(w, &d, &l) == 0);
+	CHECK(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
+	ctrl_writer_deinit(w);
+}
+
+static void fake_error(int fd, uint16_t op, uint32_t serial, const char *name, const char *text)
+{
+	struct ctrl_writer w;
+
+	CHECK(ctrl_writer_error(&w, op, serial, name, text) == 0);
+	{
+		const void *d;
+		size_t l;
+
+		CHECK(ctrl_writer_finish(&w, &d, &l) == 0);
+		CHECK(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
+	}
+	ctrl_writer_deinit(&w);
+}
+
+static void fake_noc(int fd, const char *name, const char *old, const char *new)
+{
+	struct ctrl_writer w;
+
+	ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0);
+	ctrl_write_string(&w, name);
+	ctrl_write_string(&w, old);
+	ctrl_write_string(&w, new);
+	fake_send(fd, &w);
+}
+
+static int fake_find(struct fake *f, const char *name)
+{
+	for (int i = 0; i < f->n_names; i++)
+		if (strcmp(f->names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* Serves one connection; returns when it closes. */
+static void fake_serve(struct fake *f, int fd)
+{
+	char me[CTRL_UNIQUE_NAME_MAX] = "";
+	uint8_t buf[CTRL_MSG_MAX];
+
+	for (;;) {
+		struct ctrl_message m;
+		struct ctrl_reader r;
+		struct ctrl_writer w;
+		const char *s = NULL;
+		uint32_t u = 0;
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		int i;
+
+		if (n <= 0)
+			break;
+		CHECK(ctrl_message_decode(&m, buf, (size_t)n, 0) == 0);
+		CHECK(m.hdr.type == CTRL_TYPE_REQUEST);
+		ctrl_reader_init(&r, &m);
+		switch (m.hdr.code) {
+		case CTRL_OP_HELLO:
+			ctrl_unique_name_format(++f->next_id, me);
+			ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_HELLO, m.hdr.serial);
+			ctrl_write_string(&w, me);
+			ctrl_write_u64(&w, f->next_id);
+			ctrl_write_u32(&w, 0);	/* no CHANNELS on the host */
+			fake_send(fd, &w);
+			break;
+		case CTRL_OP_REQUEST_NAME:
+			ctrl_read_string(&r, &s, NULL);
+			ctrl_read_u32(&r, &u);
+			i = fake_find(f, s);
+			if (i < 0) {
+				i = f->n_names++;
+				snprintf(f->names[i], sizeof(f->names[i]), "%s", s);
+			}
+			if (strcmp(s, "org.test.Denied") == 0) {
+				fake_error(fd, CTRL_OP_REQUEST_NAME, m.hdr.serial, CTRL_ERROR_ACCESS_DENIED,
+					   "own denied by test.conf:3");
+				break;
+			}
+			fake_noc(fd, s, f->owner[i], me);
+			snprintf(f->owner[i], sizeof(f->owner[i]), "%s", me);
+			ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_REQUEST_NAME, m.hdr.serial);
+			ctrl_write_u32(&w, CTRL_NAME_PRIMARY_OWNER);
+			fake_send(fd, &w);
+			if (strcmp(s, "org.test.Close") == 0 && !f->closed_once) {
+				/* a broker restart, as the client sees it */
+				f->closed_once = true;
+				return;
+			}
+			break;
+		case CTRL_OP_RELEASE_NAME:
+			ctrl_read_string(&r, &s, NULL);
+			i = fake_find(f, s);
+			ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_RELEASE_NAME, m.hdr.serial);
+			ctrl_write_u32(&w, i < 0 || !f->owner[i][0] ? CTRL_RELEASE_NON_EXISTENT :
+					   strcmp(f->owner[i], me) ? CTRL_RELEASE_NOT_OWNER :
+					   CTRL_RELEASE_RELEASED);
+			if (i >= 0 && strcmp(f->owner[i], me) == 0)
+				f->owner[i][0] = 0;
+			fake_send(fd, &w);
+			break;
+		case CTRL_OP_GET_NAME_OWNER:
+			ctrl_read_string(&r, &s, NULL);
+			i = fake_find(f, s);
+			if (i < 0 || !f->owner[i][0]) {
+				fake_error(fd, CTRL_OP_GET_NAME_OWNER, m.hdr.serial,
+					   CTRL_ERROR_NAME_HAS_NO_OWNER, s);
+				break;
+			}
+			ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_GET_NAME_OWNER, m.hdr.serial);
+			ctrl_write_string(&w, f->owner[i]);
+			fake_send(fd, &w);
+			break;
+		default:
+			fake_error(fd, m.hdr.code, m.hdr.serial, CTRL_ERROR_NOT_SUPPORTED, "fake");
+			break;
+		}
+	}
+	/* the connection's names go with it */
+	for (int i = 0; i < f->n_names; i++)
+		if (strcmp(f->owner[i], me) == 0)
+			f->owner[i][0] = 0;
+}
+
+static pid_t fake_start(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fake f = { 0 };
+	int lfd;
+	pid_t pid;
+
+	unlink(path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK(lfd >= 0);
+	CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CHECK(listen(lfd, 8) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid > 0) {
+		close(lfd);
+		return pid;
+	}
+	/* a failing test must not leave the fake behind holding meson's pipe */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0)
+			_exit(1);
+		fake_serve(&f, fd);
+		close(fd);
+	}
+}
+
+/* --- tests ----------------------------------------------------------------------- */
+
+static void test_arguments(void)
+{
+	brokerd_bus *bus = NULL;
+	brokerd_slot *slot = NULL;
+	struct brokerd_creds cr;
+	const char *s;
+	const void *body;
+	size_t size;
+	char buf[64];
+
+	CHECK(brokerd_bus_open(NULL, "/run/brokerd/socket") == -EINVAL);
+	CHECK(brokerd_bus_open(&bus, NULL) == -EINVAL);
+	CHECK(brokerd_bus_open(&bus, "relative/path") == -EINVAL);
+	CHECK(brokerd_bus_open(&bus, "/nonexistent/brokerd/socket") == -ENOENT);
+	CHECK(bus == NULL);
+	CHECK(brokerd_bus_open_system(NULL) == -EINVAL);
+	CHECK(brokerd_bus_close(NULL) == NULL);
+	CHECK(brokerd_bus_get_unique_name(NULL, &s) == -EINVAL);
+	CHECK(brokerd_bus_is_connected(NULL) == -EINVAL);
+	CHECK(brokerd_bus_set_reconnect(NULL, 1) == -EINVAL);
+	CHECK(brokerd_bus_set_state_handler(NULL, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_get_fd(NULL) == -EINVAL);
+	CHECK(brokerd_bus_process(NULL) == -EINVAL);
+	CHECK(brokerd_bus_wait(NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_run(NULL) == -EINVAL);
+	CHECK(brokerd_bus_exit(NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_attach_event(NULL, NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_detach_event(NULL) == -EINVAL);
+	CHECK(brokerd_slot_free(NULL) == NULL);
+	CHECK(brokerd_bus_request_name(NULL, "org.a.B", 0) == -EINVAL);
+	CHECK(brokerd_bus_release_name(NULL, "org.a.B") == -EINVAL);
+	CHECK(brokerd_bus_watch_name(NULL, &slot, NULL, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_get_name_owner(NULL, "org.a.B", buf, sizeof(buf)) == -EINVAL);
+	CHECK(brokerd_bus_get_creds(NULL, "org.a.B", &cr) == -EINVAL);
+	CHECK(brokerd_bus_emit_signal(NULL, "org.a.B", "M", NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_subscribe(NULL, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_call(NULL, "org.a.B", "M", NULL, 0, 0, NULL) == -EINVAL);
+	CHECK(brokerd_bus_call_async(NULL, &slot, "org.a.B", "M", NULL, 0, 0, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_add_method(NULL, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
+	CHECK(brokerd_msg_ref(NULL) == NULL);
+	CHECK(brokerd_msg_unref(NULL) == NULL);
+	CHECK(brokerd_msg_get_type(NULL) == -EINVAL);
+	CHECK(brokerd_msg_get_sender(NULL) == NULL);
+	CHECK(brokerd_msg_get_creds(NULL, &cr) == -EINVAL);
+	CHECK(brokerd_msg_get_name(NULL) == NULL);
+	CHECK(brokerd_msg_get_member(NULL) == NULL);
+	CHECK(brokerd_msg_get_error_name(NULL) == NULL);
+	CHECK(brokerd_msg_get_body(NULL, &body, &size) == -EINVAL);
+	CHECK(brokerd_msg_get_serial(NULL) == 0);
+	CHECK(brokerd_msg_reply(NULL, NULL, 0) == -EINVAL);
+	CHECK(brokerd_msg_reply_error(NULL, "org.a.Error", NULL) == -EINVAL);
+	CHECK(slot == NULL);
+}
+
+static int noop_msg(brokerd_msg *m, void *u) { return 0; }
+static int noop_reply(brokerd_msg *m, int e, void *u) { return 0; }
+
+static int noc_calls;
+static char noc_last[3][256];
+
+static int on_noc(brokerd_bus *bus, const char *name, const char *old, const char *new, void *u)
+{
+	noc_calls++;
+	snprintf(noc_last[0], 256, "%s", name);
+	snprintf(noc_last[1], 256, "%s", old);
+	snprintf(noc_last[2], 256, "%s", new);
+	return 0;
+}
+
+static int states[16], n_states;
+
+static void on_state(brokerd_bus *bus, int state, void *u)
+{
+	if (n_states < 16)
+		states[n_states++] = state;
+}
+
+/* invalid arguments on a live bus */
+static void test_arguments_connected(brokerd_bus *bus)
+{
+	brokerd_slot *slot = NULL;
+	char buf[4];
+
+	CHECK(brokerd_bus_request_name(bus, NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_request_name(bus, "nodots", 0) == -EINVAL);
+	CHECK(brokerd_bus_request_name(bus, ":1.5", 0) == -EINVAL);
+	CHECK(brokerd_bus_request_name(bus, "org.a.B", 0x100) == -EINVAL);
+	CHECK(brokerd_bus_release_name(bus, "org..B") == -EINVAL);
+	CHECK(brokerd_bus_watch_name(bus, &slot, "bad name", on_noc, NULL) == -EINVAL);
+	CHECK(brokerd_bus_watch_name(bus, &slot, NULL, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.a.B", NULL, 10) == -EINVAL);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.a.B", buf, 0) == -EINVAL);
+	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "bad-member", NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "M", NULL, 5) == -EINVAL);
+	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "M", "x", 1 << 20) == -EINVAL);
+	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", "a,,b", noop_msg, NULL) == -EINVAL);
+	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_call(bus, "org.a.B", "", NULL, 0, 0, NULL) == -EINVAL);
+	CHECK(brokerd_bus_call_async(bus, &slot, "x", "M", NULL, 0, 0, noop_reply, NULL) == -EINVAL);
+	CHECK(brokerd_bus_add_method(bus, &slot, "org.a.B", "1x", noop_msg, NULL) == -EINVAL);
+	CHECK(brokerd_bus_add_method(bus, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_attach_event(bus, NULL, 0) == -EINVAL);
+	CHECK(slot == NULL);
+}
+
+static void pump(brokerd_bus *bus, int *flag, int want)
+{
+	for (int i = 0; i < 200 && *flag < want; i++) {
+		CHECK(brokerd_bus_process(bus) >= 0);
+		if (*flag >= want)
+			break;
+		brokerd_bus_wait(bus, 20000);
+	}
+}
+
+static void test_fake_broker(const char *path)
+{
+	brokerd_bus *bus = NULL;
+	brokerd_slot *watch = NULL;
+	const char *unique;
+	char owner[64];
+	struct pollfd pfd;
+
+	CHECK(brokerd_bus_open(&bus, path) == 0);
+	CHECK(brokerd_bus_is_connected(bus) == 1);
+	CHECK(brokerd_bus_get_unique_name(bus, &unique) == 0);
+	CHECK(strcmp(unique, ":1.1") == 0);
+	CHECK(brokerd_bus_set_state_handler(bus, on_state, NULL) == 0);
+	test_arguments_connected(bus);
+
+	CHECK(brokerd_bus_watch_name(bus, &watch, "org.test.A", on_noc, NULL) == 0);
+	CHECK(brokerd_bus_request_name(bus, "org.test.A", 0) == BROKERD_NAME_PRIMARY_OWNER);
+	/* the NameOwnerChanged came during the request: the fd must say so */
+	pfd = (struct pollfd){ .fd = brokerd_bus_get_fd(bus), .events = POLLIN };
+	CHECK(poll(&pfd, 1, 1000) == 1);
+	CHECK(brokerd_bus_process(bus) > 0);
+	CHECK(noc_calls == 1);
+	CHECK(strcmp(noc_last[0], "org.test.A") == 0 && strcmp(noc_last[1], "") == 0 &&
+	      strcmp(noc_last[2], ":1.1") == 0);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
+	CHECK(strcmp(owner, ":1.1") == 0);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, 3) == -ENOBUFS);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.test.Nobody", owner, sizeof(owner)) == -ENXIO);
+	CHECK(brokerd_bus_request_name(bus, "org.test.Denied", 0) == -EACCES);
+
+	/* no channels on this fake: channel operations say so, and nothing leaks */
+	CHECK(brokerd_bus_emit_signal(bus, "org.test.A", "M", NULL, 0) == -EPERM);
+	CHECK(brokerd_bus_subscribe(bus, NULL, "org.test.A", NULL, noop_msg, NULL) == -EOPNOTSUPP);
+	CHECK(brokerd_bus_call(bus, "org.test.A", "M", NULL, 0, 0, NULL) == -EOPNOTSUPP);
+
+	/* the broker goes away: reconnect, new unique name, names re-requested */
+	CHECK(brokerd_bus_request_name(bus, "org.test.Close", 0) == BROKERD_NAME_PRIMARY_OWNER);
+	for (int i = 0; i < 200 && n_states < 2; i++) {
+		CHECK(brokerd_bus_process(bus) >= 0);
+		if (n_states < 2)
+			CHECK(brokerd_bus_wait(bus, 100000) >= 0);
+	}
+	CHECK(n_states == 2);
+	CHECK(states[0] == BROKERD_STATE_DISCONNECTED && states[1] == BROKERD_STATE_CONNECTED);
+	CHECK(brokerd_bus_get_unique_name(bus, &unique) == 0);
+	CHECK(strcmp(unique, ":1.2") == 0);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
+	CHECK(strcmp(owner, ":1.2") == 0);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.test.Close", owner, sizeof(owner)) == 0);
+	CHECK(strcmp(owner, ":1.2") == 0);
+	pump(bus, &noc_calls, 2);	/* ":1.2" took org.test.A */
+	CHECK(noc_calls >= 2 && strcmp(noc_last[2], ":1.2") == 0);
+
+	CHECK(brokerd_bus_release_name(bus, "org.test.A") == 0);
+	CHECK(brokerd_bus_release_name(bus, "org.test.A") == -ENXIO);
+	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == -ENXIO);
+
+	CHECK(brokerd_slot_free(watch) == NULL);
+	CHECK(brokerd_bus_close(bus) == NULL);
+}
+
+static int sd_hits;
+
+static int on_noc_sd(brokerd_bus *bus, const char *name, const char *old, const char *new, void *u)
+{
+	sd_hits++;
+	return 0;
+}
+
+static void test_sd_event(const char *path)
+{
+	brokerd_bus *bus = NULL;
+	sd_event *e = NULL;
+
+	CHECK(sd_event_new(&e) >= 0);
+	CHECK(brokerd_bus_open(&bus, path) == 0);
+	CHECK(brokerd_bus_attach_event(bus, e, 0) == 0);
+	CHECK(brokerd_bus_attach_event(bus, e, 0) == -EBUSY);
+	CHECK(brokerd_bus_watch_name(bus, NULL, NULL, on_noc_sd, NULL) == 0);
+	CHECK(brokerd_bus_request_name(bus, "org.test.Sd", 0) == BROKERD_NAME_PRIMARY_OWNER);
+	for (int i = 0; i < 50 && !sd_hits; i++)
+		CHECK(sd_event_run(e, 100000) >= 0);
+	CHECK(sd_hits == 1);
+	CHECK(brokerd_bus_detach_event(bus) == 0);
+	brokerd_bus_close(bus);
+	sd_event_unref(e);
+}
+
+int main(void)
+{
+	char path[] = "/tmp/test-api-XXXXXX";
+	char sock[64];
+	pid_t pid;
+	int status;
+
+	test_arguments();
+	CHECK(mkdtemp(path));
+	snprintf(sock, sizeof(sock), "%s/socket", path);
+	pid = fake_start(sock);
+	test_fake_broker(sock);
+	test_sd_event(sock);
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	unlink(sock);
+	rmdir(path);
+	printf("test-api: ok\n");
+	return 0;
+}
