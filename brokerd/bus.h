@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus.h - the broker: accepts control connections, runs the op table over
+ * the registry, policy, quotas and channels, and does activation. Everything
+ * brokerd does except main(); tests drive it on a socket in a temp dir.
+ */
+#ifndef BROKERD_BUS_H
+#define BROKERD_BUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+struct bus;
+
+struct bus_config {
+	const char *const *policy_dirs;		/* NULL: /etc/brokerd/policy.d, /usr/share/... */
+	const char *const *service_dirs;	/* NULL: /etc/brokerd/services, /usr/share/... */
+	uint64_t activation_timeout_usec;	/* 0: 25 s */
+	bool no_channels;			/* do not even probe the kernel */
+};
+
+int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config);
+struct bus *bus_free(struct bus *b);
+
+/* Take a listening SEQPACKET socket (from sd_listen_fds or bound by main). */
+int bus_listen(struct bus *b, int fd);
+
+/* Reload policy and services. On a policy error returns -EINVAL, keeps the old policy, err says FILE:LINE. */
+int bus_reload(struct bus *b, char *err, size_t err_len);
+
+/* For STATUS=: "N peers, M names, channels: yes/no". */
+void bus_status(struct bus *b, char *buf, size_t len);
+bool bus_channels_available(struct bus *b);
+
+#endif

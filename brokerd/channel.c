@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* channel.c - channel creation, minting and the bus's own sends (see channel.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel.h"
+#include "log.h"
+
+int chanmgr_init(struct chanmgr *m)
+{
+	uint32_t id;
+	int r, fd;
+
+	memset(m, 0, sizeof(*m));
+	r = io_uring_queue_init(64, &m->ring, 0);
+	if (r < 0) {
+		m->probe_error = r;
+		return 0;
+	}
+	m->ring_ok = true;
+	/* Probe: create a channel and mint a cap for it; both must work. */
+	r = chanmgr_create(m, IOIPC_F_BROADCAST, &id);
+	if (r < 0) {
+		m->probe_error = r;
+		return 0;
+	}
+	fd = chanmgr_mint(m, id, IOIPC_SUB_RECV, 1);
+	ioipc_channel_destroy(&m->ring, id);
+	if (fd < 0) {
+		m->probe_error = fd;
+		return 0;
+	}
+	close(fd);
+	m->available = true;
+	return 0;
+}
+
+void chanmgr_deinit(struct chanmgr *m)
+{
+	if (m->ring_ok) {
+		chanmgr_process(m);
+		io_uring_queue_exit(&m->ring);
+	}
+	m->ring_ok = m->available = false;
+}
+
+int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t *id)
+{
+	struct ioipc_channel_create c = {
+		.flags = flags | IOIPC_F_PRIVATE,
+		.ring_entries = CHANNEL_SLOTS,
+		.max_msg_size = CHANNEL_MSG_MAX,
+		.mode = 0600,
+	};
+	int r;
+
+	if (!m->ring_ok)
+		return -EOPNOTSUPP;
+	r = ioipc_channel_create(&m->ring, &c);
+	if (r < 0)
+		return r;
+	*id = c.channel_id_out;
+	return 0;
+}
+
+int chanmgr_mint(struct chanmgr *m, uint32_t id, uint32_t rights, uint64_t badge)
+{
+	struct ioipc_channel_mint c = {
+		.channel_id = id,
+		.rights = rights,
+		.badge = badge,
+		.flags = O_CLOEXEC,
+	};
+	int r;
+
+	if (!m->ring_ok)
+		return -EOPNOTSUPP;
+	r = ioipc_channel_mint(&m->ring, &c);
+	if (r < 0)
+		return r;
+	return c.fd_out;
+}
+
+int chanmgr_destroy(struct chanmgr *m, uint32_t id)
+{
+	if (!m->ring_ok)
+		return -EOPNOTSUPP;
+	return ioipc_channel_destroy(&m->ring, id);
+}
+
+int chanmgr_send(struct chanmgr *m, uint32_t id, const void *buf, size_t len)
+{
+	struct io_uring_sqe *sqe;
+	void *copy;
+	int r;
+
+	if (!m->available)
+		return -EOPNOTSUPP;
+	sqe = io_uring_get_sqe(&m->ring);
+	if (!sqe) {
+		chanmgr_process(m);
+		sqe = io_uring_get_sqe(&m->ring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, buf, len);
+	ioipc_prep_send(sqe, id, copy, (unsigned int)len, 0);
+	io_uring_sqe_set_data(sqe, copy);
+	r = io_uring_submit(&m->ring);
+	return r < 0 ? r : 0;
+}
+
+void chanmgr_process(struct chanmgr *m)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&m->ring, &cqe) == 0) {
+		/* A full broadcast ring (-ENOBUFS) means a slow subscriber: its loss, logged. */
+		if (cqe->res < 0)
+			log_debug("bus signal send failed: %s", strerror(-cqe->res));
+		free(io_uring_cqe_get_data(cqe));
+		io_uring_cqe_seen(&m->ring, cqe);
+	}
+}
+
+int chanmgr_fd(struct chanmgr *m)
+{
+	return m->ring_ok ? m->ring.ring_fd : -EBADF;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * channel.h - brokerd's io_uring: creates private channels, mints capability
+ * fds, destroys channels, and sends the bus's own signals by channel id.
+ * When the kernel lacks IPC channels (or the MINT extension), available is
+ * false and brokerd runs without a data plane (names, policy, credentials
+ * and quotas still work; fd-passing ops report NotSupported).
+ */
+#ifndef BROKERD_CHANNEL_H
+#define BROKERD_CHANNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioipc.h"
+
+#define CHANNEL_SLOTS		32
+#define CHANNEL_MSG_MAX		8192
+#define CHANNEL_RING_BYTES	((uint64_t)CHANNEL_SLOTS * CHANNEL_MSG_MAX)
+
+struct chanmgr {
+	struct io_uring ring;
+	bool ring_ok;
+	bool available;
+	int probe_error;	/* why not available (negative errno) */
+};
+
+int chanmgr_init(struct chanmgr *m);
+void chanmgr_deinit(struct chanmgr *m);
+/* flags: IOIPC_F_BROADCAST, IOIPC_F_MULTICAST or 0 (unicast); PRIVATE is added. */
+int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t *id);
+/* Returns a new O_CLOEXEC capability fd or negative errno. */
+int chanmgr_mint(struct chanmgr *m, uint32_t id, uint32_t rights, uint64_t badge);
+int chanmgr_destroy(struct chanmgr *m, uint32_t id);
+/* Queue an IPC_SEND by channel id; the buffer is copied. */
+int chanmgr_send(struct chanmgr *m, uint32_t id, const void *buf, size_t len);
+/* Reap completions (call when the ring fd is readable). */
+void chanmgr_process(struct chanmgr *m);
+int chanmgr_fd(struct chanmgr *m);
+
+#endif

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - brokerd: command line, listening socket (socket activation or
+ * binding the path), signals, sd_notify READY/STATUS/WATCHDOG. Everything
+ * else lives in libbrokerd (bus.c and below).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "ctrl.h"
+#include "log.h"
+
+static const char *arg_address = CTRL_SOCKET_PATH;
+static const char *arg_policy_dir, *arg_service_dir;
+static bool arg_no_channels;
+
+static void help(void)
+{
+	printf("Usage: brokerd [OPTIONS]\n\n"
+	       "A local message bus on io_uring IPC channels.\n\n"
+	       "  -a, --address=PATH      listen on PATH when not socket-activated (default %s)\n"
+	       "      --policy-dir=DIR    read policy from DIR only (default /etc/brokerd/policy.d\n"
+	       "                          and /usr/share/brokerd/policy.d)\n"
+	       "      --service-dir=DIR   read activation files from DIR only\n"
+	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
+	       "  -v, --verbose           log debug messages\n"
+	       "  -h, --help              show this help\n",
+	       CTRL_SOCKET_PATH);
+}
+
+static int parse_argv(int argc, char **argv)
+{
+	enum { ARG_POLICY_DIR = 0x100, ARG_SERVICE_DIR, ARG_NO_CHANNELS };
+	static const struct option options[] = {
+		{ "address", required_argument, NULL, 'a' },
+		{ "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
+		{ "service-dir", required_argument, NULL, ARG_SERVICE_DIR },
+		{ "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "a:vh", options, NULL)) >= 0) {
+		switch (c) {
+		case 'a':
+			arg_address = optarg;
+			break;
+		case ARG_POLICY_DIR:
+			arg_policy_dir = optarg;
+			break;
+		case ARG_SERVICE_DIR:
+			arg_service_dir = optarg;
+			break;
+		case ARG_NO_CHANNELS:
+			arg_no_channels = true;
+			break;
+		case 'v':
+			log_set_max_level(LOG_DEBUG);
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "brokerd: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+/* The socket from brokerd.socket, or one we bind ourselves. */
+static int listen_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n, fd;
+
+	n = sd_listen_fds(true);
+	if (n > 1) {
+		log_error("expected one socket from systemd, got %d", n);
+		return -EINVAL;
+	}
+	if (n == 1) {
+		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+			log_error("the socket passed by systemd is not a listening AF_UNIX SOCK_SEQPACKET socket");
+			return -EINVAL;
+		}
+		log_info("using the socket passed by systemd");
+		return SD_LISTEN_FDS_START;
+	}
+	if (strlen(arg_address) >= sizeof(sa.sun_path)) {
+		log_error("address too long: %s", arg_address);
+		return -EINVAL;
+	}
+	strcpy(sa.sun_path, arg_address);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	(void)unlink(arg_address);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(arg_address, 0666) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
+		int r = -errno;
+
+		log_error("cannot listen on %s: %s", arg_address, strerror(errno));
+		close(fd);
+		return r;
+	}
+	log_info("listening on %s", arg_address);
+	return fd;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct bus *b = userdata;
+	char err[512], status[256];
+
+	log_notice("SIGHUP: reloading policy and activation files");
+	sd_notify(0, "RELOADING=1");
+	if (bus_reload(b, err, sizeof(err)) < 0)
+		log_error("reload failed, previous policy kept: %s", err);
+	bus_status(b, status, sizeof(status));
+	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+	return 0;
+}
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct bus *b = userdata;
+	char status[256];
+
+	bus_status(b, status, sizeof(status));
+	sd_notifyf(0, "STATUS=%s", status);
+	sd_event_source_set_time_relative(s, 5 * 1000000ULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	sd_event *event = NULL;
+	struct bus *bus = NULL;
+	const char *pdirs[2] = { arg_policy_dir, NULL }, *sdirs[2] = { arg_service_dir, NULL };
+	struct bus_config config = { 0 };
+	char status[256];
+	int r, fd;
+
+	r = parse_argv(argc, argv);
+	if (r <= 0)
+		return r < 0 ? 1 : 0;
+	pdirs[0] = arg_policy_dir;
+	sdirs[0] = arg_service_dir;
+	config.policy_dirs = arg_policy_dir ? pdirs : NULL;
+	config.service_dirs = arg_service_dir ? sdirs : NULL;
+	config.no_channels = arg_no_channels;
+
+	/* Blocked before any thread or fd is created; delivered through sd-event. */
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGHUP);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	r = sd_event_default(&event);
+	if (r < 0)
+		goto out;
+	r = bus_new(&bus, event, &config);
+	if (r < 0) {
+		log_error("cannot set up the bus: %s", strerror(-r));
+		goto out;
+	}
+	fd = listen_socket();
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	r = bus_listen(bus, fd);
+	if (r < 0)
+		goto out;
+	sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
+	sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+	sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+	sd_event_set_watchdog(event, true);	/* WATCHDOG=1 at half of WatchdogSec= */
+	sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_status_timer, bus);
+
+	bus_status(bus, status, sizeof(status));
+	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+	log_info("brokerd ready: %s", status);
+	r = sd_event_loop(event);
+	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
+out:
+	bus_free(bus);
+	sd_event_unref(event);
+	return r < 0 ? 1 : 0;
+}

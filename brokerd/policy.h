@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policy.h - who may own, call (send) and subscribe (receive) which names.
+ *
+ * Files are INI-like (see brokerd/README.md, "Policy"):
+ *
+ *   [default] / [group NAME|GID] / [user NAME|UID] / [mandatory] / [limits]
+ *   allow|deny own|send|receive|* NAME|PREFIX.*|*
+ *   QUOTA VALUE                      (in [limits])
+ *
+ * Contexts are applied default, group, user, mandatory; within that order
+ * the last matching rule decides. Before any rule: root is allowed,
+ * everybody else denied (system bus). Pure logic besides reading files.
+ */
+#ifndef BROKERD_POLICY_H
+#define BROKERD_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "quota.h"
+
+#define POLICY_DIR_ETC		"/etc/brokerd/policy.d"
+#define POLICY_DIR_VENDOR	"/usr/share/brokerd/policy.d"
+
+enum policy_action {
+	POLICY_OWN,
+	POLICY_SEND,
+	POLICY_RECEIVE,
+	_POLICY_ACTION_MAX,
+};
+
+struct policy;
+
+int policy_new(struct policy **ret);
+struct policy *policy_free(struct policy *p);
+
+/*
+ * Parse text as the contents of file (used in messages). On error returns
+ * -EINVAL and writes "FILE:LINE: reason" to err; p is then unchanged.
+ */
+int policy_parse_string(struct policy *p, const char *file, const char *text, char *err, size_t err_len);
+
+/*
+ * Load *.conf from dirs (earlier dirs mask later ones file by file; files are
+ * applied sorted by name). Any error fails the whole load: the caller keeps
+ * its previous policy, so a bad file never loosens anything.
+ */
+int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t err_len);
+
+const char *policy_action_to_string(enum policy_action a);
+int policy_action_from_string(const char *s);
+
+/*
+ * Decide. gids is the full group list (primary included). Returns true when
+ * allowed; why (if not NULL) gets "allow own org.x.* (FILE:LINE)" or the
+ * built-in default that decided.
+ */
+bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n_gids,
+		  enum policy_action a, const char *name, char *why, size_t why_len);
+
+/* Limits set in [limits], UINT64_MAX where the file set none. */
+uint64_t policy_limit(const struct policy *p, enum quota_kind k);
+
+size_t policy_rule_count(const struct policy *p);
+
+#endif

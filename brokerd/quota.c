@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* quota.c - per-uid resource accounting (see quota.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quota.h"
+#include "util.h"
+
+struct quota_uid {
+	uid_t uid;
+	uint64_t used[_QUOTA_MAX];
+};
+
+struct quota {
+	uint64_t limit[_QUOTA_MAX];
+	struct quota_uid *uids;
+	size_t n_uids, cap_uids;
+};
+
+static const struct {
+	const char *name;
+	uint64_t def;
+} kinds[] = {
+	[QUOTA_CONNECTIONS] = { "connections", 64 },
+	[QUOTA_NAMES] = { "names", 256 },
+	[QUOTA_CHANNELS] = { "channels", 512 },
+	[QUOTA_RING_BYTES] = { "ring_bytes", 128ULL << 20 },
+	[QUOTA_ACTIVATIONS] = { "activations", 16 },
+	[QUOTA_SUBSCRIPTIONS] = { "subscriptions", 1024 },
+};
+_Static_assert(ELEMENTSOF(kinds) == _QUOTA_MAX, "every quota needs a name and a default");
+
+const char *quota_kind_to_string(enum quota_kind k)
+{
+	return (unsigned int)k < _QUOTA_MAX ? kinds[k].name : NULL;
+}
+
+int quota_kind_from_string(const char *s)
+{
+	for (unsigned int k = 0; s && k < _QUOTA_MAX; k++)
+		if (strcmp(kinds[k].name, s) == 0)
+			return (int)k;
+	return -EINVAL;
+}
+
+uint64_t quota_limit_default(enum quota_kind k)
+{
+	return (unsigned int)k < _QUOTA_MAX ? kinds[k].def : 0;
+}
+
+int quota_new(struct quota **ret)
+{
+	struct quota *q;
+
+	if (!ret)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	for (unsigned int k = 0; k < _QUOTA_MAX; k++)
+		q->limit[k] = kinds[k].def;
+	*ret = q;
+	return 0;
+}
+
+struct quota *quota_free(struct quota *q)
+{
+	if (q) {
+		free(q->uids);
+		free(q);
+	}
+	return NULL;
+}
+
+void quota_limit_set(struct quota *q, enum quota_kind k, uint64_t limit)
+{
+	if (q && (unsigned int)k < _QUOTA_MAX)
+		q->limit[k] = limit;
+}
+
+uint64_t quota_limit(const struct quota *q, enum quota_kind k)
+{
+	return q && (unsigned int)k < _QUOTA_MAX ? q->limit[k] : 0;
+}
+
+static struct quota_uid *uid_find(const struct quota *q, uid_t uid)
+{
+	for (size_t i = 0; i < q->n_uids; i++)
+		if (q->uids[i].uid == uid)
+			return &q->uids[i];
+	return NULL;
+}
+
+static struct quota_uid *uid_get(struct quota *q, uid_t uid)
+{
+	struct quota_uid *u = uid_find(q, uid);
+
+	if (u)
+		return u;
+	if (q->n_uids == q->cap_uids) {
+		size_t cap = q->cap_uids ? q->cap_uids * 2 : 8;
+
+		u = realloc(q->uids, cap * sizeof(*u));
+		if (!u)
+			return NULL;
+		q->uids = u;
+		q->cap_uids = cap;
+	}
+	u = &q->uids[q->n_uids++];
+	memset(u, 0, sizeof(*u));
+	u->uid = uid;
+	return u;
+}
+
+int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
+{
+	struct quota_uid *u;
+
+	if (!q || (unsigned int)k >= _QUOTA_MAX)
+		return -EINVAL;
+	u = uid_get(q, uid);
+	if (!u)
+		return -ENOMEM;
+	if (n > q->limit[k] || u->used[k] > q->limit[k] - n)
+		return -EDQUOT;
+	u->used[k] += n;
+	return 0;
+}
+
+void quota_release(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
+{
+	struct quota_uid *u;
+
+	if (!q || (unsigned int)k >= _QUOTA_MAX)
+		return;
+	u = uid_find(q, uid);
+	if (!u)
+		return;
+	u->used[k] = u->used[k] > n ? u->used[k] - n : 0;
+}
+
+uint64_t quota_used(const struct quota *q, uid_t uid, enum quota_kind k)
+{
+	const struct quota_uid *u;
+
+	if (!q || (unsigned int)k >= _QUOTA_MAX)
+		return 0;
+	u = uid_find(q, uid);
+	return u ? u->used[k] : 0;
+}
+
+int quota_uid_next(const struct quota *q, size_t *idx, uid_t *uid)
+{
+	if (!q || !idx || !uid)
+		return -EINVAL;
+	for (; *idx < q->n_uids; (*idx)++) {
+		const struct quota_uid *u = &q->uids[*idx];
+
+		for (unsigned int k = 0; k < _QUOTA_MAX; k++) {
+			if (u->used[k]) {
+				*uid = u->uid;
+				(*idx)++;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}

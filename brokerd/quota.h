@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * quota.h - per-uid resource accounting (not per connection: a uid that
+ * opens many connections shares one budget). Pure logic; the bus charges
+ * before it commits a change and releases when the resource goes away.
+ */
+#ifndef BROKERD_QUOTA_H
+#define BROKERD_QUOTA_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum quota_kind {
+	QUOTA_CONNECTIONS,
+	QUOTA_NAMES,		/* queue entries: owned or queued names */
+	QUOTA_CHANNELS,		/* channels brokerd created on behalf of the uid */
+	QUOTA_RING_BYTES,	/* ring memory of those channels */
+	QUOTA_ACTIVATIONS,	/* pending activations started by the uid */
+	QUOTA_SUBSCRIPTIONS,	/* signal capabilities handed out */
+	_QUOTA_MAX,
+};
+
+struct quota;
+
+int quota_new(struct quota **ret);
+struct quota *quota_free(struct quota *q);
+
+const char *quota_kind_to_string(enum quota_kind k);
+int quota_kind_from_string(const char *s);	/* enum quota_kind or -EINVAL */
+uint64_t quota_limit_default(enum quota_kind k);
+
+/* Limits apply to every uid; root included (a runaway root client is still a bug). */
+void quota_limit_set(struct quota *q, enum quota_kind k, uint64_t limit);
+uint64_t quota_limit(const struct quota *q, enum quota_kind k);
+
+/* 0, or -EDQUOT when uid would exceed the limit (nothing is charged then). */
+int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
+void quota_release(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
+uint64_t quota_used(const struct quota *q, uid_t uid, enum quota_kind k);
+
+/* Iterate uids with any use: returns 1 and sets *uid, or 0 at the end. Start with idx 0. */
+int quota_uid_next(const struct quota *q, size_t *idx, uid_t *uid);
+
+#endif

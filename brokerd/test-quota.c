@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* test-quota.c - unit tests of per-uid accounting (quota.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quota.h"
+
+#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+
+int main(void)
+{
+	struct quota *q;
+	size_t idx = 0;
+	uid_t u;
+
+	ASSERT(quota_new(&q) == 0);
+	ASSERT(quota_limit(q, QUOTA_NAMES) == quota_limit_default(QUOTA_NAMES));
+	quota_limit_set(q, QUOTA_NAMES, 2);
+	ASSERT(quota_charge(q, 1000, QUOTA_NAMES, 1) == 0);
+	ASSERT(quota_charge(q, 1000, QUOTA_NAMES, 1) == 0);
+	ASSERT(quota_charge(q, 1000, QUOTA_NAMES, 1) == -EDQUOT);
+	ASSERT(quota_used(q, 1000, QUOTA_NAMES) == 2);
+	/* per uid, not global */
+	ASSERT(quota_charge(q, 1001, QUOTA_NAMES, 2) == 0);
+	ASSERT(quota_charge(q, 1001, QUOTA_NAMES, 1) == -EDQUOT);
+	quota_release(q, 1000, QUOTA_NAMES, 1);
+	ASSERT(quota_charge(q, 1000, QUOTA_NAMES, 1) == 0);
+	/* no overflow on huge requests; release never goes below zero */
+	ASSERT(quota_charge(q, 1000, QUOTA_RING_BYTES, UINT64_MAX) == -EDQUOT);
+	quota_release(q, 1002, QUOTA_NAMES, 5);
+	quota_release(q, 1000, QUOTA_CONNECTIONS, 5);
+	ASSERT(quota_used(q, 1000, QUOTA_CONNECTIONS) == 0);
+	ASSERT(quota_kind_from_string("ring_bytes") == QUOTA_RING_BYTES);
+	ASSERT(quota_kind_from_string("nope") == -EINVAL);
+	ASSERT(strcmp(quota_kind_to_string(QUOTA_ACTIVATIONS), "activations") == 0);
+	ASSERT(quota_uid_next(q, &idx, &u) == 1 && u == 1000);
+	ASSERT(quota_uid_next(q, &idx, &u) == 1 && u == 1001);
+	ASSERT(quota_uid_next(q, &idx, &u) == 0);
+	quota_free(q);
+	printf("test-quota: ok\n");
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* test-service.c - unit tests of the activation file parser (service.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service.h"
+
+#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+
+static void bad(const char *text, const char *msg)
+{
+	struct service s;
+	char err[256] = "";
+
+	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service", text, err, sizeof(err)) == -EINVAL);
+	if (strcmp(err, msg) != 0) {
+		fprintf(stderr, "got '%s' want '%s'\n", err, msg);
+		abort();
+	}
+}
+
+int main(void)
+{
+	struct service s;
+	char err[256];
+
+	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service",
+				    "# c\n[Service]\nName=org.x.Echo\nSystemdService=x-echo.service\n", err,
+				    sizeof(err)) == 0);
+	ASSERT(strcmp(s.name, "org.x.Echo") == 0 && strcmp(s.unit, "x-echo.service") == 0);
+	service_deinit(&s);
+
+	bad("Name=org.x.Echo\n", "/d/org.x.Echo.service:1: assignment outside [Service]");
+	bad("[Service]\nName=org.x.Echo\n", "/d/org.x.Echo.service:2: Name= and SystemdService= are required");
+	bad("[Service]\nName=org.x.Other\nSystemdService=a.service\n",
+	    "/d/org.x.Echo.service:3: file must be named org.x.Other.service");
+	bad("[Service]\nName=org.x.Echo\nSystemdService=a.socket\n",
+	    "/d/org.x.Echo.service:3: invalid unit 'a.socket' (want NAME.service)");
+	bad("[Service]\nName=org.x.Echo\nSystemdService=a b.service\n",
+	    "/d/org.x.Echo.service:3: invalid unit 'a b.service' (want NAME.service)");
+	bad("[Service]\nExec=/bin/sh\n", "/d/org.x.Echo.service:2: unknown key 'Exec'");
+	bad("[Service]\nName\n", "/d/org.x.Echo.service:2: expected KEY=VALUE");
+	bad("[Unit]\n", "/d/org.x.Echo.service:1: unknown section [Unit]");
+	printf("test-service: ok\n");
+	return 0;
+}
