@@ -1540,6 +1540,49 @@ static int monitor_add_chan(brokerd_bus *bus, const char *name, unsigned int kin
 	return 0;
 }
 
+/*
+ * A policy reload recreated a channel of `name`. With fd (renewed): the new
+ * cap has the rights of the old one, so it replaces the channel of that kind
+ * whose rights it accepts, receiving side first. Without (revoked): what we
+ * held of that kind is gone; subscription slots stay but go quiet.
+ */
+static void bus_capability_changed(brokerd_bus *bus, const char *name, uint32_t kind, int *fd)
+{
+	struct bname *b = bname_get(bus, name, false);
+	struct chan **recv = NULL, **send = NULL;
+	unsigned int recv_kind = 0, send_kind = 0;
+	struct chan *c;
+
+	if (b && kind == CTRL_CHANNEL_CALL) {
+		recv = &b->call_recv, recv_kind = CHAN_CALL_RECV;
+		send = &b->call_send, send_kind = CHAN_CALL_SEND;
+	} else if (b && kind == CTRL_CHANNEL_SIGNAL) {
+		recv = &b->sig_recv, recv_kind = CHAN_SIGNAL_RECV;
+		send = &b->sig_send, send_kind = CHAN_SIGNAL_SEND;
+	}
+	if (!recv)
+		return;
+	if (!fd) {
+		if (kind == CTRL_CHANNEL_CALL) {
+			chan_close(&bus->ring, *send);	/* NameLost covers the owner side */
+			*send = NULL;
+		} else {
+			chan_close(&bus->ring, *recv);
+			*recv = NULL;
+		}
+		return;
+	}
+	if (*recv && chan_attach(&bus->ring, *fd, IOIPC_SUB_RECV, CHMSG_MAX, recv_kind, b, &c) >= 0) {
+		chan_close(&bus->ring, *recv);
+		*recv = c;
+		chan_arm(&bus->ring, c);
+	} else if (*send && chan_attach(&bus->ring, *fd, IOIPC_SUB_SEND, 0, send_kind, b, &c) >= 0) {
+		chan_close(&bus->ring, *send);
+		*send = c;
+	}
+	/* fd is closed by the caller */
+}
+
 /* Takes ownership of fds. */
 static int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds,
 			     unsigned int n_fds)
@@ -1590,6 +1633,16 @@ static int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, i
 			monitor_add_chan(bus, a, kind, fds[0]);
 			fds[0] = -1;
 		}
+		break;
+	}
+	case CTRL_SIGNAL_CAPABILITY_RENEWED:
+	case CTRL_SIGNAL_CAPABILITY_REVOKED: {
+		uint32_t kind = 0;
+
+		if (ctrl_read_string(&r, &a, NULL) >= 0 && ctrl_read_u32(&r, &kind) >= 0)
+			bus_capability_changed(bus, a, kind,
+					       m.hdr.code == CTRL_SIGNAL_CAPABILITY_RENEWED && n_fds ?
+					       &fds[0] : NULL);
 		break;
 	}
 	default:

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-client-server-dies - a server that dies mid-call: the caller gets an
+ * error, not a hang. The service exits inside its Die handler; the caller's
+ * synchronous call (20 s timeout) must fail with -ECONNRESET within a few
+ * seconds (brokerd reports the owner gone and the library fails the calls
+ * pending on that name), and an asynchronous call likewise.
+ */
+#include "testlib.h"
+
+#define NAME "org.brokerd.test.Dies"
+
+static int ready[2];
+
+static int on_die(brokerd_msg *m, void *u)
+{
+	_exit(3);
+}
+
+static int server(void *arg)
+{
+	brokerd_bus *bus = t_open();
+
+	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Die", on_die, NULL), 0);
+	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
+	t_say(ready[1], "ready");
+	return brokerd_bus_run(bus) < 0;
+}
+
+static volatile bool async_done;
+static int async_error;
+
+static int on_reply(brokerd_msg *m, int error, void *u)
+{
+	async_error = error;
+	async_done = true;
+	return 0;
+}
+
+int main(void)
+{
+	brokerd_bus *bus = t_open();
+	brokerd_msg *reply = NULL;
+	char owner[64];
+	uint64_t t0, dt;
+	pid_t srv;
+	int r;
+
+	t_pipe(ready);
+	srv = t_fork(server, NULL);
+	t_expect(ready[0], "ready", 5000);
+	t0 = t_now_usec();
+	r = brokerd_bus_call(bus, NAME, "Die", NULL, 0, 20000000, &reply);
+	dt = t_now_usec() - t0;
+	t_log("sync call returned %d (%s) after %llu ms", r, strerror(-r),
+	      (unsigned long long)dt / 1000);
+	CHECK_R(r, -ECONNRESET);
+	CHECK(dt < 5000000);
+	CHECK_R(t_wait(srv, 5000), 3);
+	CHECK_R(brokerd_bus_get_name_owner(bus, NAME, owner, sizeof(owner)), -ENXIO);
+
+	/* again, asynchronously */
+	srv = t_fork(server, NULL);
+	t_expect(ready[0], "ready", 5000);
+	t0 = t_now_usec();
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Die", NULL, 0, 20000000, on_reply, NULL), 0);
+	CHECK(t_pump(bus, &async_done, 10000));
+	CHECK_R(async_error, -ECONNRESET);
+	CHECK(t_now_usec() - t0 < 5000000);
+	CHECK_R(t_wait(srv, 5000), 3);
+
+	/* a name nobody owns fails at once */
+	CHECK_R(brokerd_bus_call(bus, NAME, "Die", NULL, 0, 20000000, NULL), -ENXIO);
+	brokerd_bus_close(bus);
+	printf("ok\n");
+	return 0;
+}

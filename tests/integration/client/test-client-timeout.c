@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-client-timeout - a caller that times out. The service receives Slow
+ * calls and never answers them. A synchronous call with a 500 ms timeout
+ * returns -ETIMEDOUT after about that long, an asynchronous one with 300 ms
+ * gets -ETIMEDOUT in its callback, and the bus keeps working: a Fast call
+ * afterwards is answered, and a late reply to a timed-out call is ignored.
+ */
+#include "testlib.h"
+
+#define NAME "org.brokerd.test.Timeout"
+
+static int ready[2];
+static brokerd_msg *held[8];
+static int n_held;
+
+static int on_slow(brokerd_msg *m, void *u)
+{
+	/* keep the call: an answer can come later, or never */
+	if (n_held < 8)
+		held[n_held++] = brokerd_msg_ref(m);
+	return 0;
+}
+
+static int on_fast(brokerd_msg *m, void *u)
+{
+	/* answer the oldest held call first: the caller gave up on it */
+	if (n_held > 0) {
+		brokerd_msg_reply(held[0], "late", 4);
+		brokerd_msg_unref(held[0]);
+		memmove(held, held + 1, sizeof(held[0]) * (size_t)--n_held);
+	}
+	return brokerd_msg_reply(m, "fast", 4);
+}
+
+static int server(void *arg)
+{
+	brokerd_bus *bus = t_open();
+
+	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Slow", on_slow, NULL), 0);
+	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Fast", on_fast, NULL), 0);
+	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
+	t_say(ready[1], "ready");
+	return brokerd_bus_run(bus) < 0;
+}
+
+static volatile bool async_done;
+static int async_error;
+
+static int on_reply(brokerd_msg *m, int error, void *u)
+{
+	async_error = error;
+	async_done = true;
+	return 0;
+}
+
+int main(void)
+{
+	brokerd_bus *bus = t_open();
+	brokerd_msg *reply = NULL;
+	uint64_t t0, dt;
+	pid_t srv;
+
+	t_pipe(ready);
+	srv = t_fork(server, NULL);
+	t_expect(ready[0], "ready", 5000);
+
+	t0 = t_now_usec();
+	CHECK_R(brokerd_bus_call(bus, NAME, "Slow", NULL, 0, 500000, &reply), -ETIMEDOUT);
+	dt = t_now_usec() - t0;
+	t_log("sync call timed out after %llu ms", (unsigned long long)dt / 1000);
+	CHECK(reply == NULL);
+	CHECK(dt >= 450000 && dt < 3000000);
+
+	t0 = t_now_usec();
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Slow", NULL, 0, 300000, on_reply, NULL), 0);
+	CHECK(t_pump(bus, &async_done, 5000));
+	dt = t_now_usec() - t0;
+	CHECK_R(async_error, -ETIMEDOUT);
+	CHECK(dt >= 250000 && dt < 3000000);
+
+	/* still healthy; the late answer to the first Slow call is dropped */
+	for (int i = 0; i < 2; i++) {
+		const void *body;
+		size_t size;
+
+		CHECK_R(brokerd_bus_call(bus, NAME, "Fast", NULL, 0, 5000000, &reply), 0);
+		brokerd_msg_get_body(reply, &body, &size);
+		CHECK(size == 4 && memcmp(body, "fast", 4) == 0);
+		reply = brokerd_msg_unref(reply);
+	}
+	t_kill(srv);
+	brokerd_bus_close(bus);
+	printf("ok\n");
+	return 0;
+}

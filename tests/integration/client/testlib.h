@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * testlib.h - helpers for the client library's guest integration tests:
+ * checks that print and exit 1, skips (exit 77), forking helpers that become
+ * another user, pipes to synchronize processes, a temporary policy file.
+ * Tests run as root inside the booted guest with brokerd.service up.
+ */
+#ifndef BROKERD_TESTS_CLIENT_TESTLIB_H
+#define BROKERD_TESTS_CLIENT_TESTLIB_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus-internal.h"
+
+#define UID_ALICE	2001
+#define UID_BOB		2002
+#define GID_USERS	2100
+
+/* the process that installed the test policy removes it at exit; children just go */
+static pid_t t_policy_owner;
+static inline __attribute__((noreturn)) void t_exit(int code)
+{
+	fflush(stdout);
+	if (getpid() == t_policy_owner)
+		exit(code);
+	_exit(code);
+}
+
+#define FAIL(...) do { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); t_exit(1); } while (0)
+#define CHECK(x) do { if (!(x)) FAIL("%s", #x); } while (0)
+#define CHECK_R(expr, want) do { int _r = (expr); if (_r != (want)) FAIL("%s = %d (%s), want %d", #expr, _r, _r < 0 ? strerror(-_r) : "", (want)); } while (0)
+#define SKIP(...) do { printf("SKIP: "); printf(__VA_ARGS__); printf("\n"); fflush(stdout); exit(77); } while (0)
+
+static inline uint64_t t_now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
+}
+
+static inline void t_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("# ");
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+}
+
+/* Connects to the system bus; skips when the kernel has no channels. */
+static inline brokerd_bus *t_open(void)
+{
+	brokerd_bus *bus = NULL;
+	int r = brokerd_bus_open_system(&bus);
+
+	if (r < 0)
+		FAIL("cannot connect to brokerd: %s", strerror(-r));
+	if (!(bus->features & CTRL_FEATURE_CHANNELS))
+		SKIP("brokerd runs without kernel IPC channels");
+	return bus;
+}
+
+/* Drops root for uid (alice gets brokerusers as a supplementary group). */
+static inline void t_become(uid_t uid)
+{
+	gid_t gid = uid == UID_ALICE ? GID_USERS : uid;
+	gid_t groups[1] = { GID_USERS };
+
+	if (setgroups(uid == UID_ALICE ? 1 : 0, groups) < 0 || setresgid(gid, gid, gid) < 0 ||
+	    setresuid(uid, uid, uid) < 0)
+		FAIL("cannot become uid %u: %m", (unsigned)uid);
+}
+
+/* Forks; the child (killed with the parent) runs fn and exits with its result. */
+static inline pid_t t_fork(int (*fn)(void *), void *arg)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %m");
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(fn(arg));
+	}
+	return pid;
+}
+
+/* Exit status of pid (waiting at most timeout_ms), -1 on timeout/signal. */
+static inline int t_wait(pid_t pid, int timeout_ms)
+{
+	int status;
+
+	for (int i = 0; i < timeout_ms / 10; i++) {
+		pid_t p = waitpid(pid, &status, WNOHANG);
+
+		if (p == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+static inline void t_kill(pid_t pid)
+{
+	int status;
+
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
+/* Sync pipes: one line per event. */
+static inline void t_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		FAIL("pipe: %m");
+}
+
+static inline void t_say(int fd, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	(void)!write(fd, buf, (size_t)n);
+}
+
+/* Reads one line into buf (timeout in ms): 0, or -ETIMEDOUT / -EPIPE. */
+static inline int t_hear(int fd, char *buf, size_t size, int timeout_ms)
+{
+	size_t n = 0;
+	uint64_t end = t_now_usec() + (uint64_t)timeout_ms * 1000;
+
+	while (n + 1 < size) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = t_now_usec();
+		ssize_t k;
+
+		if (now >= end)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)((end - now) / 1000) + 1) <= 0)
+			continue;
+		k = read(fd, buf + n, 1);
+		if (k <= 0)
+			return -EPIPE;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	return 0;
+}
+
+static inline void t_expect(int fd, const char *want, int timeout_ms)
+{
+	char buf[512];
+	int r = t_hear(fd, buf, sizeof(buf), timeout_ms);
+
+	if (r < 0)
+		FAIL("waiting for \"%s\": %s", want, strerror(-r));
+	if (strcmp(buf, want) != 0)
+		FAIL("got \"%s\", want \"%s\"", buf, want);
+}
+
+/* Processes the bus until *flag becomes true or timeout_ms passes. */
+static inline bool t_pump(brokerd_bus *bus, volatile bool *flag, int timeout_ms)
+{
+	uint64_t end = t_now_usec() + (uint64_t)timeout_ms * 1000;
+
+	while (!*flag && t_now_usec() < end) {
+		if (brokerd_bus_process(bus) < 0)
+			return false;
+		if (!*flag)
+			brokerd_bus_wait(bus, 50000);
+	}
+	return *flag;
+}
+
+/* --- policy ----------------------------------------------------------------- */
+
+#define T_POLICY_FILE "/etc/brokerd/policy.d/60-client-tests.conf"
+
+static inline int t_reload(void)
+{
+	brokerd_bus *bus = NULL;
+	struct ctrl_writer w;
+	struct ctrl_reply r;
+	int k;
+
+	k = brokerd_bus_open_system(&bus);
+	if (k < 0)
+		return k;
+	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_RELOAD, 0);
+	if (k >= 0) {
+		k = bus_ctrl_call(bus, &w, &r);
+		ctrl_writer_deinit(&w);
+		if (k >= 0)
+			ctrl_reply_done(&r);
+	}
+	brokerd_bus_close(bus);
+	return k;
+}
+
+static inline void t_policy_remove(void)
+{
+	unlink(T_POLICY_FILE);
+	t_reload();
+}
+
+/* Installs a policy file for this test and reloads; removed at exit. */
+static inline void t_policy(const char *text)
+{
+	FILE *f;
+	int k;
+
+	(void)!system("mkdir -p /etc/brokerd/policy.d");
+	f = fopen(T_POLICY_FILE, "we");
+	if (!f)
+		FAIL("cannot write %s: %m", T_POLICY_FILE);
+	fputs(text, f);
+	fclose(f);
+	t_policy_owner = getpid();
+	atexit(t_policy_remove);
+	k = t_reload();
+	if (k < 0)
+		FAIL("policy reload: %s", strerror(-k));
+}
+
+#endif
