@@ -886,6 +886,7 @@ _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 	brokerd_bus_detach_event(bus);
 	bus->closed = true;
 	bus->reconnect = false;
+	bus->state_handler = NULL;	/* closing is not news to the one closing */
 	bus_disconnect(bus, false);
 	while ((s = bus->slots))
 		slot_destroy(s);
@@ -1090,8 +1091,14 @@ _public_ int brokerd_bus_get_creds(brokerd_bus *bus, const char *name, struct br
 	ret->pid = (mask & CTRL_CREDS_PID) ? (pid_t)pid : 0;
 	ret->uid = (mask & CTRL_CREDS_UID) ? (uid_t)uid : (uid_t)-1;
 	ret->gid = (mask & CTRL_CREDS_GID) ? (gid_t)gid : (gid_t)-1;
-	if (name[0] == ':')
+	if (name[0] == ':') {
 		ctrl_unique_name_parse(name, &ret->id);
+	} else {
+		char owner[CTRL_UNIQUE_NAME_MAX];
+
+		if (brokerd_bus_get_name_owner(bus, name, owner, sizeof(owner)) >= 0)
+			ctrl_unique_name_parse(owner, &ret->id);
+	}
 	return 0;
 }
 
@@ -1109,6 +1116,8 @@ _public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const c
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;
+	if (!(bus->features & CTRL_FEATURE_CHANNELS))
+		return -EOPNOTSUPP;
 	b = bname_get(bus, name, false);
 	if (!b || !b->sig_send)
 		return -EPERM;	/* only the name's owner may emit its signals */
