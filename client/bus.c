@@ -411,6 +411,13 @@ static void slot_destroy(struct brokerd_slot *s)
 	brokerd_bus *bus = s->bus;
 	struct bname *b = s->bname;
 
+	if (!bus) {
+		/* orphaned by brokerd_bus_close(): only the memory is left */
+		free(s->name);
+		free(s->member);
+		free(s);
+		return;
+	}
 	slot_unlink(s);
 	if (s->type == SLOT_SUBSCRIBE && b) {
 		if (b->n_subs > 0 && --b->n_subs == 0) {
@@ -721,8 +728,10 @@ static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 	/* nobody will answer the calls in flight */
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
-		if (s->type == SLOT_CALL && s->serial)
+		if (s->type == SLOT_CALL && s->serial) {
 			call_complete(s, NULL, -ECONNRESET);
+			next = bus->slots;	/* the handler may have freed any slot */
+		}
 	}
 	bus_set_state(bus, BROKERD_STATE_DISCONNECTED);
 }
@@ -888,8 +897,16 @@ _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 	bus->reconnect = false;
 	bus->state_handler = NULL;	/* closing is not news to the one closing */
 	bus_disconnect(bus, false);
-	while ((s = bus->slots))
-		slot_destroy(s);
+	while ((s = bus->slots)) {
+		if (s->floating) {
+			slot_destroy(s);
+			continue;
+		}
+		/* the caller still holds it and frees it later: orphan it */
+		slot_unlink(s);
+		s->bname = NULL;
+		s->bus = NULL;
+	}
 	while ((b = bus->names)) {
 		bus->names = b->next;
 		free(b->name);
@@ -1516,8 +1533,10 @@ static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, cons
 		b->call_send = NULL;
 		for (s = bus->slots; s; s = next) {
 			next = s->next;
-			if (s->type == SLOT_CALL && s->serial && s->bname == b)
+			if (s->type == SLOT_CALL && s->serial && s->bname == b) {
 				call_complete(s, NULL, -ECONNRESET);
+				next = bus->slots;
+			}
 		}
 	}
 	for (s = bus->slots; s; s = next) {
@@ -1795,7 +1814,10 @@ _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 
 	if (!bus || bus->closed)
 		return -EINVAL;
-	if (bus->ring.ready_head || bus->cq_head)
+	/* inside a synchronous call only the inbox counts: other ready
+	 * channels wait for the next dispatch */
+	if (bus->cq_head || (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) :
+				  bus->ring.ready_head != NULL))
 		return 1;
 	/* the timer in the epoll set covers call deadlines and reconnects */
 	bus_update_timer(bus);

@@ -138,6 +138,14 @@ int ring_reap(struct ring *r)
 	return (int)n;
 }
 
+bool ring_has_ready_kind(const struct ring *r, unsigned int kind)
+{
+	for (const struct chan *c = r->ready_head; c; c = c->ready_next)
+		if (c->kind == kind)
+			return true;
+	return false;
+}
+
 struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind)
 {
 	for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next) {

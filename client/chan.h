@@ -45,6 +45,7 @@ int ring_reap(struct ring *r);
 /* Clears the eventfd; call before reaping so no wakeup is lost. */
 void ring_ack(struct ring *r);
 struct chan *ring_pop_ready(struct ring *r);
+bool ring_has_ready_kind(const struct ring *r, unsigned int kind);
 /* Pops the first ready channel of `kind`, leaving others queued. */
 struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind);
 
