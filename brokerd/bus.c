@@ -122,6 +122,7 @@ struct bus {
 	const char *const *policy_dirs;
 	const char *const *service_dirs;
 	uint64_t activation_timeout;
+	const char *activator_path;
 	uint32_t signal_serial;
 	struct bus_conn *requester;	/* conn whose request is being handled */
 };
@@ -710,7 +711,15 @@ static int on_activation_timeout(sd_event_source *s, uint64_t usec, void *userda
 		 (unsigned long long)(b->activation_timeout / 1000000));
 	log_full(LOG_WARNING, conn_name(a->conn), a->conn->cred.uid, "%s", msg);
 	activation_reply(b, a, CTRL_ERROR_TIMEOUT, msg);
+	_cleanup_free_ char *name = strdup(a->name);
 	activation_free(b, a);
+	/* Nobody waits any more: the next call starts the unit again. */
+	bool waiting = false;
+	for (struct activation *o = b->activations; o; o = o->next)
+		waiting = waiting || (name && strcmp(o->name, name) == 0);
+	struct bus_name *n = name ? bus_name_find(b, name) : NULL;
+	if (n && !waiting)
+		n->activating = false;
 	return 0;
 }
 
@@ -736,11 +745,109 @@ static int on_start_unit_reply(sd_bus_message *reply, void *userdata, sd_bus_err
 	return 0;
 }
 
+/*
+ * Preferred path: brokerd-activator.socket (root helper that only starts
+ * units named by activation files), because brokerd itself is unprivileged
+ * and may not start units. The answer is one line, read asynchronously.
+ */
+struct activator_req {
+	struct bus *bus;
+	sd_event_source *src;
+	int fd;
+	size_t len;
+	char buf[512];
+	char name[];
+};
+
+static void activator_req_free(struct activator_req *q)
+{
+	sd_event_source_disable_unref(q->src);
+	close(q->fd);
+	free(q);
+}
+
+static int on_activator_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct activator_req *q = userdata;
+	ssize_t n = read(fd, q->buf + q->len, sizeof(q->buf) - 1 - q->len);
+	char msg[700];
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n > 0) {
+		q->len += (size_t)n;
+		q->buf[q->len] = 0;
+		if (!strchr(q->buf, '\n') && q->len < sizeof(q->buf) - 1)
+			return 0;
+	}
+	q->buf[q->len] = 0;
+	q->buf[strcspn(q->buf, "\n")] = 0;
+	if (strcmp(q->buf, "ok") == 0) {
+		log_info("activation of %s: unit start queued", q->name);
+	} else {
+		snprintf(msg, sizeof(msg), "activation of %s failed: %s", q->name,
+			 q->len ? q->buf : "activator gave no answer");
+		log_warning("%s", msg);
+		activation_fail_all(q->bus, q->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
+	}
+	activator_req_free(q);
+	return 0;
+}
+
+static int activator_start(struct bus *b, const struct service *svc)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct activator_req *q;
+	char line[300];
+	int fd, r;
+
+	if (strlen(b->activator_path) >= sizeof(sa.sun_path))
+		return -EINVAL;
+	strcpy(sa.sun_path, b->activator_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	snprintf(line, sizeof(line), "%s\n", svc->name);
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
+		close(fd);
+		return -EIO;
+	}
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	q = calloc(1, sizeof(*q) + strlen(svc->name) + 1);
+	if (!q) {
+		close(fd);
+		return -ENOMEM;
+	}
+	q->bus = b;
+	q->fd = fd;
+	strcpy(q->name, svc->name);
+	r = sd_event_add_io(b->event, &q->src, fd, EPOLLIN, on_activator_io, q);
+	if (r < 0) {
+		activator_req_free(q);
+		return r;
+	}
+	log_info("activating %s: asked the activator to start %s", svc->name, svc->unit);
+	return 0;
+}
+
 static int activation_start(struct bus *b, const struct service *svc, char *err, size_t err_len)
 {
 	struct start_job *j;
 	int r;
 
+	r = activator_start(b, svc);
+	if (r == 0)
+		return 0;
+	if (r != -ENOENT && r != -ECONNREFUSED) {
+		snprintf(err, err_len, "cannot reach the activator %s: %s", b->activator_path, strerror(-r));
+		return r;
+	}
+	/* No activator (brokerd run by hand, as root): ask systemd directly. */
 	if (!b->sdbus) {
 		r = sd_bus_open_system(&b->sdbus);
 		if (r < 0) {
@@ -1080,13 +1187,14 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 	ctrl_read_string(rd, &name, NULL);
 	if (!ctrl_name_is_valid_wellknown(name) && strcmp(name, CTRL_BUS_NAME) != 0)
 		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	/* Policy first: a denial does not depend on the kernel. */
+	if (strcmp(name, CTRL_BUS_NAME) != 0 && !conn_allowed(c, POLICY_RECEIVE, name, why, sizeof(why)))
+		return deny(c, m, POLICY_RECEIVE, name, why);
 	if (!b->chan.available)
 		return no_channels(c, m);
 	if (strcmp(name, CTRL_BUS_NAME) == 0) {
 		ch = b->bus_signal;	/* everybody may watch the bus */
 	} else {
-		if (!conn_allowed(c, POLICY_RECEIVE, name, why, sizeof(why)))
-			return deny(c, m, POLICY_RECEIVE, name, why);
 		if (quota_charge(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1) < 0)
 			return reply_quota(c, m, QUOTA_SUBSCRIPTIONS);
 		c->n_subscriptions++;
@@ -1935,6 +2043,7 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	b->listen_fd = -1;
 	b->policy_dirs = config && config->policy_dirs ? config->policy_dirs : default_policy_dirs;
 	b->service_dirs = config && config->service_dirs ? config->service_dirs : default_service_dirs;
+	b->activator_path = config && config->activator_path ? config->activator_path : BUS_ACTIVATOR_PATH;
 	b->activation_timeout = config && config->activation_timeout_usec ? config->activation_timeout_usec
 									   : ACTIVATION_TIMEOUT_USEC;
 	r = registry_new(&b->registry, &registry_ops, b);

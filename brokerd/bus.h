@@ -11,12 +11,15 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#define BUS_ACTIVATOR_PATH "/run/brokerd/activator"
+
 struct bus;
 
 struct bus_config {
 	const char *const *policy_dirs;		/* NULL: /etc/brokerd/policy.d, /usr/share/... */
 	const char *const *service_dirs;	/* NULL: /etc/brokerd/services, /usr/share/... */
 	uint64_t activation_timeout_usec;	/* 0: 25 s */
+	const char *activator_path;		/* NULL: BUS_ACTIVATOR_PATH */
 	bool no_channels;			/* do not even probe the kernel */
 };
 

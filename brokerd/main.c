@@ -23,6 +23,8 @@
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
+static const char *arg_activator;
+static uint64_t arg_activation_timeout;
 static bool arg_no_channels;
 
 static void help(void)
@@ -33,6 +35,8 @@ static void help(void)
 	       "      --policy-dir=DIR    read policy from DIR only (default /etc/brokerd/policy.d\n"
 	       "                          and /usr/share/brokerd/policy.d)\n"
 	       "      --service-dir=DIR   read activation files from DIR only\n"
+	       "      --activator=PATH    activation helper socket (default /run/brokerd/activator)\n"
+	       "      --activation-timeout=SEC  how long a call waits for an activated name (25)\n"
 	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n",
@@ -41,12 +45,14 @@ static void help(void)
 
 static int parse_argv(int argc, char **argv)
 {
-	enum { ARG_POLICY_DIR = 0x100, ARG_SERVICE_DIR, ARG_NO_CHANNELS };
+	enum { ARG_POLICY_DIR = 0x100, ARG_SERVICE_DIR, ARG_NO_CHANNELS, ARG_ACTIVATOR, ARG_ACTIVATION_TIMEOUT };
 	static const struct option options[] = {
 		{ "address", required_argument, NULL, 'a' },
 		{ "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
 		{ "service-dir", required_argument, NULL, ARG_SERVICE_DIR },
 		{ "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
+		{ "activator", required_argument, NULL, ARG_ACTIVATOR },
+		{ "activation-timeout", required_argument, NULL, ARG_ACTIVATION_TIMEOUT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -67,6 +73,20 @@ static int parse_argv(int argc, char **argv)
 		case ARG_NO_CHANNELS:
 			arg_no_channels = true;
 			break;
+		case ARG_ACTIVATOR:
+			arg_activator = optarg;
+			break;
+		case ARG_ACTIVATION_TIMEOUT: {
+			char *end;
+			double v = strtod(optarg, &end);
+
+			if (*end || v <= 0 || v > 3600) {
+				fprintf(stderr, "brokerd: invalid timeout '%s'\n", optarg);
+				return -EINVAL;
+			}
+			arg_activation_timeout = (uint64_t)(v * 1e6);
+			break;
+		}
 		case 'v':
 			log_set_max_level(LOG_DEBUG);
 			break;
@@ -166,6 +186,8 @@ int main(int argc, char **argv)
 	config.policy_dirs = arg_policy_dir ? pdirs : NULL;
 	config.service_dirs = arg_service_dir ? sdirs : NULL;
 	config.no_channels = arg_no_channels;
+	config.activator_path = arg_activator;
+	config.activation_timeout_usec = arg_activation_timeout;
 
 	/* Blocked before any thread or fd is created; delivered through sd-event. */
 	sigset_t ss;

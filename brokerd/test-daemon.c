@@ -1,0 +1,918 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-daemon.c - end-to-end tests of brokerd over its control socket.
+ *
+ *   test-daemon BROKERD-BINARY   host mode (meson test): starts its own
+ *                                brokerd --no-channels on a socket in a temp
+ *                                dir with its own policy and activation dirs.
+ *   test-daemon                  guest mode (installed as an integration
+ *                                test): uses the system brokerd, installs its
+ *                                policy in /etc/brokerd/policy.d, RELOADs,
+ *                                and removes it at the end.
+ *
+ * Real processes under different uids (2001 "alice" in group 2100, 2002
+ * "bob") check allowed and denied cases. Must run as root. Exit 0 pass,
+ * 77 skip, 1 fail; output on stdout.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <grp.h>
+
+#include "test-client.h"
+#include "message.h"
+#include "ioipc.h"
+
+#define ALICE 2001
+#define BOB 2002
+#define USERS_GID 2100
+
+static char sock_path[256], policy_dir[256], service_dir[256], activator_path[256], tmpdir[64];
+static bool host_mode, have_channels;
+static pid_t daemon_pid, main_pid;
+static const char *policy_file = "50-brokerd-tests.conf";
+
+static const char base_policy[] =
+	"# written by brokerd's test-daemon\n"
+	"[user 2001]\n"
+	"allow own org.brokerdtest.alice.*\n"
+	"allow send org.brokerdtest.*\n"
+	"[group 2100]\n"
+	"allow receive org.brokerdtest.*\n"
+	"[user 2002]\n"
+	"deny * org.brokerdtest.*\n"
+	"allow own org.brokerdtest.bob.Allowed\n"
+	"[limits]\n"
+	"names 5\n";
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512], tmp[520];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	TC_ASSERT(f);
+	fputs(text, f);
+	fclose(f);
+	TC_ASSERT(rename(tmp, path) == 0);
+}
+
+static void remove_file(const char *dir, const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
+static void reload(void)
+{
+	struct tc c;
+	struct tc_msg m;
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_close(&c);
+}
+
+/* Run fn in a child with uid/gid (and supplementary group USERS_GID for alice). */
+static void as_user(uid_t uid, void (*fn)(void))
+{
+	pid_t pid = fork();
+	int status;
+
+	TC_ASSERT(pid >= 0);
+	if (pid == 0) {
+		gid_t g = USERS_GID;
+
+		TC_ASSERT(setgroups(uid == ALICE ? 1 : 0, &g) == 0);
+		TC_ASSERT(setresgid(uid, uid, uid) == 0);
+		TC_ASSERT(setresuid(uid, uid, uid) == 0);
+		fn();
+		fflush(stdout);
+		_exit(0);
+	}
+	TC_ASSERT(waitpid(pid, &status, 0) == pid);
+	TC_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* --- tests ----------------------------------------------------------------- */
+
+static void test_hello(void)
+{
+	struct tc c;
+	struct tc_msg m;
+
+	TC_ASSERT(tc_connect(&c, sock_path) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_GET_NAME_OWNER, &m, "s", "org.brokerdtest.X") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_NO_HELLO);
+	TC_ASSERT(tc_hello(&c, 0) == 0);
+	TC_ASSERT(strncmp(c.unique, ":1.", 3) == 0);
+	TC_ASSERT(ctrl_unique_name_parse(c.unique, NULL) == 0);
+	TC_ASSERT(have_channels == !!(c.features & CTRL_FEATURE_CHANNELS));
+	TC_ASSERT(have_channels == (c.inbox_fd >= 0));
+	TC_ASSERT(tc_call(&c, CTRL_OP_HELLO, &m, "u", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ALREADY_HELLO);
+	TC_ASSERT(tc_call(&c, CTRL_OP_HELLO, &m, "u", 0x80) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ALREADY_HELLO);
+
+	/* unique names are never reused */
+	uint64_t first = c.id;
+	tc_close(&c);
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(c.id > first);
+	tc_close(&c);
+	printf("# hello: ok\n");
+}
+
+static void test_malformed(void)
+{
+	struct tc c;
+	struct tc_msg m;
+	uint8_t buf[64] = { 0 };
+	static uint8_t big[70000];
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	/* truncated header */
+	TC_ASSERT(tc_send_raw(&c, "\x01\x01\x02", 3) == 0);
+	TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
+	TC_ASSERT(m.m.hdr.code == 0);
+	/* wrong version, serial echoed */
+	buf[0] = 9;
+	buf[1] = CTRL_TYPE_REQUEST;
+	buf[2] = CTRL_OP_LIST_NAMES;
+	buf[4] = 77;
+	buf[8] = 4;
+	TC_ASSERT(tc_send_raw(&c, buf, 20) == 0);
+	TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_VERSION);
+	TC_ASSERT(m.m.hdr.serial == 77);
+	/* unknown op */
+	buf[0] = CTRL_VERSION;
+	buf[2] = 200;
+	TC_ASSERT(tc_send_raw(&c, buf, 20) == 0);
+	TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_UNKNOWN_OP);
+	/* length field lies */
+	buf[2] = CTRL_OP_LIST_NAMES;
+	buf[8] = 40;
+	TC_ASSERT(tc_send_raw(&c, buf, 20) == 0);
+	TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
+	/* a reply sent as a request */
+	buf[1] = CTRL_TYPE_REPLY;
+	buf[8] = 4;
+	TC_ASSERT(tc_send_raw(&c, buf, 20) == 0);
+	TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
+	/* oversized */
+	memset(big, 0xab, sizeof(big));
+	big[0] = CTRL_VERSION;
+	big[1] = CTRL_TYPE_REQUEST;
+	TC_ASSERT(tc_send_raw(&c, big, sizeof(big)) == 0);
+	TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
+	/* fds with a request */
+	{
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		struct ctrl_writer w;
+		const void *d;
+		size_t l;
+		int fd = 0;
+
+		TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_LIST_NAMES, 5) == 0);
+		ctrl_write_u32(&w, 0);
+		TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+		struct iovec iov = { .iov_base = (void *)d, .iov_len = l };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u) };
+		memset(&u, 0, sizeof(u));
+		u.h.cmsg_level = SOL_SOCKET;
+		u.h.cmsg_type = SCM_RIGHTS;
+		u.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&u.h), &fd, sizeof(int));
+		TC_ASSERT(sendmsg(c.fd, &mh, 0) == (ssize_t)l);
+		ctrl_writer_deinit(&w);
+		TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
+		TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
+	}
+	/* bad arguments */
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "not a name", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.x", 0x100) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", ":1.1", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	/* still alive and well */
+	TC_ASSERT(tc_call(&c, CTRL_OP_LIST_NAMES, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_close(&c);
+	printf("# malformed input: ok\n");
+}
+
+static void test_names(void)
+{
+	struct tc a, b, w;
+	struct tc_msg m;
+	const char *N = "org.brokerdtest.root.Names";
+
+	TC_ASSERT(tc_connect_hello(&w, sock_path, CTRL_HELLO_NAME_EVENTS) == 0);
+	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&b, sock_path, 0) == 0);
+
+	TC_ASSERT(tc_call(&a, CTRL_OP_REQUEST_NAME, &m, "su", N, 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	TC_ASSERT_EQ(m.n_fds, have_channels ? 2 : 0);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_signal(&w, CTRL_SIGNAL_NAME_OWNER_CHANGED, &m, 5000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), "") == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), a.unique) == 0);
+
+	TC_ASSERT(tc_call(&a, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_ALLOW_REPLACEMENT) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_ALREADY_OWNER);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&b, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_DO_NOT_QUEUE) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_EXISTS);
+	TC_ASSERT(tc_call(&b, CTRL_OP_REQUEST_NAME, &m, "su", N, 0) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_IN_QUEUE);
+	TC_ASSERT_EQ(m.n_fds, 0);
+
+	TC_ASSERT(tc_call(&w, CTRL_OP_LIST_QUEUED_OWNERS, &m, "s", N) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 2);
+	TC_ASSERT(strcmp(tc_read_string(&m), a.unique) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), b.unique) == 0);
+	TC_ASSERT(tc_call(&w, CTRL_OP_GET_NAME_OWNER, &m, "s", N) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), a.unique) == 0);
+	TC_ASSERT(tc_call(&w, CTRL_OP_GET_NAME_OWNER, &m, "s", "org.brokerdtest.Nobody") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
+	TC_ASSERT(tc_call(&w, CTRL_OP_LIST_NAMES, &m, "u", 0) == 0);
+	{
+		uint32_t n = tc_read_u32(&m);
+		bool found = false, bus = false;
+
+		for (uint32_t i = 0; i < n; i++) {
+			const char *s = tc_read_string(&m);
+
+			found = found || strcmp(s, N) == 0;
+			bus = bus || strcmp(s, CTRL_BUS_NAME) == 0;
+		}
+		TC_ASSERT(found && bus);
+	}
+
+	/* replacement: b takes over, a goes back in the queue and gets NameLost */
+	TC_ASSERT(tc_call(&b, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_REPLACE_EXISTING) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_signal(&a, CTRL_SIGNAL_NAME_LOST, &m, 5000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+	TC_ASSERT(tc_wait_signal(&w, CTRL_SIGNAL_NAME_OWNER_CHANGED, &m, 5000) == 0);
+	tc_read_string(&m);
+	TC_ASSERT(strcmp(tc_read_string(&m), a.unique) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), b.unique) == 0);
+
+	/* release: a is promoted and told so with NameAcquired (and its caps) */
+	TC_ASSERT(tc_call(&b, CTRL_OP_RELEASE_NAME, &m, "s", N) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_RELEASE_RELEASED);
+	TC_ASSERT(tc_call(&b, CTRL_OP_RELEASE_NAME, &m, "s", N) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_RELEASE_NOT_OWNER);
+	TC_ASSERT(tc_call(&b, CTRL_OP_RELEASE_NAME, &m, "s", "org.brokerdtest.Never") == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_RELEASE_NON_EXISTENT);
+	TC_ASSERT(tc_wait_signal(&a, CTRL_SIGNAL_NAME_ACQUIRED, &m, 5000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+	TC_ASSERT_EQ(m.n_fds, have_channels ? 2 : 0);
+	tc_msg_close_fds(&m);
+
+	/* disconnect: the name goes at once */
+	TC_ASSERT(tc_call(&b, CTRL_OP_REQUEST_NAME, &m, "su", N, 0) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_IN_QUEUE);
+	tc_close(&a);
+	TC_ASSERT(tc_wait_signal(&b, CTRL_SIGNAL_NAME_ACQUIRED, &m, 5000) == 0);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&w, CTRL_OP_GET_NAME_OWNER, &m, "s", N) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), b.unique) == 0);
+	tc_close(&b);
+	for (;;) {	/* ... and NameOwnerChanged(N, b, "") arrives */
+		TC_ASSERT(tc_wait_signal(&w, CTRL_SIGNAL_NAME_OWNER_CHANGED, &m, 5000) == 0);
+		if (strcmp(tc_read_string(&m), N) != 0)
+			continue;
+		const char *old = tc_read_string(&m);
+		const char *new = tc_read_string(&m);
+		if (strcmp(old, b.unique) == 0 && strcmp(new, "") == 0)
+			break;
+	}
+	TC_ASSERT(tc_call(&w, CTRL_OP_GET_NAME_OWNER, &m, "s", N) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
+	tc_close(&w);
+	printf("# names, queue, replacement, NameOwnerChanged/Acquired/Lost: ok\n");
+}
+
+static void test_credentials(void)
+{
+	struct tc a, q;
+	struct tc_msg m;
+	uint32_t mask, pid, uid, gid, n;
+
+	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&q, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&q, CTRL_OP_GET_CREDENTIALS, &m, "s", a.unique) == 0);
+	TC_EXPECT_REPLY(&m);
+	mask = tc_read_u32(&m);
+	pid = tc_read_u32(&m);
+	uid = tc_read_u32(&m);
+	gid = tc_read_u32(&m);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++)
+		tc_read_u32(&m);
+	TC_ASSERT(mask & CTRL_CREDS_PID && mask & CTRL_CREDS_UID && mask & CTRL_CREDS_GIDS);
+	TC_ASSERT_EQ(pid, getpid());
+	TC_ASSERT_EQ(uid, getuid());
+	TC_ASSERT_EQ(gid, getgid());
+	if (mask & CTRL_CREDS_PIDFD) {
+		TC_ASSERT_EQ(m.n_fds, 1);
+		/* the pidfd refers to us: fdinfo says Pid: <our pid> */
+		char path[64], line[256];
+		bool ok = false;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", m.fds[0]);
+		FILE *f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (strncmp(line, "Pid:", 4) == 0)
+				ok = atoi(line + 4) == (int)getpid();
+		if (f)
+			fclose(f);
+		TC_ASSERT(ok);
+	} else {
+		printf("# (kernel without SO_PEERPIDFD: no pidfd)\n");
+	}
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&q, CTRL_OP_GET_CREDENTIALS, &m, "s", ":1.999999999") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
+	tc_close(&a);
+	tc_close(&q);
+	printf("# credentials: ok\n");
+}
+
+static void alice_main(void)
+{
+	struct tc c;
+	struct tc_msg m;
+	uint32_t mask, uid, gid, n;
+	bool in_group = false;
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	/* allowed by [user 2001] */
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Svc", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	tc_msg_close_fds(&m);
+	/* not granted: denied by default */
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Other", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	/* own credentials seen by the broker, including the supplementary group */
+	TC_ASSERT(tc_call(&c, CTRL_OP_GET_CREDENTIALS, &m, "s", "org.brokerdtest.alice.Svc") == 0);
+	mask = tc_read_u32(&m);
+	tc_read_u32(&m);
+	uid = tc_read_u32(&m);
+	gid = tc_read_u32(&m);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++)
+		in_group = in_group || tc_read_u32(&m) == USERS_GID;
+	tc_msg_close_fds(&m);
+	TC_ASSERT((mask & CTRL_CREDS_UID) && uid == ALICE && gid == ALICE && in_group);
+	/* the group rule grants receive */
+	if (have_channels) {
+		TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Svc") == 0);
+		TC_EXPECT_REPLY(&m);
+		TC_ASSERT_EQ(m.n_fds, 1);
+		tc_msg_close_fds(&m);
+	}
+	/* policy check: own uid allowed, other uid denied */
+	TC_ASSERT(tc_call(&c, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.X", "own") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_ALLOW);
+	TC_ASSERT(strstr(tc_read_string(&m), policy_file));
+	TC_ASSERT(tc_call(&c, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.alice.X", "own") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	/* privileged ops */
+	TC_ASSERT(tc_call(&c, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	TC_ASSERT(tc_call(&c, CTRL_OP_MONITOR, &m, "u", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	TC_ASSERT(tc_call(&c, CTRL_OP_QUOTA, &m, "u", CTRL_QUOTA_ALL_UIDS) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	/* own quota: names used 1 */
+	TC_ASSERT(tc_call(&c, CTRL_OP_QUOTA, &m, "u", ALICE) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 1);
+	TC_ASSERT_EQ(tc_read_u32(&m), ALICE);
+	n = tc_read_u32(&m);
+	bool seen = false;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *q = tc_read_string(&m);
+		uint64_t used, limit;
+
+		ctrl_read_u64(&m.r, &used);
+		ctrl_read_u64(&m.r, &limit);
+		if (strcmp(q, "names") == 0) {
+			TC_ASSERT(used == 1 && limit == 5);
+			seen = true;
+		}
+	}
+	TC_ASSERT(seen);
+	tc_close(&c);
+}
+
+static void bob_main(void)
+{
+	struct tc c;
+	struct tc_msg m;
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Svc", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	TC_ASSERT(strstr(m.error_message, "uid 2002 may not own org.brokerdtest.alice.Svc"));
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.bob.Allowed", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&c, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.alice.Svc", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Svc") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	TC_ASSERT(tc_call(&c, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.alice.Svc", "send") == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_DENY);
+	TC_ASSERT(strstr(tc_read_string(&m), "deny * org.brokerdtest.*"));
+	tc_close(&c);
+}
+
+static void test_policy(void)
+{
+	as_user(ALICE, alice_main);
+	as_user(BOB, bob_main);
+	printf("# policy across uids (allowed and denied): ok\n");
+}
+
+static void quota_main(void)
+{
+	struct tc c;
+	struct tc_msg m;
+	char name[64];
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "org.brokerdtest.alice.Q%d", i);
+		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", name, 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		tc_msg_close_fds(&m);
+	}
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Q5", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_QUOTA_EXCEEDED);
+	TC_ASSERT(strncmp(m.error_message, "names: uid 2001", 15) == 0);
+	/* releasing one frees the quota */
+	TC_ASSERT(tc_call(&c, CTRL_OP_RELEASE_NAME, &m, "s", "org.brokerdtest.alice.Q0") == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Q5", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	tc_close(&c);
+}
+
+static void test_quota(void)
+{
+	as_user(ALICE, quota_main);
+	printf("# names quota per uid with an error naming it: ok\n");
+}
+
+static void test_reload(void)
+{
+	struct tc root, alice;
+	struct tc_msg m;
+	pid_t pid;
+	int p[2], status;
+	char ch;
+
+	TC_ASSERT(tc_connect_hello(&root, sock_path, 0) == 0);
+	/* alice owns a name, then a reload takes the right away */
+	TC_ASSERT(pipe(p) == 0);
+	pid = fork();
+	if (pid == 0) {
+		gid_t g = USERS_GID;
+
+		close(p[0]);
+		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
+			  setresuid(ALICE, ALICE, ALICE) == 0);
+		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
+		TC_ASSERT(tc_call(&alice, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Revoked", 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		tc_msg_close_fds(&m);
+		TC_ASSERT(write(p[1], "x", 1) == 1);
+		TC_ASSERT(tc_wait_signal(&alice, CTRL_SIGNAL_NAME_LOST, &m, 10000) == 0);
+		TC_ASSERT(strcmp(tc_read_string(&m), "org.brokerdtest.alice.Revoked") == 0);
+		/* still connected: the peer was not dropped */
+		TC_ASSERT(tc_call(&alice, CTRL_OP_LIST_NAMES, &m, "u", 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		fflush(stdout);
+		_exit(0);
+	}
+	close(p[1]);
+	TC_ASSERT(read(p[0], &ch, 1) == 1);
+	close(p[0]);
+	write_file(policy_dir, policy_file,
+		   "[user 2001]\nallow own org.brokerdtest.alice.*\ndeny own org.brokerdtest.alice.Revoked\n"
+		   "allow send org.brokerdtest.*\n[group 2100]\nallow receive org.brokerdtest.*\n"
+		   "[user 2002]\ndeny * org.brokerdtest.*\nallow own org.brokerdtest.bob.Allowed\n[limits]\nnames 5\n");
+	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	TC_ASSERT(tc_call(&root, CTRL_OP_GET_NAME_OWNER, &m, "s", "org.brokerdtest.alice.Revoked") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
+
+	/* a broken file: reload fails with file:line, the previous policy stays */
+	write_file(policy_dir, "51-brokerd-tests-broken.conf", "[default]\nallow * *\nthis is bad\n");
+	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_POLICY);
+	TC_ASSERT(strstr(m.error_message, "51-brokerd-tests-broken.conf:3:"));
+	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.alice.X", "own") == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_DENY);
+	remove_file(policy_dir, "51-brokerd-tests-broken.conf");
+	write_file(policy_dir, policy_file, base_policy);
+	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_close(&root);
+	printf("# reload revokes without dropping peers; a bad file never loosens: ok\n");
+}
+
+static void test_introspection(void)
+{
+	struct tc a;
+	struct tc_msg m;
+	uint32_t n;
+	bool found = false;
+
+	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&a, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.root.Intro", 0) == 0);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_PEERS, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *u = tc_read_string(&m);
+		uint64_t id;
+		uint32_t pid, k;
+		bool me = strcmp(u, a.unique) == 0;
+
+		ctrl_read_u64(&m.r, &id);
+		pid = tc_read_u32(&m);
+		tc_read_u32(&m);
+		tc_read_u32(&m);
+		tc_read_string(&m);
+		k = tc_read_u32(&m);
+		for (uint32_t j = 0; j < k; j++) {
+			const char *nm = tc_read_string(&m);
+
+			if (me && strcmp(nm, "org.brokerdtest.root.Intro") == 0)
+				found = true;
+		}
+		tc_read_u32(&m);
+		if (me)
+			TC_ASSERT(pid == (uint32_t)getpid() && id == a.id);
+	}
+	TC_ASSERT(found);
+	TC_ASSERT(tc_call(&a, CTRL_OP_QUOTA, &m, "u", CTRL_QUOTA_ALL_UIDS) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT(tc_read_u32(&m) >= 1);
+	TC_ASSERT(tc_call(&a, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.A", "own") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_ALLOW);
+	TC_ASSERT(tc_call(&a, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.A", "fly") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	tc_close(&a);
+	printf("# introspection (peers, quotas, policy check): ok\n");
+}
+
+static void test_flood(void)
+{
+	struct tc f, other;
+	struct tc_msg m;
+	struct ctrl_writer w;
+	const void *d;
+	size_t l;
+	int sent = 0;
+
+	/* f sends requests and never reads: brokerd must pause it, not grow, and serve others */
+	TC_ASSERT(tc_connect_hello(&f, sock_path, 0) == 0);
+	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_LIST_NAMES, 1) == 0);
+	ctrl_write_u32(&w, 0);
+	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	int flags = fcntl(f.fd, F_GETFL);
+	fcntl(f.fd, F_SETFL, flags | O_NONBLOCK);
+	for (int i = 0; i < 100000; i++) {
+		if (send(f.fd, d, l, MSG_NOSIGNAL) < 0)
+			break;
+		sent++;
+	}
+	ctrl_writer_deinit(&w);
+	TC_ASSERT(sent > 0);
+	TC_ASSERT(tc_connect_hello(&other, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&other, CTRL_OP_LIST_NAMES, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_close(&other);
+	tc_close(&f);
+	printf("# flood of %d unread requests: others still served: ok\n", sent);
+}
+
+/* A fake activator: answers "ok" and then (if own) takes the name itself. */
+static void test_activation(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct tc caller, svc;
+	struct tc_msg m;
+	int lfd, afd;
+	char buf[256];
+	ssize_t n;
+
+	if (!host_mode) {
+		printf("# activation via systemd: covered by test-brokerd-activation\n");
+		return;
+	}
+	write_file(service_dir, "org.brokerdtest.Act.service",
+		   "[Service]\nName=org.brokerdtest.Act\nSystemdService=brokerdtest-act.service\n");
+	write_file(service_dir, "org.brokerdtest.Slow.service",
+		   "[Service]\nName=org.brokerdtest.Slow\nSystemdService=brokerdtest-slow.service\n");
+	reload();
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memcpy(sa.sun_path, activator_path, strlen(activator_path) + 1);
+	TC_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
+	chmod(activator_path, 0666);
+
+	TC_ASSERT(tc_connect_hello(&caller, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_LIST_NAMES, &m, "u", CTRL_LIST_ACTIVATABLE) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), 2);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Unknown", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_SERVICE_UNKNOWN);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Act", CTRL_CALL_NO_ACTIVATE) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
+
+	/* request without waiting for the reply, play activator, then own the name */
+	struct ctrl_writer w;
+	const void *d;
+	size_t l;
+	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4242) == 0);
+	ctrl_write_string(&w, "org.brokerdtest.Act");
+	ctrl_write_u32(&w, 0);
+	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
+	ctrl_writer_deinit(&w);
+	afd = accept(lfd, NULL, NULL);
+	TC_ASSERT(afd >= 0);
+	n = read(afd, buf, sizeof(buf) - 1);
+	TC_ASSERT(n > 0);
+	buf[n] = 0;
+	TC_ASSERT(strcmp(buf, "org.brokerdtest.Act\n") == 0);
+	TC_ASSERT(write(afd, "ok\n", 3) == 3);
+	close(afd);
+	TC_ASSERT(tc_recv(&caller, &m, 300) == -ETIMEDOUT);	/* still waiting */
+	TC_ASSERT(tc_connect_hello(&svc, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&svc, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Act", 0) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_reply(&caller, 4242, &m, 5000) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
+	tc_msg_close_fds(&m);
+
+	/* the activator refuses: ActivationFailed with its reason */
+	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4343) == 0);
+	ctrl_write_string(&w, "org.brokerdtest.Slow");
+	ctrl_write_u32(&w, 0);
+	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
+	ctrl_writer_deinit(&w);
+	afd = accept(lfd, NULL, NULL);
+	TC_ASSERT(afd >= 0 && read(afd, buf, sizeof(buf)) > 0);
+	TC_ASSERT(write(afd, "error: unit not found\n", 22) == 22);
+	close(afd);
+	TC_ASSERT(tc_wait_reply(&caller, 4343, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
+	TC_ASSERT(strstr(m.error_message, "unit not found"));
+
+	/* the unit starts but never takes the name: Timeout */
+	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4444) == 0);
+	ctrl_write_string(&w, "org.brokerdtest.Slow");
+	ctrl_write_u32(&w, 0);
+	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
+	ctrl_writer_deinit(&w);
+	afd = accept(lfd, NULL, NULL);
+	TC_ASSERT(afd >= 0 && read(afd, buf, sizeof(buf)) > 0);
+	TC_ASSERT(write(afd, "ok\n", 3) == 3);
+	close(afd);
+	TC_ASSERT(tc_wait_reply(&caller, 4444, &m, 5000) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_TIMEOUT);
+
+	/* no activator at all: a clear error, not a hang */
+	close(lfd);
+	unlink(activator_path);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Slow", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
+	tc_close(&svc);
+	tc_close(&caller);
+	printf("# activation: waits for the owner, activator errors, timeout: ok\n");
+}
+
+/* Guest only: the data plane. Caps attach, calls carry the caller's badge. */
+static void test_channels(void)
+{
+	struct tc svc, caller;
+	struct tc_msg m;
+	struct io_uring ring;
+	int call_recv_fd, call_send_fd;
+	uint8_t buf[512];
+
+	if (!have_channels) {
+		printf("# channels: kernel has none, skipped\n");
+		return;
+	}
+	TC_ASSERT(io_uring_queue_init(8, &ring, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&svc, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&caller, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&svc, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.root.Chan", 0) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	TC_ASSERT_EQ(m.n_fds, 2);
+	call_recv_fd = m.fds[0];
+	close(m.fds[1]);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.root.Chan", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	call_send_fd = m.fds[0];
+
+	struct ioipc_channel_attach ra = { .channel_id = (uint32_t)call_recv_fd, .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
+	struct ioipc_channel_attach sa = { .channel_id = (uint32_t)call_send_fd, .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_SEND };
+	int r = ioipc_channel_attach(&ring, &ra);
+	if (r == -EINVAL || r == -EOPNOTSUPP) {
+		printf("# channels: kernel lacks IOIPC_SUB_BY_FD (%d), skipped\n", r);
+		return;
+	}
+	TC_ASSERT_EQ(r, 0);
+	TC_ASSERT_EQ(ioipc_channel_attach(&ring, &sa), 0);
+	/* a send-only cap cannot receive: attaching it for RECV fails */
+	struct ioipc_channel_attach bad = { .channel_id = (uint32_t)call_send_fd, .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
+	TC_ASSERT(ioipc_channel_attach(&ring, &bad) < 0);
+
+	struct chmsg call = { .type = CHMSG_CALL, .serial = 1, .member = "Ping", .body = "hi", .body_len = 2 };
+	int len = chmsg_encode(&call, buf, sizeof(buf));
+	TC_ASSERT(len > 0);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	struct io_uring_cqe *cqe;
+	ioipc_prep_send(sqe, sa.local_id_out, buf, (unsigned int)len, 0);
+	TC_ASSERT(io_uring_submit_and_wait(&ring, 1) >= 1);
+	TC_ASSERT(io_uring_wait_cqe(&ring, &cqe) == 0);
+	TC_ASSERT_EQ(cqe->res, len);
+	io_uring_cqe_seen(&ring, cqe);
+
+	uint8_t rbuf[1024];
+	sqe = io_uring_get_sqe(&ring);
+	ioipc_prep_recv(sqe, ra.local_id_out, rbuf, sizeof(rbuf), IOIPC_RECV_INFO);
+	TC_ASSERT(io_uring_submit_and_wait(&ring, 1) >= 1);
+	TC_ASSERT(io_uring_wait_cqe(&ring, &cqe) == 0);
+	TC_ASSERT_EQ(cqe->res, (int)sizeof(struct ioipc_msg_info) + len);
+	io_uring_cqe_seen(&ring, cqe);
+	struct ioipc_msg_info info;
+	memcpy(&info, rbuf, sizeof(info));
+	TC_ASSERT_EQ(info.badge, caller.id);	/* the kernel says who called */
+	TC_ASSERT_EQ(info.uid, getuid());
+	struct chmsg got;
+	TC_ASSERT(chmsg_decode(&got, rbuf + sizeof(info), (size_t)len) == 0);
+	TC_ASSERT(strcmp(got.member, "Ping") == 0);
+
+	/* reply path: OPEN_INBOX of the caller */
+	TC_ASSERT(tc_call(&svc, CTRL_OP_OPEN_INBOX, &m, "s", caller.unique) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT(strcmp(tc_read_string(&m), caller.unique) == 0);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	tc_msg_close_fds(&m);
+	/* subscribing to the bus itself is always allowed */
+	TC_ASSERT(tc_call(&caller, CTRL_OP_SUBSCRIBE, &m, "s", CTRL_BUS_NAME) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	/* monitor: one MonitorChannel signal per channel */
+	TC_ASSERT(tc_call(&svc, CTRL_OP_MONITOR, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	uint32_t count = tc_read_u32(&m);
+	TC_ASSERT(count >= 3);
+	for (uint32_t i = 0; i < count; i++) {
+		TC_ASSERT(tc_wait_signal(&svc, CTRL_SIGNAL_MONITOR_CHANNEL, &m, 5000) == 0);
+		TC_ASSERT_EQ(m.n_fds, 1);
+		tc_msg_close_fds(&m);
+	}
+	io_uring_queue_exit(&ring);
+	close(call_recv_fd);
+	close(call_send_fd);
+	tc_close(&svc);
+	tc_close(&caller);
+	printf("# channels: caps attach with their rights, badge = caller id, inbox, monitor: ok\n");
+}
+
+/* --- setup ----------------------------------------------------------------- */
+
+static void cleanup(void)
+{
+	if (getpid() != main_pid)
+		return;	/* a child's failed assertion */
+	if (host_mode) {
+		if (daemon_pid > 0) {
+			kill(daemon_pid, SIGTERM);
+			waitpid(daemon_pid, NULL, 0);
+		}
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+		if (system(cmd) != 0)
+			printf("# cannot remove %s\n", tmpdir);
+	} else {
+		remove_file(policy_dir, policy_file);
+		remove_file(policy_dir, "51-brokerd-tests-broken.conf");
+		reload();
+	}
+}
+
+static void start_daemon(const char *binary)
+{
+	struct tc c;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-daemon-XXXXXX");
+	TC_ASSERT(mkdtemp(tmpdir));
+	chmod(tmpdir, 0755);
+	snprintf(sock_path, sizeof(sock_path), "%s/socket", tmpdir);
+	snprintf(policy_dir, sizeof(policy_dir), "%s/policy.d", tmpdir);
+	snprintf(service_dir, sizeof(service_dir), "%s/services", tmpdir);
+	snprintf(activator_path, sizeof(activator_path), "%s/activator", tmpdir);
+	TC_ASSERT(mkdir(policy_dir, 0755) == 0 && mkdir(service_dir, 0755) == 0);
+	write_file(policy_dir, policy_file, base_policy);
+	daemon_pid = fork();
+	TC_ASSERT(daemon_pid >= 0);
+	if (daemon_pid == 0) {
+		execl(binary, binary, "--no-channels", "--address", sock_path, "--policy-dir", policy_dir,
+		      "--service-dir", service_dir, "--activator", activator_path, "--activation-timeout", "1",
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200; i++) {
+		if (tc_connect(&c, sock_path) == 0) {
+			tc_close(&c);
+			return;
+		}
+		usleep(20000);
+	}
+	printf("FAIL: brokerd did not come up\n");
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	main_pid = getpid();
+	signal(SIGPIPE, SIG_IGN);
+	if (geteuid() != 0) {
+		printf("# needs root (to run clients as other uids); skipped\n");
+		return 77;
+	}
+	if (argc > 1) {
+		host_mode = true;
+		start_daemon(argv[1]);
+	} else {
+		struct tc c;
+
+		snprintf(sock_path, sizeof(sock_path), "%s", CTRL_SOCKET_PATH);
+		snprintf(policy_dir, sizeof(policy_dir), "/etc/brokerd/policy.d");
+		snprintf(service_dir, sizeof(service_dir), "/etc/brokerd/services");
+		if (tc_connect_hello(&c, sock_path, 0) < 0) {
+			printf("FAIL: cannot reach brokerd at %s\n", sock_path);
+			return 1;
+		}
+		have_channels = c.features & CTRL_FEATURE_CHANNELS;
+		tc_close(&c);
+		mkdir("/etc/brokerd", 0755);
+		mkdir(policy_dir, 0755);
+		write_file(policy_dir, policy_file, base_policy);
+		reload();
+	}
+	atexit(cleanup);
+	printf("# brokerd %s mode, channels %s\n", host_mode ? "host" : "guest", have_channels ? "on" : "off");
+
+	test_hello();
+	test_malformed();
+	test_names();
+	test_credentials();
+	test_policy();
+	test_quota();
+	test_reload();
+	test_introspection();
+	test_activation();
+	test_channels();
+	test_flood();
+	printf("ok\n");
+	return 0;
+}
