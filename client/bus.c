@@ -1402,7 +1402,8 @@ static void dispatch_call(brokerd_bus *bus, brokerd_msg *msg)
 		return;
 	}
 	k = match->handler.msg(msg, match->userdata);
-	if (msg->replied || (msg->flags & CHMSG_F_NO_REPLY_EXPECTED))
+	/* a handler that kept a reference answers later (or never) */
+	if (msg->replied || (msg->flags & CHMSG_F_NO_REPLY_EXPECTED) || msg->n_ref > 1)
 		return;
 	if (k < 0) {
 		char text[64];

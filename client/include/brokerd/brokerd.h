@@ -170,9 +170,10 @@ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char
 /*
  * Serve `member` of `name` (NULL member: every member without its own
  * handler). Calls arrive once the bus owns the name. The handler replies with
- * brokerd_msg_reply() or brokerd_msg_reply_error(); if it returns without
- * replying, a negative return becomes an org.brokerd.Error.Failed reply and
- * a non-negative one an empty reply.
+ * brokerd_msg_reply() or brokerd_msg_reply_error(), now or later if it keeps
+ * a reference; if it returns without replying or keeping a reference, a
+ * negative return becomes an org.brokerd.Error.Failed reply and a
+ * non-negative one an empty reply.
  */
 int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
 			   const char *member, brokerd_msg_handler_t handler, void *userdata);
