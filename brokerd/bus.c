@@ -123,6 +123,8 @@ struct bus {
 	const char *const *service_dirs;
 	uint64_t activation_timeout;
 	const char *activator_path;
+	const char *state_path;
+	uint64_t id_reserved;		/* ids below this are recorded in state_path */
 	uint32_t signal_serial;
 	struct bus_conn *requester;	/* conn whose request is being handled */
 };
@@ -907,6 +909,56 @@ static int no_channels(struct bus_conn *c, const struct ctrl_message *m)
 			   strerror(-c->bus->chan.probe_error));
 }
 
+/* --- unique ids across restarts ------------------------------------------ */
+
+#define ID_BLOCK 1024
+
+/*
+ * The state file holds a number above every id handed out in this boot (it
+ * lives in /run): written in blocks before the ids are used, read at start.
+ */
+static void bus_ids_reserve(struct bus *b)
+{
+	char tmp[4096], buf[32];
+	uint64_t next = registry_next_id(b->registry);
+	FILE *f;
+
+	if (!b->state_path || next < b->id_reserved)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", b->state_path);
+	f = fopen(tmp, "we");
+	if (!f) {
+		log_warning("cannot write %s: %s (unique names may repeat after a restart)", tmp, strerror(errno));
+		b->state_path = NULL;
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)(next + ID_BLOCK));
+	fputs(buf, f);
+	if (fclose(f) != 0 || rename(tmp, b->state_path) < 0) {
+		log_warning("cannot update %s: %s", b->state_path, strerror(errno));
+		b->state_path = NULL;
+		return;
+	}
+	b->id_reserved = next + ID_BLOCK;
+}
+
+static void bus_ids_load(struct bus *b)
+{
+	unsigned long long v = 0;
+	FILE *f;
+
+	if (!b->state_path)
+		return;
+	f = fopen(b->state_path, "re");
+	if (f) {
+		if (fscanf(f, "%llu", &v) == 1 && v > 1)
+			registry_next_id_set(b->registry, v);
+		fclose(f);
+	}
+	log_info("unique names start at :1.%llu", (unsigned long long)registry_next_id(b->registry));
+	bus_ids_reserve(b);
+}
+
 /* --- handlers ------------------------------------------------------------ */
 
 static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
@@ -929,6 +981,7 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	r = registry_peer_add(b->registry, c->cred.uid, &c->peer);
 	if (r < 0)
 		return r;
+	bus_ids_reserve(b);
 	c->peer->userdata = c;
 	c->name_events = flags & CTRL_HELLO_NAME_EVENTS;
 
@@ -2052,6 +2105,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	r = quota_new(&b->quota);
 	if (r < 0)
 		goto fail;
+	b->state_path = config ? config->state_path : NULL;
+	bus_ids_load(b);
 	if (!(config && config->no_channels)) {
 		chanmgr_init(&b->chan);
 		if (!b->chan.available)

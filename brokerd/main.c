@@ -24,6 +24,7 @@
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
 static const char *arg_activator;
+static const char *arg_state = "/run/brokerd-state/next-id";
 static uint64_t arg_activation_timeout;
 static bool arg_no_channels;
 
@@ -37,6 +38,8 @@ static void help(void)
 	       "      --service-dir=DIR   read activation files from DIR only\n"
 	       "      --activator=PATH    activation helper socket (default /run/brokerd/activator)\n"
 	       "      --activation-timeout=SEC  how long a call waits for an activated name (25)\n"
+	       "      --state=PATH        where the next connection id is kept across restarts\n"
+	       "                          (default /run/brokerd-state/next-id; \"\" for none)\n"
 	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n",
@@ -45,13 +48,14 @@ static void help(void)
 
 static int parse_argv(int argc, char **argv)
 {
-	enum { ARG_POLICY_DIR = 0x100, ARG_SERVICE_DIR, ARG_NO_CHANNELS, ARG_ACTIVATOR, ARG_ACTIVATION_TIMEOUT };
+	enum { ARG_POLICY_DIR = 0x100, ARG_SERVICE_DIR, ARG_NO_CHANNELS, ARG_ACTIVATOR, ARG_ACTIVATION_TIMEOUT, ARG_STATE };
 	static const struct option options[] = {
 		{ "address", required_argument, NULL, 'a' },
 		{ "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
 		{ "service-dir", required_argument, NULL, ARG_SERVICE_DIR },
 		{ "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
 		{ "activator", required_argument, NULL, ARG_ACTIVATOR },
+		{ "state", required_argument, NULL, ARG_STATE },
 		{ "activation-timeout", required_argument, NULL, ARG_ACTIVATION_TIMEOUT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -75,6 +79,9 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_ACTIVATOR:
 			arg_activator = optarg;
+			break;
+		case ARG_STATE:
+			arg_state = optarg;
 			break;
 		case ARG_ACTIVATION_TIMEOUT: {
 			char *end;
@@ -187,6 +194,7 @@ int main(int argc, char **argv)
 	config.service_dirs = arg_service_dir ? sdirs : NULL;
 	config.no_channels = arg_no_channels;
 	config.activator_path = arg_activator;
+	config.state_path = arg_state && *arg_state ? arg_state : NULL;
 	config.activation_timeout_usec = arg_activation_timeout;
 
 	/* Blocked before any thread or fd is created; delivered through sd-event. */

@@ -392,6 +392,19 @@ int registry_name_release(struct registry *r, struct registry_peer *p, const cha
 
 /* --- peers --------------------------------------------------------------- */
 
+int registry_next_id_set(struct registry *r, uint64_t id)
+{
+	if (!r || id < r->next_id)
+		return -EINVAL;
+	r->next_id = id;
+	return 0;
+}
+
+uint64_t registry_next_id(struct registry *r)
+{
+	return r ? r->next_id : 0;
+}
+
 int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret)
 {
 	struct registry_peer *p, **a;

@@ -40,6 +40,10 @@ struct registry_ops {
 int registry_new(struct registry **ret, const struct registry_ops *ops, void *userdata);
 struct registry *registry_free(struct registry *r);
 
+/* Ids handed out from now on start at id (>= the current next id only). */
+int registry_next_id_set(struct registry *r, uint64_t id);
+uint64_t registry_next_id(struct registry *r);
+
 /* Allocates the next id (1, 2, ...); ids are never reused. */
 int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret);
 /* Drops every queue entry of the peer (owners change, queues promote), frees it. */

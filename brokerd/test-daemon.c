@@ -32,6 +32,7 @@
 static char sock_path[256], policy_dir[256], service_dir[256], activator_path[256], tmpdir[64];
 static bool host_mode, have_channels;
 static pid_t daemon_pid, main_pid;
+static void spawn_daemon(void);
 static const char *policy_file = "50-brokerd-tests.conf";
 
 static const char base_policy[] =
@@ -595,6 +596,26 @@ static void test_introspection(void)
 	printf("# introspection (peers, quotas, policy check): ok\n");
 }
 
+/* Host only: a restarted brokerd closes connections and never reuses unique names. */
+static void test_restart(void)
+{
+	struct tc a, b;
+	struct tc_msg m;
+
+	if (!host_mode)
+		return;	/* test-brokerd-restart does it with systemctl */
+	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
+	kill(daemon_pid, SIGTERM);
+	TC_ASSERT(waitpid(daemon_pid, NULL, 0) == daemon_pid);
+	TC_ASSERT(tc_recv(&a, &m, 5000) == -ECONNRESET);	/* the client sees EOF */
+	spawn_daemon();
+	TC_ASSERT(tc_connect_hello(&b, sock_path, 0) == 0);
+	TC_ASSERT(b.id > a.id);
+	tc_close(&a);
+	tc_close(&b);
+	printf("# restart: clients see EOF, unique names not reused: ok\n");
+}
+
 static void test_flood(void)
 {
 	struct tc f, other;
@@ -838,10 +859,11 @@ static void cleanup(void)
 	}
 }
 
+static const char *daemon_binary;
+
 static void start_daemon(const char *binary)
 {
-	struct tc c;
-
+	daemon_binary = binary;
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-daemon-XXXXXX");
 	TC_ASSERT(mkdtemp(tmpdir));
 	chmod(tmpdir, 0755);
@@ -851,10 +873,21 @@ static void start_daemon(const char *binary)
 	snprintf(activator_path, sizeof(activator_path), "%s/activator", tmpdir);
 	TC_ASSERT(mkdir(policy_dir, 0755) == 0 && mkdir(service_dir, 0755) == 0);
 	write_file(policy_dir, policy_file, base_policy);
+	spawn_daemon();
+}
+
+static void spawn_daemon(void)
+{
+	const char *binary = daemon_binary;
+	struct tc c;
+
 	daemon_pid = fork();
 	TC_ASSERT(daemon_pid >= 0);
 	if (daemon_pid == 0) {
-		execl(binary, binary, "--no-channels", "--address", sock_path, "--policy-dir", policy_dir,
+		char state[300];
+
+		snprintf(state, sizeof(state), "%s/next-id", tmpdir);
+		execl(binary, binary, "--no-channels", "--state", state, "--address", sock_path, "--policy-dir", policy_dir,
 		      "--service-dir", service_dir, "--activator", activator_path, "--activation-timeout", "1",
 		      (char *)NULL);
 		_exit(127);
@@ -870,8 +903,46 @@ static void start_daemon(const char *binary)
 	exit(1);
 }
 
+/* Helpers for the shell integration tests. */
+static int helper(int argc, char **argv)
+{
+	struct tc c;
+	struct tc_msg m;
+
+	if (argc != 3)
+		return 2;
+	if (tc_connect_hello(&c, CTRL_SOCKET_PATH, 0) < 0) {
+		printf("cannot connect\n");
+		return 1;
+	}
+	if (strcmp(argv[1], "--own") == 0) {
+		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", argv[2], 0) == 0);
+		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("%s: %s\n", m.error_name, m.error_message);
+			return 1;
+		}
+		printf("owner of %s: %u\nunique %s\n", argv[2], tc_read_u32(&m), c.unique);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	if (strcmp(argv[1], "--open-call") == 0) {
+		TC_ASSERT(tc_call(&c, CTRL_OP_OPEN_CALL, &m, "su", argv[2], 0) == 0);
+		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("%s: %s\n", m.error_name, m.error_message);
+			return 1;
+		}
+		printf("%s\n", tc_read_u32(&m) == CTRL_CALL_OWNED ? "owned" : "activating");
+		return 0;
+	}
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strncmp(argv[1], "--", 2) == 0)
+		return helper(argc, argv);
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
 	signal(SIGPIPE, SIG_IGN);
@@ -913,6 +984,7 @@ int main(int argc, char **argv)
 	test_activation();
 	test_channels();
 	test_flood();
+	test_restart();
 	printf("ok\n");
 	return 0;
 }
