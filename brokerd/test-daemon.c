@@ -603,7 +603,7 @@ static void test_restart(void)
 	struct tc_msg m;
 
 	if (!host_mode)
-		return;	/* test-brokerd-restart does it with systemctl */
+		return;	/* brokerd-restart does it with systemctl */
 	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
 	kill(daemon_pid, SIGTERM);
 	TC_ASSERT(waitpid(daemon_pid, NULL, 0) == daemon_pid);
@@ -658,7 +658,7 @@ static void test_activation(void)
 	ssize_t n;
 
 	if (!host_mode) {
-		printf("# activation via systemd: covered by test-brokerd-activation\n");
+		printf("# activation via systemd: covered by brokerd-activation\n");
 		return;
 	}
 	write_file(service_dir, "org.brokerdtest.Act.service",
