@@ -174,6 +174,17 @@ static int conn_sendmsg(struct bus_conn *c, const void *data, size_t len, const 
 	return 0;
 }
 
+/*
+ * Give up on a connection from anywhere (also while handling another one):
+ * shutdown() makes its fd report EPOLLHUP, and its own handler frees it.
+ */
+static void conn_kill(struct bus_conn *c)
+{
+	c->dead = true;
+	shutdown(c->fd, SHUT_RDWR);
+	sd_event_source_set_io_events(c->src, EPOLLIN);
+}
+
 static void conn_update_events(struct bus_conn *c)
 {
 	/* Pause input while output is queued: a client that does not read cannot make us buffer. */
@@ -201,15 +212,14 @@ static int conn_send(struct bus_conn *c, struct ctrl_writer *w)
 		if (r == 0)
 			return 0;
 		if (r != -EAGAIN) {
-			c->dead = true;	/* EPIPE and friends: the HUP handler frees it */
+			conn_kill(c);	/* EPIPE and friends */
 			return r;
 		}
 	}
 	if (c->out_len >= CONN_OUT_MAX) {
 		log_full(LOG_WARNING, conn_name(c), c->cred.uid,
 			 "%s does not read its replies (%u queued), disconnecting", conn_name(c), c->out_len);
-		c->dead = true;
-		sd_event_source_set_io_events(c->src, EPOLLOUT);
+		conn_kill(c);
 		return -ENOBUFS;
 	}
 	o = calloc(1, sizeof(*o));
@@ -975,8 +985,13 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	ctrl_read_u32(rd, &flags);
 	if (flags & ~CTRL_HELLO_NAME_EVENTS)
 		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown HELLO flags 0x%x", flags);
-	if (c->over_quota)
-		return reply_quota(c, m, QUOTA_CONNECTIONS);
+	if (c->over_quota) {
+		/* Say why, then close: an over-quota uid cannot pile up idle connections. */
+		r = reply_quota(c, m, QUOTA_CONNECTIONS);
+		if (!c->out_head)
+			conn_kill(c);
+		return r;
+	}
 
 	r = registry_peer_add(b->registry, c->cred.uid, &c->peer);
 	if (r < 0)

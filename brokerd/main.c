@@ -20,11 +20,12 @@
 #include "bus.h"
 #include "ctrl.h"
 #include "log.h"
+#include "util.h"
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
 static const char *arg_activator;
-static const char *arg_state = "/run/brokerd-state/next-id";
+static const char *arg_state;
 static uint64_t arg_activation_timeout;
 static bool arg_no_channels;
 
@@ -39,7 +40,8 @@ static void help(void)
 	       "      --activator=PATH    activation helper socket (default /run/brokerd/activator)\n"
 	       "      --activation-timeout=SEC  how long a call waits for an activated name (25)\n"
 	       "      --state=PATH        where the next connection id is kept across restarts\n"
-	       "                          (default /run/brokerd-state/next-id; \"\" for none)\n"
+	       "                          (default $RUNTIME_DIRECTORY/next-id under systemd, else\n"
+	       "                          ADDRESS.next-id when binding ADDRESS; \"\" for none)\n"
 	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n",
@@ -194,6 +196,17 @@ int main(int argc, char **argv)
 	config.service_dirs = arg_service_dir ? sdirs : NULL;
 	config.no_channels = arg_no_channels;
 	config.activator_path = arg_activator;
+	/* Unique names stay unique across restarts: keep the next id where a restart finds it. */
+	_cleanup_free_ char *state = NULL;
+	if (!arg_state) {
+		const char *rt = getenv("RUNTIME_DIRECTORY");
+
+		if (rt && asprintf(&state, "%s/next-id", rt) < 0)
+			state = NULL;
+		else if (!rt && sd_listen_fds(false) <= 0 && asprintf(&state, "%s.next-id", arg_address) < 0)
+			state = NULL;
+		arg_state = state;
+	}
 	config.state_path = arg_state && *arg_state ? arg_state : NULL;
 	config.activation_timeout_usec = arg_activation_timeout;
 
