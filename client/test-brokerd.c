@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-brokerd.c - host test of libbrokerd's control plane and of brokerctl
+ * against the real brokerd, run with --no-channels (the host kernel has no
+ * IPC channels). Covers: names with D-Bus semantics (primary, queue,
+ * DO_NOT_QUEUE, promotion), NameOwnerChanged watches, owner and credential
+ * lookups, policy refusals, brokerctl's commands, --json and exit codes, and
+ * reconnecting after brokerd is killed and started again.
+ *
+ *   test-brokerd BROKERD BROKERCTL
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <brokerd/brokerd.h>
+
+#define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); exit(1); } } while (0)
+#define CHECK_R(e, want) do { int _r = (e); if (_r != (want)) { fprintf(stderr, "%s:%d: %s = %d, want %d\n", __FILE__, __LINE__, #e, _r, (want)); exit(1); } } while (0)
+
+static char dir[] = "/tmp/test-brokerd-XXXXXX";
+static char sock[256], policy[256];
+static const char *brokerd_path, *brokerctl_path;
+static pid_t daemon_pid;
+
+static void daemon_start(void)
+{
+	struct stat st;
+
+	unlink(sock);
+	daemon_pid = fork();
+	CHECK(daemon_pid >= 0);
+	if (daemon_pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(null, 2);
+		execl(brokerd_path, brokerd_path, "--address", sock, "--no-channels", "--policy-dir",
+		      policy, "--service-dir", dir, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && stat(sock, &st) < 0; i++)
+		usleep(10000);
+	CHECK(stat(sock, &st) == 0);
+}
+
+static void daemon_stop(void)
+{
+	int status;
+
+	kill(daemon_pid, SIGKILL);
+	waitpid(daemon_pid, &status, 0);
+}
+
+/* Runs brokerctl ARGS; returns its exit code, output in out. */
+static int ctl(char *out, size_t size, const char *args)
+{
+	char cmd[1024];
+	FILE *p;
+	size_t n;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "%s --address %s %s 2>&1", brokerctl_path, sock, args);
+	p = popen(cmd, "r");
+	CHECK(p);
+	n = fread(out, 1, size - 1, p);
+	out[n] = 0;
+	status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int noc_count;
+static char noc_last[3][64];
+
+static int on_noc(brokerd_bus *bus, const char *name, const char *old, const char *new, void *u)
+{
+	noc_count++;
+	snprintf(noc_last[0], 64, "%s", name);
+	snprintf(noc_last[1], 64, "%s", old);
+	snprintf(noc_last[2], 64, "%s", new);
+	return 0;
+}
+
+static void pump(brokerd_bus *bus, int *count, int want)
+{
+	for (int i = 0; i < 200 && *count < want; i++) {
+		CHECK(brokerd_bus_process(bus) >= 0);
+		if (*count < want)
+			brokerd_bus_wait(bus, 10000);
+	}
+	CHECK(*count >= want);
+}
+
+static int states;
+
+static void on_state(brokerd_bus *bus, int state, void *u)
+{
+	if (state == BROKERD_STATE_CONNECTED)
+		states++;
+}
+
+int main(int argc, char **argv)
+{
+	brokerd_bus *a, *b;
+	brokerd_slot *watch = NULL;
+	struct brokerd_creds creds;
+	const char *ua, *ub;
+	char out[8192], owner[64], want[256], ua_old[64];
+	FILE *f;
+
+	CHECK(argc == 3);
+	brokerd_path = argv[1];
+	brokerctl_path = argv[2];
+	CHECK(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/socket", dir);
+	snprintf(policy, sizeof(policy), "%s/policy", dir);
+	CHECK(mkdir(policy, 0755) == 0);
+	/* this test runs as whatever user runs meson test: grant it the test names */
+	f = fopen(strcat(strcpy(out, policy), "/50-test.conf"), "w");
+	CHECK(f);
+	fprintf(f, "[user %u]\nallow own org.test.*\nallow send org.test.*\nallow receive org.test.*\n"
+		   "deny own org.test.Forbidden\n", (unsigned)getuid());
+	fclose(f);
+	daemon_start();
+
+	CHECK_R(brokerd_bus_open(&a, sock), 0);
+	CHECK_R(brokerd_bus_open(&b, sock), 0);
+	CHECK_R(brokerd_bus_get_unique_name(a, &ua), 0);
+	CHECK_R(brokerd_bus_get_unique_name(b, &ub), 0);
+	CHECK(strcmp(ua, ub) != 0);
+	CHECK_R(brokerd_bus_watch_name(b, &watch, "org.test.Name", on_noc, NULL), 0);
+
+	/* names: owner, queue, DO_NOT_QUEUE, promotion, release */
+	CHECK_R(brokerd_bus_request_name(a, "org.test.Name", BROKERD_NAME_ALLOW_REPLACEMENT),
+		BROKERD_NAME_PRIMARY_OWNER);
+	CHECK_R(brokerd_bus_request_name(a, "org.test.Name", 0), BROKERD_NAME_ALREADY_OWNER);
+	CHECK_R(brokerd_bus_request_name(b, "org.test.Name", BROKERD_NAME_DO_NOT_QUEUE), -EEXIST);
+	CHECK_R(brokerd_bus_request_name(b, "org.test.Name", 0), BROKERD_NAME_IN_QUEUE);
+	pump(b, &noc_count, 1);
+	CHECK(strcmp(noc_last[1], "") == 0 && strcmp(noc_last[2], ua) == 0);
+	CHECK_R(brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)), 0);
+	CHECK(strcmp(owner, ua) == 0);
+	CHECK_R(brokerd_bus_get_creds(b, "org.test.Name", &creds), 0);
+	CHECK(creds.pid == getpid() && creds.uid == getuid() && creds.gid == getgid());
+	CHECK(creds.id && strcmp(owner + 3, strrchr(ua, '.') + 1) == 0);
+	CHECK_R(brokerd_bus_request_name(a, "org.test.Forbidden", 0), -EACCES);
+	CHECK_R(brokerd_bus_request_name(a, "org.other.Name", 0), getuid() == 0 ?
+		BROKERD_NAME_PRIMARY_OWNER : -EACCES);
+
+	/* brokerctl sees the same */
+	CHECK_R(ctl(out, sizeof(out), "list"), 0);
+	snprintf(want, sizeof(want), "org.test.Name");
+	CHECK(strstr(out, want));
+	snprintf(want, sizeof(want), "%s %s", ua, ub);
+	{
+		/* "org.test.Name   :1.A  :1.B" */
+		char *line = strstr(out, "org.test.Name");
+		char *eol = strchr(line, '\n');
+
+		*eol = 0;
+		CHECK(strstr(line, ua) && strstr(line, ub));
+	}
+	CHECK_R(ctl(out, sizeof(out), "--json list"), 0);
+	snprintf(want, sizeof(want), "{\"name\":\"org.test.Name\",\"owner\":\"%s\",\"queued\":[\"%s\"]}",
+		 ua, ub);
+	CHECK(strstr(out, want));
+	CHECK_R(ctl(out, sizeof(out), "status org.test.Name"), 0);
+	snprintf(want, sizeof(want), "PID:    %d\n", (int)getpid());
+	CHECK(strstr(out, want));
+	CHECK_R(ctl(out, sizeof(out), "--json status org.test.Name"), 0);
+	snprintf(want, sizeof(want), "\"owner\":\"%s\",\"pid\":%d,\"uid\":%u,", ua, (int)getpid(),
+		 (unsigned)getuid());
+	CHECK(strstr(out, want));
+	CHECK_R(ctl(out, sizeof(out), "status org.test.Nobody"), 4);
+	CHECK_R(ctl(out, sizeof(out), "status not-a-name"), 2);
+	CHECK_R(ctl(out, sizeof(out), "--json status org.test.Nobody"), 4);
+	CHECK(strstr(out, "\"error\":\"brokerd.Error.NameHasNoOwner\""));
+	snprintf(want, sizeof(want), "policy check %u org.test.X own", (unsigned)getuid());
+	CHECK_R(ctl(out, sizeof(out), want), 0);
+	CHECK(strncmp(out, "allow: ", 7) == 0);
+	snprintf(want, sizeof(want), "policy check %u org.test.Forbidden own", (unsigned)getuid());
+	CHECK_R(ctl(out, sizeof(out), want), 3);
+	CHECK(strncmp(out, "deny: ", 6) == 0 && strstr(out, "50-test.conf:5"));
+	snprintf(want, sizeof(want), "--json policy check %u org.test.X send", (unsigned)getuid());
+	CHECK_R(ctl(out, sizeof(out), want), 0);
+	CHECK(strstr(out, "\"decision\":\"allow\""));
+	CHECK_R(ctl(out, sizeof(out), "policy check root org.test.X fly"), 2);
+	CHECK_R(ctl(out, sizeof(out), "policy"), 2);
+	CHECK_R(ctl(out, sizeof(out), "quota"), 0);
+	CHECK(strstr(out, "connections") && strstr(out, "names"));
+	CHECK_R(ctl(out, sizeof(out), "--json quota"), 0);
+	CHECK(out[0] == '[' && strstr(out, "\"connections\":{\"used\":"));
+	CHECK_R(ctl(out, sizeof(out), "peers"), 0);
+	CHECK(strstr(out, "org.test.Name"));
+	CHECK_R(ctl(out, sizeof(out), "--json peers"), 0);
+	CHECK(out[0] == '[');
+	CHECK_R(ctl(out, sizeof(out), "nonsense"), 2);
+	CHECK_R(ctl(out, sizeof(out), "--timeout x list"), 2);
+	CHECK_R(ctl(out, sizeof(out), "emit org.test.Name Changed"), 3);	/* owned by a */
+
+	/* releasing promotes the queued owner */
+	noc_count = 0;
+	CHECK_R(brokerd_bus_release_name(a, "org.test.Name"), 0);
+	pump(b, &noc_count, 1);
+	CHECK(strcmp(noc_last[1], ua) == 0 && strcmp(noc_last[2], ub) == 0);
+	CHECK_R(brokerd_bus_release_name(a, "org.test.Name"), -EPERM);
+
+	/* brokerd dies and comes back: both buses reconnect, names come back */
+	snprintf(ua_old, sizeof(ua_old), "%s", ua);
+	CHECK_R(brokerd_bus_set_state_handler(a, on_state, NULL), 0);
+	CHECK_R(brokerd_bus_request_name(a, "org.test.Again", 0), BROKERD_NAME_PRIMARY_OWNER);
+	daemon_stop();
+	daemon_start();
+	pump(a, &states, 1);
+	/* a new connection; its name may equal the old one, as brokerd numbers
+	 * connections afresh after a restart */
+	CHECK_R(brokerd_bus_get_unique_name(a, &ua), 0);
+	CHECK(strncmp(ua, ":1.", 3) == 0);
+	CHECK_R(brokerd_bus_get_name_owner(a, "org.test.Again", owner, sizeof(owner)), 0);
+	CHECK(strcmp(owner, ua) == 0);
+	CHECK_R(brokerd_bus_get_name_owner(a, "org.test.Name", owner, sizeof(owner)), -ENXIO);
+	/* b, never processed since, notices on its next request and reconnects */
+	for (int i = 0; i < 100 && brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)) != 0; i++) {
+		brokerd_bus_process(b);
+		brokerd_bus_wait(b, 20000);
+	}
+	CHECK_R(brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)), 0);
+	CHECK_R(brokerd_bus_get_unique_name(b, &ub), 0);
+	CHECK(strcmp(owner, ub) == 0);
+
+	brokerd_slot_free(watch);
+	brokerd_bus_close(a);
+	brokerd_bus_close(b);
+	daemon_stop();
+	unlink(sock);
+	unlink(strcat(strcpy(out, policy), "/50-test.conf"));
+	rmdir(policy);
+	rmdir(dir);
+	printf("test-brokerd: ok\n");
+	return 0;
+}
