@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-client-timeout - a caller that times out. The service receives Slow
+ * client-timeout - a caller that times out. The service receives Slow
  * calls and never answers them. A synchronous call with a 500 ms timeout
  * returns -ETIMEDOUT after about that long, an asynchronous one with 300 ms
  * gets -ETIMEDOUT in its callback, and the bus keeps working: a Fast call

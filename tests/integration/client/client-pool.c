@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-client-pool - a worker pool serves each call exactly once. Three
+ * client-pool - a worker pool serves each call exactly once. Three
  * processes request org.brokerd.test.Pool with BROKERD_NAME_POOL; 30 calls,
  * each with a unique argument, must each get one reply naming the argument,
  * every argument must be recorded by exactly one worker, and the load must be

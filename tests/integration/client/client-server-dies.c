@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-client-server-dies - a server that dies mid-call: the caller gets an
+ * client-server-dies - a server that dies mid-call: the caller gets an
  * error, not a hang. The service exits inside its Die handler; the caller's
  * synchronous call (20 s timeout) must fail with -ECONNRESET within a few
  * seconds (brokerd reports the owner gone and the library fails the calls

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-client-restart - brokerd restarted mid-run, clients recover. A
+ * client-restart - brokerd restarted mid-run, clients recover. A
  * service owns org.brokerd.test.Restart (Ping, Emit), a subscriber listens to
  * its Tick signals, and this process calls. After `systemctl restart
  * brokerd` every bus reconnects on its own (new unique names), the service

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-client-policy-calls - calls across uids, allowed and refused by
+ * client-policy-calls - calls across uids, allowed and refused by
  * policy. A root service owns org.brokerd.test.Calls; the test policy lets
  * alice (uid 2001) call it and not bob (2002). alice's call is answered and
  * the service saw uid 2001 and alice's unique name, stamped by the kernel;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-client-late-subscriber - a subscriber that joins late sees only later
+ * client-late-subscriber - a subscriber that joins late sees only later
  * signals. The test owns org.brokerd.test.Late; subscriber A joins, signals
  * 1-3 go out, subscriber B joins, signals 4-6 go out. A must see 1..6 in
  * order, B exactly 4..6. A third subscriber with a member filter that does not
