@@ -46,6 +46,7 @@ static void usage(FILE *f)
 		"Usage: brokerctl [OPTIONS] COMMAND ...\n"
 		"\n"
 		"Commands:\n"
+		"  info                          this connection and what brokerd offers\n"
 		"  list                          names, their owners and queued owners\n"
 		"  status NAME                   owner and credentials of a name\n"
 		"  call NAME MEMBER [ARG]        call a method, print the reply\n"
@@ -768,12 +769,49 @@ static int cmd_quota(brokerd_bus *bus, int argc, char **argv)
 	return k < 0 ? fail(NULL, "Quota reply", k) : EXIT_OK;
 }
 
+/* --- info ------------------------------------------------------------------------------ */
+
+static int cmd_info(brokerd_bus *bus, int argc, char **argv)
+{
+	bool channels = bus->features & CTRL_FEATURE_CHANNELS;
+	bool badges = bus->features & CTRL_FEATURE_BADGES;
+
+	if (argc != 1)
+		return fail(NULL, "info takes no arguments", -EINVAL);
+	if (arg_json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_key(&j, "address");
+		json_string(&j, bus->path);
+		json_key(&j, "unique_name");
+		json_string(&j, bus->unique_name);
+		json_key(&j, "protocol");
+		json_uint(&j, CTRL_VERSION);
+		json_key(&j, "channels");
+		json_bool(&j, channels);
+		json_key(&j, "badges");
+		json_bool(&j, badges);
+		json_end_object(&j);
+		json_finish(&j);
+	} else {
+		printf("Address:     %s\n", bus->path);
+		printf("Unique name: %s\n", bus->unique_name);
+		printf("Protocol:    %u\n", CTRL_VERSION);
+		printf("Channels:    %s\n", channels ? "yes" : "no (control plane only)");
+		printf("Badges:      %s\n", badges ? "yes" : "no");
+	}
+	return EXIT_OK;
+}
+
 /* --- main ---------------------------------------------------------------------------- */
 
 static const struct {
 	const char *name;
 	int (*run)(brokerd_bus *bus, int argc, char **argv);
 } commands[] = {
+	{ "info", cmd_info },
 	{ "list", cmd_list },
 	{ "status", cmd_status },
 	{ "call", cmd_call },

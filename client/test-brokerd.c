@@ -201,6 +201,10 @@ int main(int argc, char **argv)
 	CHECK(strstr(out, "org.test.Name"));
 	CHECK_R(ctl(out, sizeof(out), "--json peers"), 0);
 	CHECK(out[0] == '[');
+	CHECK_R(ctl(out, sizeof(out), "info"), 0);
+	CHECK(strstr(out, "Channels:    no"));
+	CHECK_R(ctl(out, sizeof(out), "--json info"), 0);
+	CHECK(strstr(out, "\"channels\":false"));
 	CHECK_R(ctl(out, sizeof(out), "nonsense"), 2);
 	CHECK_R(ctl(out, sizeof(out), "--timeout x list"), 2);
 	CHECK_R(ctl(out, sizeof(out), "emit org.test.Name Changed"), 3);	/* owned by a */

@@ -5,7 +5,7 @@ _brokerctl()
 	_init_completion || return
 
 	local opts="--json --address --timeout --count --help"
-	local cmds="list status call emit monitor peers policy quota"
+	local cmds="info list status call emit monitor peers policy quota"
 	local i cmd= nargs=0
 
 	case $prev in
