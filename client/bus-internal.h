@@ -27,7 +27,7 @@ enum {
 };
 
 #define BUS_DEFAULT_TIMEOUT_USEC	(25ULL * 1000000ULL)
-#define BUS_CTRL_TIMEOUT_MSEC		25000
+#define BUS_CTRL_TIMEOUT_MSEC		30000	/* > brokerd's 25 s activation wait */
 #define BUS_PEERS_MAX			64
 #define BUS_RECONNECT_MIN_MSEC		50
 #define BUS_RECONNECT_MAX_MSEC		2000
@@ -125,6 +125,7 @@ struct brokerd_bus {
 	struct monitor_chan *monitors;
 
 	unsigned int sync_depth;	/* inside a synchronous call */
+	bool sync_opening;		/* brokerd_bus_call() is sending its call */
 	bool exit;
 	int exit_code;
 

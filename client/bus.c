@@ -565,7 +565,12 @@ static int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
 	}
 }
 
-static int bname_open_call(brokerd_bus *bus, struct bname *b)
+/*
+ * wait: for an activatable name that has no owner yet, let brokerd answer
+ * only once the service owns it (or activation failed); otherwise get the
+ * cap at once and let the call wait in the channel's ring.
+ */
+static int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait)
 {
 	struct ctrl_writer w;
 	struct ctrl_reply r;
@@ -579,7 +584,7 @@ static int bname_open_call(brokerd_bus *bus, struct bname *b)
 	if (k < 0)
 		return k;
 	ctrl_write_string(&w, b->name);
-	ctrl_write_u32(&w, 0);
+	ctrl_write_u32(&w, wait ? 0 : CTRL_CALL_NO_WAIT);
 	k = bus_ctrl_call(bus, &w, &r);
 	ctrl_writer_deinit(&w);
 	if (k < 0)
@@ -1219,7 +1224,8 @@ _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, c
 	b = bname_get(bus, name, true);
 	if (!b)
 		return -ENOMEM;
-	k = bname_open_call(bus, b);
+	/* a synchronous caller is waiting anyway; an event loop must not block */
+	k = bname_open_call(bus, b, bus->sync_opening);
 	if (k < 0) {
 		bname_gc(bus, b);
 		return k;
@@ -1240,7 +1246,7 @@ _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, c
 		/* capability revoked or channel gone: open it afresh once */
 		chan_close(&bus->ring, b->call_send);
 		b->call_send = NULL;
-		k = bname_open_call(bus, b);
+		k = bname_open_call(bus, b, bus->sync_opening);
 		if (k >= 0)
 			k = chan_send_msg(bus, b->call_send, &m);
 	}
@@ -1282,8 +1288,10 @@ _public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *me
 
 	if (!bus || bus->closed)
 		return -EINVAL;
+	bus->sync_opening = true;
 	k = brokerd_bus_call_async(bus, &s, name, member, body, size, timeout_usec,
 				   sync_call_handler, &c);
+	bus->sync_opening = false;
 	if (k < 0)
 		return k;
 	bus_ref(bus);
