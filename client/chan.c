@@ -305,14 +305,21 @@ int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,
 
 	if (c->res < 0)
 		return c->res;
-	if ((size_t)c->res < sizeof(*info))
-		return -EBADMSG;
 	info = (const struct ioipc_msg_info *)c->buf;
-	got = (size_t)c->res - sizeof(*info);
+	/*
+	 * res counts the info header and the payload copied after it. Should a
+	 * kernel count the payload alone, info->len says so: accept both.
+	 */
+	if (info->len == (size_t)c->res && (size_t)c->res + sizeof(*info) <= c->buf_size)
+		got = (size_t)c->res;
+	else if ((size_t)c->res >= sizeof(*info))
+		got = (size_t)c->res - sizeof(*info);
+	else
+		return -EBADMSG;
 	if (info->len > got)
 		return -EMSGSIZE;	/* truncated: longer than our buffer */
 	*ret_info = info;
 	*ret_payload = c->buf + sizeof(*info);
-	*ret_len = got;
+	*ret_len = info->len;
 	return 0;
 }
