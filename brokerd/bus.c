@@ -1629,21 +1629,21 @@ static const struct bus_handler {
 	bus_handler_fn handle;
 	bool before_hello;
 } handlers[] = {
-	[CTRL_OP_HELLO] = { handle_hello, true },
-	[CTRL_OP_REQUEST_NAME] = { handle_request_name },
-	[CTRL_OP_RELEASE_NAME] = { handle_release_name },
-	[CTRL_OP_LIST_NAMES] = { handle_list_names },
-	[CTRL_OP_LIST_QUEUED_OWNERS] = { handle_list_queued_owners },
-	[CTRL_OP_GET_NAME_OWNER] = { handle_get_name_owner },
-	[CTRL_OP_GET_CREDENTIALS] = { handle_get_credentials },
-	[CTRL_OP_SUBSCRIBE] = { handle_subscribe },
-	[CTRL_OP_OPEN_CALL] = { handle_open_call },
-	[CTRL_OP_OPEN_INBOX] = { handle_open_inbox },
-	[CTRL_OP_MONITOR] = { handle_monitor },
-	[CTRL_OP_LIST_PEERS] = { handle_list_peers },
-	[CTRL_OP_POLICY_CHECK] = { handle_policy_check },
-	[CTRL_OP_RELOAD] = { handle_reload },
-	[CTRL_OP_QUOTA] = { handle_quota },
+	[CTRL_OP_HELLO] = { .handle = handle_hello, .before_hello = true },
+	[CTRL_OP_REQUEST_NAME] = { .handle = handle_request_name },
+	[CTRL_OP_RELEASE_NAME] = { .handle = handle_release_name },
+	[CTRL_OP_LIST_NAMES] = { .handle = handle_list_names },
+	[CTRL_OP_LIST_QUEUED_OWNERS] = { .handle = handle_list_queued_owners },
+	[CTRL_OP_GET_NAME_OWNER] = { .handle = handle_get_name_owner },
+	[CTRL_OP_GET_CREDENTIALS] = { .handle = handle_get_credentials },
+	[CTRL_OP_SUBSCRIBE] = { .handle = handle_subscribe },
+	[CTRL_OP_OPEN_CALL] = { .handle = handle_open_call },
+	[CTRL_OP_OPEN_INBOX] = { .handle = handle_open_inbox },
+	[CTRL_OP_MONITOR] = { .handle = handle_monitor },
+	[CTRL_OP_LIST_PEERS] = { .handle = handle_list_peers },
+	[CTRL_OP_POLICY_CHECK] = { .handle = handle_policy_check },
+	[CTRL_OP_RELOAD] = { .handle = handle_reload },
+	[CTRL_OP_QUOTA] = { .handle = handle_quota },
 };
 _Static_assert(ELEMENTSOF(handlers) == _CTRL_OP_MAX, "every op needs a handler");
 
@@ -1866,22 +1866,17 @@ static void conn_free(struct bus_conn *c)
 	bus_process_revocations(b);
 }
 
-static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+int bus_add_connection(struct bus *b, int cfd)
 {
-	struct bus *b = userdata;
 	struct bus_conn *c;
-	int cfd, r;
+	int r;
 
-	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (cfd < 0) {
-		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-			log_warning("accept: %s", strerror(errno));
-		return 0;
-	}
+	if (!b || cfd < 0)
+		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(cfd);
-		return 0;
+		return -ENOMEM;
 	}
 	c->bus = b;
 	c->fd = cfd;
@@ -1897,8 +1892,25 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	if (b->conns)
 		b->conns->prev = c;
 	b->conns = c;
-	if (r < 0)
+	if (r < 0) {
 		conn_free(c);
+		return r;
+	}
+	return 0;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct bus *b = userdata;
+	int cfd;
+
+	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (cfd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			log_warning("accept: %s", strerror(errno));
+		return 0;
+	}
+	(void)bus_add_connection(b, cfd);
 	return 0;
 }
 

@@ -474,7 +474,8 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 		free(names[i]);
 		names[i] = c;
 	}
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n > 0)
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *text = NULL;
 		const char *path = strchr(names[i], '/') + 1;
