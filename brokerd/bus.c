@@ -2137,8 +2137,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	if (!(config && config->no_channels)) {
 		chanmgr_init(&b->chan);
 		if (!b->chan.available)
-			log_warning("io_uring IPC channels unavailable (%s): running without a data plane",
-				    strerror(-b->chan.probe_error));
+			log_warning("io_uring IPC channels unavailable (%s failed: %s): running without a data plane",
+				    b->chan.probe_step, strerror(-b->chan.probe_error));
 	} else {
 		b->chan.probe_error = -EOPNOTSUPP;
 	}

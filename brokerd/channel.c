@@ -17,6 +17,7 @@ int chanmgr_init(struct chanmgr *m)
 	r = io_uring_queue_init(64, &m->ring, 0);
 	if (r < 0) {
 		m->probe_error = r;
+		m->probe_step = "setting up an io_uring";
 		return 0;
 	}
 	m->ring_ok = true;
@@ -24,12 +25,14 @@ int chanmgr_init(struct chanmgr *m)
 	r = chanmgr_create(m, IOIPC_F_BROADCAST, &id);
 	if (r < 0) {
 		m->probe_error = r;
+		m->probe_step = "creating a private channel";
 		return 0;
 	}
 	fd = chanmgr_mint(m, id, IOIPC_SUB_RECV, 1);
 	ioipc_channel_destroy(&m->ring, id);
 	if (fd < 0) {
 		m->probe_error = fd;
+		m->probe_step = "minting a capability (IOIPC_REGISTER_MINT)";
 		return 0;
 	}
 	close(fd);

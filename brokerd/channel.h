@@ -23,7 +23,8 @@ struct chanmgr {
 	struct io_uring ring;
 	bool ring_ok;
 	bool available;
-	int probe_error;	/* why not available (negative errno) */
+	int probe_error;	/* why not available (negative errno) ... */
+	const char *probe_step;	/* ... and in which step */
 };
 
 int chanmgr_init(struct chanmgr *m);

@@ -48,6 +48,9 @@ struct tc {
 	unsigned int n_queue;
 };
 
+/* How long tc_call waits for a reply (activation may take 25 s). */
+static int tc_timeout_ms = 10000;
+
 static inline void tc_msg_close_fds(struct tc_msg *m)
 {
 	for (unsigned int i = 0; i < m->n_fds; i++)
@@ -220,7 +223,7 @@ static inline int tc_call(struct tc *c, uint16_t op, struct tc_msg *out, const c
 	ctrl_writer_deinit(&w);
 	if (r < 0)
 		return r;
-	return tc_wait_reply(c, serial, out, 10000);
+	return tc_wait_reply(c, serial, out, tc_timeout_ms);
 }
 
 static inline int tc_hello(struct tc *c, uint32_t flags)

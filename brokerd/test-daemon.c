@@ -927,6 +927,7 @@ static int helper(int argc, char **argv)
 			pause();
 	}
 	if (strcmp(argv[1], "--open-call") == 0) {
+		tc_timeout_ms = 120000;
 		TC_ASSERT(tc_call(&c, CTRL_OP_OPEN_CALL, &m, "su", argv[2], 0) == 0);
 		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
 			printf("%s: %s\n", m.error_name, m.error_message);
