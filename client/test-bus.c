@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -49,6 +50,7 @@ struct name {
 };
 
 static struct conn conns[MAX_CONNS];
+static int restart_fd = -1;	/* eventfd: the test asks for a "brokerd restart" */
 static struct name names[MAX_NAMES];
 static int n_names;
 static uint64_t next_id;
@@ -295,6 +297,23 @@ static void handle(int c, const uint8_t *buf, size_t len)
 	}
 }
 
+/* Like a brokerd restart: every connection and channel is gone, names too;
+ * connection ids go on increasing. */
+static void broker_restart(void)
+{
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].fd >= 0) {
+			close(conns[i].fd);
+			conns[i].fd = -1;
+			fake_channel_destroy(conns[i].inbox);
+		}
+	for (int i = 0; i < n_names; i++) {
+		fake_channel_destroy(names[i].call_ch);
+		fake_channel_destroy(names[i].sig_ch);
+	}
+	n_names = 0;
+}
+
 static void *broker(void *arg)
 {
 	int lfd = (int)(intptr_t)arg;
@@ -302,9 +321,11 @@ static void *broker(void *arg)
 	for (int i = 0; i < MAX_CONNS; i++)
 		conns[i].fd = -1;
 	for (;;) {
-		struct pollfd p[MAX_CONNS + 1];
-		int map[MAX_CONNS + 1], n = 0;
+		struct pollfd p[MAX_CONNS + 2];
+		int map[MAX_CONNS + 2], n = 0;
 
+		p[n] = (struct pollfd){ .fd = restart_fd, .events = POLLIN };
+		map[n++] = -2;
 		p[n] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		map[n++] = -1;
 		for (int i = 0; i < MAX_CONNS; i++)
@@ -320,6 +341,13 @@ static void *broker(void *arg)
 
 			if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
+			if (map[k] == -2) {
+				uint64_t v;
+
+				(void)!read(restart_fd, &v, sizeof(v));
+				broker_restart();
+				break;	/* the poll set is stale now */
+			}
 			if (map[k] < 0) {
 				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
@@ -353,6 +381,8 @@ static void broker_start(void)
 	CHECK(lfd >= 0);
 	CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	CHECK(listen(lfd, 16) == 0);
+	restart_fd = eventfd(0, EFD_CLOEXEC);
+	CHECK(restart_fd >= 0);
 	CHECK(pthread_create(&t, NULL, broker, (void *)(intptr_t)lfd) == 0);
 	pthread_detach(t);
 }
@@ -737,12 +767,80 @@ static void test_pool(void)
 	printf("pool: ok\n");
 }
 
+static int reconnects;
+
+static void on_state(brokerd_bus *bus, int state, void *u)
+{
+	if (state == BROKERD_STATE_CONNECTED)
+		(*(int *)u)++;
+}
+
+static void test_restart(void)
+{
+	struct service s = { .name = "org.test.Restart", .id = 1 };
+	struct subscriber sub = { .filter = "Tick" };
+	int sub_reconnects = 0;
+	brokerd_bus *bus, *sbus;
+	brokerd_msg *reply = NULL;
+	const char *me;
+	char before[CTRL_UNIQUE_NAME_MAX];
+	int r = -1;
+
+	service_start(&s);
+	CHECK_R(brokerd_bus_open(&bus, sock_path), 0);
+	CHECK_R(brokerd_bus_open(&sbus, sock_path), 0);
+	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, &reconnects), 0);
+	CHECK_R(brokerd_bus_set_state_handler(sbus, on_state, &sub_reconnects), 0);
+	CHECK_R(brokerd_bus_subscribe(sbus, NULL, s.name, sub.filter, on_signal, &sub), 0);
+	CHECK_R(brokerd_bus_call(bus, s.name, "Emit", "Tick:before", 11, 0, NULL), 0);
+	drain(sbus);
+	CHECK(strcmp(sub.got, "Tick=before") == 0);
+	CHECK_R(brokerd_bus_get_unique_name(bus, &me), 0);
+	snprintf(before, sizeof(before), "%s", me);
+
+	/* a call in flight when the broker goes away fails, it does not hang */
+	async_done = false;
+	CHECK_R(brokerd_bus_call_async(bus, NULL, s.name, "Hold", NULL, 0, 10000000, on_reply, NULL), 0);
+	for (int i = 0; i < 20; i++) {
+		brokerd_bus_process(bus);
+		usleep(2000);
+	}
+	CHECK(eventfd_write(restart_fd, 1) == 0);
+	pump(bus, &async_done, 3000);
+	CHECK_R(async_error, -ECONNRESET);
+	for (int i = 0; i < 300 && (!reconnects || !sub_reconnects); i++) {
+		brokerd_bus_process(bus);
+		brokerd_bus_process(sbus);
+		brokerd_bus_wait(bus, 10000);
+	}
+	CHECK(reconnects == 1 && sub_reconnects == 1);
+	CHECK_R(brokerd_bus_get_unique_name(bus, &me), 0);
+	CHECK(strcmp(me, before) != 0);
+
+	/* the service owns its name again and the subscriber hears it again */
+	for (int i = 0; i < 300 && r != 0; i++) {
+		r = brokerd_bus_call(bus, s.name, "Echo", "again", 5, 1000000, &reply);
+		if (r != 0)
+			usleep(10000);
+	}
+	CHECK_R(r, 0);
+	brokerd_msg_unref(reply);
+	CHECK_R(brokerd_bus_call(bus, s.name, "Emit", "Tick:after", 10, 0, NULL), 0);
+	drain(sbus);
+	CHECK(strcmp(sub.got, "Tick=before Tick=after") == 0);
+	service_stop(&s);
+	brokerd_bus_close(sbus);
+	brokerd_bus_close(bus);
+	printf("restart: ok\n");
+}
+
 int main(void)
 {
 	broker_start();
 	test_calls();
 	test_signals();
 	test_pool();
+	test_restart();
 	unlink(sock_path);
 	printf("test-bus: ok\n");
 	return 0;
