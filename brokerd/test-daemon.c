@@ -743,6 +743,64 @@ static void test_activation(void)
 	printf("# activation: waits for the owner, activator errors, timeout: ok\n");
 }
 
+/*
+ * Guest only: a reload that takes "receive" away revokes alice's signal cap
+ * (CapabilityRevoked) and re-mints root's (CapabilityRenewed, new fd).
+ */
+static void test_revocation(void)
+{
+	const char *N = "org.brokerdtest.alice.Rev";
+	struct tc root, alice;
+	struct tc_msg m;
+	int p[2], status;
+	pid_t pid;
+	char ch;
+
+	TC_ASSERT(tc_connect_hello(&root, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&root, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(pipe(p) == 0);
+	pid = fork();
+	if (pid == 0) {
+		gid_t g = USERS_GID;
+
+		close(p[0]);
+		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
+			  setresuid(ALICE, ALICE, ALICE) == 0);
+		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
+		TC_ASSERT(tc_call(&alice, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
+		TC_EXPECT_REPLY(&m);
+		TC_ASSERT_EQ(m.n_fds, 1);
+		tc_msg_close_fds(&m);
+		TC_ASSERT(write(p[1], "x", 1) == 1);
+		TC_ASSERT(tc_wait_signal(&alice, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 10000) == 0);
+		TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+		TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CHANNEL_SIGNAL);
+		TC_ASSERT(tc_call(&alice, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
+		TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+		fflush(stdout);
+		_exit(0);
+	}
+	close(p[1]);
+	TC_ASSERT(read(p[0], &ch, 1) == 1);
+	close(p[0]);
+	char text[1024];
+	snprintf(text, sizeof(text), "%s[group 2100]\ndeny receive %s\n", base_policy, N);
+	write_file(policy_dir, policy_file, text);
+	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	TC_ASSERT(tc_wait_signal(&root, CTRL_SIGNAL_CAPABILITY_RENEWED, &m, 10000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	tc_msg_close_fds(&m);
+	write_file(policy_dir, policy_file, base_policy);
+	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	tc_close(&root);
+	printf("# revocation: a reload revokes and re-mints signal caps: ok\n");
+}
+
 /* Guest only: the data plane. Caps attach, calls carry the caller's badge. */
 static void test_channels(void)
 {
@@ -835,6 +893,7 @@ static void test_channels(void)
 	tc_close(&svc);
 	tc_close(&caller);
 	printf("# channels: caps attach with their rights, badge = caller id, inbox, monitor: ok\n");
+	test_revocation();
 }
 
 /* --- setup ----------------------------------------------------------------- */
