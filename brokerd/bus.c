@@ -125,6 +125,7 @@ struct bus {
 	const char *activator_path;
 	const char *state_path;
 	uint64_t id_reserved;		/* ids below this are recorded in state_path */
+	uint32_t lossy;			/* IOIPC_F_LOSSY if the kernel has it, for signal channels */
 	uint32_t signal_serial;
 	struct bus_conn *requester;	/* conn whose request is being handled */
 };
@@ -363,7 +364,7 @@ static int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const cha
 	}
 	ch->kind = kind;
 	ch->charged_uid = uid;
-	r = chanmgr_create(&b->chan, flags[kind], &ch->id);
+	r = chanmgr_create(&b->chan, flags[kind] | (kind == CTRL_CHANNEL_SIGNAL ? b->lossy : 0), &ch->id);
 	if (r < 0) {
 		log_error("cannot create %s channel for %s: %s", kind == CTRL_CHANNEL_INBOX ? "inbox" :
 			  kind == CTRL_CHANNEL_CALL ? "call" : "signal", name, strerror(-r));
@@ -1990,7 +1991,8 @@ static void channel_revoke(struct bus *b, struct bus_channel *ch)
 		}
 		return;
 	}
-	r = chanmgr_create(&b->chan, ch->kind == CTRL_CHANNEL_CALL ? IOIPC_F_MULTICAST : IOIPC_F_BROADCAST, &id);
+	r = chanmgr_create(&b->chan, ch->kind == CTRL_CHANNEL_CALL ? IOIPC_F_MULTICAST : IOIPC_F_BROADCAST | b->lossy,
+			   &id);
 	if (r < 0) {
 		log_error("revocation: cannot recreate channel of %s: %s", ch->name, strerror(-r));
 		return;
@@ -2141,6 +2143,17 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 				    b->chan.probe_step, strerror(-b->chan.probe_error));
 	} else {
 		b->chan.probe_error = -EOPNOTSUPP;
+	}
+	if (b->chan.available) {
+		/* A slow subscriber should lose old signals, not block the publisher (or the bus). */
+		uint32_t id;
+
+		if (chanmgr_create(&b->chan, IOIPC_F_BROADCAST | IOIPC_F_LOSSY, &id) == 0) {
+			chanmgr_destroy(&b->chan, id);
+			b->lossy = IOIPC_F_LOSSY;
+		} else {
+			log_warning("kernel has no IOIPC_F_LOSSY: a subscriber that stops reading blocks its publisher");
+		}
 	}
 	if (b->chan.ring_ok) {
 		r = sd_event_add_io(event, &b->ring_src, chanmgr_fd(&b->chan), EPOLLIN, on_ring, b);
