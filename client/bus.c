@@ -1780,14 +1780,20 @@ static int bus_process_internal(brokerd_bus *bus)
 			n += bus_dispatch_ctrl(bus, buf, (size_t)k, fds, n_fds);
 		free(buf);
 	}
-	/* channels: inside a synchronous call only the inbox, for the reply */
-	while ((c = bus->sync_depth ? ring_pop_ready_kind(&bus->ring, CHAN_INBOX) :
-				      ring_pop_ready(&bus->ring))) {
+	/* channels: inside a synchronous call only the inbox, for the reply; a
+	 * budget per call so that a flood cannot starve the caller's loop */
+	for (unsigned int budget = 64; budget > 0; budget--) {
+		c = bus->sync_depth ? ring_pop_ready_kind(&bus->ring, CHAN_INBOX) :
+				      ring_pop_ready(&bus->ring);
+		if (!c)
+			break;
 		dispatch_chan(bus, c);
 		n++;
 		if (bus->closed)
 			return n;
 		ring_reap(&bus->ring);
+		if (budget == 1 && bus->ring.ready_head)
+			bus_kick(bus);	/* come back for the rest */
 	}
 	n += bus_process_timeouts(bus);
 	if (!bus->closed)
