@@ -46,7 +46,8 @@ static const char base_policy[] =
 	"deny * org.brokerdtest.*\n"
 	"allow own org.brokerdtest.bob.Allowed\n"
 	"[limits]\n"
-	"names 5\n";
+	"names 5\n"
+	"connections 8\n";
 
 static void write_file(const char *dir, const char *name, const char *text)
 {
@@ -480,13 +481,37 @@ static void quota_main(void)
 	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Q5", 0) == 0);
 	TC_EXPECT_REPLY(&m);
 	tc_msg_close_fds(&m);
+
+	/* connections: 8 per uid (this one included); the 9th is told why, then closed */
+	struct tc more[8];
+	for (int i = 0; i < 7; i++)
+		TC_ASSERT(tc_connect_hello(&more[i], sock_path, 0) == 0);
+	TC_ASSERT(tc_connect(&more[7], sock_path) == 0);
+	TC_ASSERT(tc_call(&more[7], CTRL_OP_HELLO, &m, "u", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_QUOTA_EXCEEDED);
+	TC_ASSERT(strncmp(m.error_message, "connections: uid 2001", 21) == 0);
+	TC_ASSERT(tc_recv(&more[7], &m, 5000) == -ECONNRESET);
+	tc_close(&more[7]);
+	tc_close(&more[0]);
+	/* room again, once brokerd has seen the close */
+	bool again = false;
+	for (int i = 0; i < 100 && !again; i++) {
+		again = tc_connect_hello(&more[0], sock_path, 0) == 0;
+		if (!again) {
+			tc_close(&more[0]);
+			usleep(20000);
+		}
+	}
+	TC_ASSERT(again);
+	for (int i = 0; i < 7; i++)
+		tc_close(&more[i]);
 	tc_close(&c);
 }
 
 static void test_quota(void)
 {
 	as_user(ALICE, quota_main);
-	printf("# names quota per uid with an error naming it: ok\n");
+	printf("# names and connections quotas per uid, errors naming them: ok\n");
 }
 
 static void test_reload(void)
@@ -526,7 +551,8 @@ static void test_reload(void)
 	write_file(policy_dir, policy_file,
 		   "[user 2001]\nallow own org.brokerdtest.alice.*\ndeny own org.brokerdtest.alice.Revoked\n"
 		   "allow send org.brokerdtest.*\n[group 2100]\nallow receive org.brokerdtest.*\n"
-		   "[user 2002]\ndeny * org.brokerdtest.*\nallow own org.brokerdtest.bob.Allowed\n[limits]\nnames 5\n");
+		   "[user 2002]\ndeny * org.brokerdtest.*\nallow own org.brokerdtest.bob.Allowed\n[limits]\nnames 5\n"
+		   "connections 8\n");
 	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
