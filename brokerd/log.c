@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
 #include "log.h"
@@ -24,9 +26,33 @@ static bool use_journal(void)
 	return cached;
 }
 
+/* Send MESSAGE= and PRIORITY= plus the non-empty extra fields; false if journald is not there. */
+static bool journal_send(int prio, const char *msg, const char *const *fields, size_t n_fields)
+{
+	char buf[8][1100];
+	struct iovec iov[8];
+	size_t n = 0;
+
+	snprintf(buf[n], sizeof(buf[n]), "MESSAGE=%s", msg);
+	n++;
+	snprintf(buf[n], sizeof(buf[n]), "PRIORITY=%d", prio);
+	n++;
+	snprintf(buf[n], sizeof(buf[n]), "SYSLOG_IDENTIFIER=brokerd");
+	n++;
+	for (size_t i = 0; i < n_fields && n < 8; i++)
+		if (fields[i]) {
+			snprintf(buf[n], sizeof(buf[n]), "%s", fields[i]);
+			n++;
+		}
+	for (size_t i = 0; i < n; i++)
+		iov[i] = (struct iovec){ .iov_base = buf[i], .iov_len = strlen(buf[i]) };
+	return sd_journal_sendv(iov, (int)n) >= 0;
+}
+
 void log_full(int prio, const char *peer, uid_t uid, const char *fmt, ...)
 {
-	char msg[1024], uidbuf[16] = "";
+	char msg[1024], f_peer[64], f_uid[32];
+	const char *fields[2] = { NULL, NULL };
 	va_list ap;
 
 	if (prio > max_level)
@@ -34,26 +60,36 @@ void log_full(int prio, const char *peer, uid_t uid, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (uid != (uid_t)-1)
-		snprintf(uidbuf, sizeof(uidbuf), "%u", uid);
-	if (use_journal() &&
-	    sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=brokerd",
-			    "BROKERD_PEER=%s", peer ? peer : "", "BROKERD_UID=%s", uidbuf, NULL) >= 0)
-		return;
+	if (use_journal()) {
+		if (peer) {
+			snprintf(f_peer, sizeof(f_peer), "BROKERD_PEER=%s", peer);
+			fields[0] = f_peer;
+		}
+		if (uid != (uid_t)-1) {
+			snprintf(f_uid, sizeof(f_uid), "BROKERD_UID=%u", uid);
+			fields[1] = f_uid;
+		}
+		if (journal_send(prio, msg, fields, 2))
+			return;
+	}
 	fprintf(stderr, "<%d>%s\n", prio, msg);
 }
 
 void log_quota(const char *peer, uid_t uid, const char *quota, unsigned long long used,
 	       unsigned long long limit)
 {
-	char msg[256];
+	char msg[256], f_quota[64], f_uid[32], f_peer[64];
+	const char *fields[3] = { f_quota, f_uid, NULL };
 
 	snprintf(msg, sizeof(msg), "uid %u hit quota %s (%llu of %llu used)%s%s", uid, quota, used, limit,
 		 peer ? " on " : "", peer ? peer : "");
-	if (use_journal() &&
-	    sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", LOG_WARNING, "SYSLOG_IDENTIFIER=brokerd",
-			    "BROKERD_QUOTA=%s", quota, "BROKERD_UID=%u", uid, "BROKERD_PEER=%s",
-			    peer ? peer : "", NULL) >= 0)
+	snprintf(f_quota, sizeof(f_quota), "BROKERD_QUOTA=%s", quota);
+	snprintf(f_uid, sizeof(f_uid), "BROKERD_UID=%u", uid);
+	if (peer) {
+		snprintf(f_peer, sizeof(f_peer), "BROKERD_PEER=%s", peer);
+		fields[2] = f_peer;
+	}
+	if (use_journal() && journal_send(LOG_WARNING, msg, fields, 3))
 		return;
 	fprintf(stderr, "<%d>%s\n", LOG_WARNING, msg);
 }
