@@ -32,6 +32,7 @@ enum {
 	EXIT_REMOTE = 6,	/* the service replied with an error */
 	EXIT_CONNECT = 7,	/* cannot reach brokerd */
 	EXIT_QUOTA = 8,		/* a quota refused the request */
+	EXIT_UNSUPPORTED = 9,	/* brokerd or the kernel cannot do it */
 };
 
 static bool arg_json;
@@ -64,7 +65,7 @@ static void usage(FILE *f)
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 ok/allowed, 1 failure, 2 usage, 3 denied, 4 no owner,\n"
-		"5 timeout, 6 error reply, 7 cannot connect, 8 quota exceeded.\n",
+		"5 timeout, 6 error reply, 7 cannot connect, 8 quota exceeded, 9 not supported.\n",
 		BROKERD_SYSTEM_SOCKET);
 }
 
@@ -85,6 +86,8 @@ static int errno_to_exit(int k)
 		return EXIT_REMOTE;
 	case -EDQUOT:
 		return EXIT_QUOTA;
+	case -EOPNOTSUPP:
+		return EXIT_UNSUPPORTED;
 	case -EINVAL:
 		return EXIT_USAGE;
 	default:
@@ -514,6 +517,18 @@ static int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 	k = bus_monitor_start(bus, NULL, argc == 2 ? argv[1] : NULL, on_monitor, NULL);
 	if (k < 0)
 		return fail(bus, "Monitor", k);
+	/* brokerd announced k channels: if it could mint no monitor capability
+	 * for any of them (a kernel without IOIPC_SUB_MONITOR), say so */
+	for (int i = 0; k > 0 && !bus->monitors && i < 20; i++) {
+		brokerd_bus_process(bus);
+		if (!bus->monitors)
+			brokerd_bus_wait(bus, 50000);
+	}
+	if (k > 0 && !bus->monitors) {
+		fprintf(stderr, "brokerctl: brokerd announced %d channels but handed out no monitor "
+			"capability: the kernel lacks the monitor extension?\n", k);
+		return EXIT_UNSUPPORTED;
+	}
 	if (!arg_json) {
 		printf("Monitoring %s (Ctrl-C to stop)\n", argc == 2 ? argv[1] : "the bus");
 		fflush(stdout);

@@ -176,7 +176,8 @@ struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char 
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name);
 
-/* Monitoring (privileged), used by brokerctl monitor. */
+/* Monitoring (privileged), used by brokerctl monitor: the number of channels
+ * brokerd announced, or -errno. */
 int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
 		      bus_monitor_handler_t handler, void *userdata);
 

@@ -1915,9 +1915,16 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 		slot_destroy(s);
 		return k;
 	}
+	{
+		struct ctrl_reader rd;
+		uint32_t n = 0;
+
+		ctrl_reader_init(&rd, &r.msg);
+		k = ctrl_read_u32(&rd, &n) < 0 ? 0 : (int)(n > INT32_MAX ? INT32_MAX : n);
+	}
 	ctrl_reply_done(&r);
 	s->floating = !ret_slot;
 	if (ret_slot)
 		*ret_slot = s;
-	return 0;
+	return k;	/* channels announced; each comes as a MonitorChannel signal */
 }

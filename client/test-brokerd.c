@@ -205,6 +205,10 @@ int main(int argc, char **argv)
 	CHECK(strstr(out, "Channels:    no"));
 	CHECK_R(ctl(out, sizeof(out), "--json info"), 0);
 	CHECK(strstr(out, "\"channels\":false"));
+	/* what needs channels says so */
+	CHECK_R(ctl(out, sizeof(out), "monitor"), 9);
+	CHECK(strstr(out, "NotSupported"));
+	CHECK_R(ctl(out, sizeof(out), "call org.test.Name Ping"), 9);
 	CHECK_R(ctl(out, sizeof(out), "nonsense"), 2);
 	CHECK_R(ctl(out, sizeof(out), "--timeout x list"), 2);
 	CHECK_R(ctl(out, sizeof(out), "emit org.test.Name Changed"), 3);	/* owned by a */
