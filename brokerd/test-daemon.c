@@ -570,6 +570,25 @@ static void test_reload(void)
 	write_file(policy_dir, policy_file, base_policy);
 	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
 	TC_EXPECT_REPLY(&m);
+
+	/* SIGHUP reloads too (systemctl reload) */
+	if (host_mode) {
+		char text[1024];
+		bool changed = false;
+
+		snprintf(text, sizeof(text), "%s[user 2002]\nallow own org.brokerdtest.bob.Hup\n", base_policy);
+		write_file(policy_dir, policy_file, text);
+		TC_ASSERT(kill(daemon_pid, SIGHUP) == 0);
+		for (int i = 0; i < 100 && !changed; i++) {
+			TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.bob.Hup", "own") == 0);
+			changed = tc_read_u32(&m) == CTRL_POLICY_ALLOW;
+			if (!changed)
+				usleep(20000);
+		}
+		TC_ASSERT(changed);
+		write_file(policy_dir, policy_file, base_policy);
+		TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	}
 	tc_close(&root);
 	printf("# reload revokes without dropping peers; a bad file never loosens: ok\n");
 }
