@@ -230,9 +230,84 @@ static void test_names(void)
 	ASSERT(ctrl_unique_name_parse(":1.1x", &id) == -EINVAL);
 }
 
+/* Write one sample value of the type at sig; returns the signature after it. */
+static const char *write_sample(struct ctrl_writer *w, const char *sig)
+{
+	size_t a;
+
+	switch (*sig) {
+	case 'u':
+		ctrl_write_u32(w, 0xdeadbeef);
+		return sig + 1;
+	case 't':
+		ctrl_write_u64(w, 0x0123456789abcdefULL);
+		return sig + 1;
+	case 's':
+		ctrl_write_string(w, "org.example.Sample");
+		return sig + 1;
+	case 'a': {
+		const char *end;
+
+		a = ctrl_write_array_open(w);
+		end = write_sample(w, sig + 1);
+		write_sample(w, sig + 1);
+		ctrl_write_array_close(w, a, 2);
+		return end;
+	}
+	case '(':
+		for (sig++; *sig != ')';)
+			sig = write_sample(w, sig);
+		return sig + 1;
+	}
+	abort();
+}
+
+/* Every op's request and reply, and every signal, encodes and decodes with sample values. */
+static void test_every_op(void)
+{
+	struct ctrl_writer w;
+	struct ctrl_message m;
+	const void *d;
+	size_t l;
+	int fds[CTRL_FDS_MAX] = { 0, 1, 2, 0 };
+
+	for (unsigned int op = 1; op < _CTRL_OP_MAX; op++) {
+		const struct ctrl_op_info *i = ctrl_op_get(op);
+
+		ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, (uint16_t)op, op) == 0);
+		for (const char *p = i->request_sig; *p;)
+			p = write_sample(&w, p);
+		ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+		ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && m.info == i && m.hdr.serial == op);
+		ctrl_writer_deinit(&w);
+
+		ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, (uint16_t)op, op) == 0);
+		for (const char *p = i->reply_sig; *p;)
+			p = write_sample(&w, p);
+		for (unsigned int k = 0; k < i->max_reply_fds; k++)
+			ctrl_write_fd(&w, fds[k]);
+		ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+		ASSERT(ctrl_message_decode(&m, d, l, i->max_reply_fds) == 0);
+		/* one byte less is always wrong */
+		ASSERT(ctrl_message_decode(&m, d, l - 1, i->max_reply_fds) < 0);
+		ctrl_writer_deinit(&w);
+	}
+	for (unsigned int sg = 1; sg < _CTRL_SIGNAL_MAX; sg++) {
+		const struct ctrl_op_info *i = ctrl_signal_get(sg);
+
+		ASSERT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, (uint16_t)sg, 0) == 0);
+		for (const char *p = i->reply_sig; *p;)
+			p = write_sample(&w, p);
+		ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+		ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+		ctrl_writer_deinit(&w);
+	}
+}
+
 int main(void)
 {
 	test_table();
+	test_every_op();
 	test_roundtrip();
 	test_malformed();
 	test_names();
