@@ -1882,12 +1882,9 @@ int bus_add_connection(struct bus *b, int cfd)
 	c->bus = b;
 	c->fd = cfd;
 	conn_read_creds(c);
-	/* Over quota: keep the connection long enough to say so in reply to HELLO. */
-	if (quota_charge(b->quota, c->cred.uid, QUOTA_CONNECTIONS, 1) < 0) {
+	/* Over quota: keep the connection long enough to say so (and log it) in reply to HELLO. */
+	if (quota_charge(b->quota, c->cred.uid, QUOTA_CONNECTIONS, 1) < 0)
 		c->over_quota = true;
-		log_quota(NULL, c->cred.uid, "connections", quota_used(b->quota, c->cred.uid, QUOTA_CONNECTIONS),
-			  quota_limit(b->quota, QUOTA_CONNECTIONS));
-	}
 	r = sd_event_add_io(b->event, &c->src, cfd, EPOLLIN, on_conn_io, c);
 	c->next = b->conns;
 	if (b->conns)
