@@ -2,7 +2,7 @@
 /*
  * fuzz-bus.c - libFuzzer target for brokerd's request handling: the input is
  * a sequence of datagrams (u16 little-endian length, bytes) sent by one
- * client on a socketpair to a bus without kernel channels; brokerd must
+ * client on a socketpair to a bus on fake channels (channel-fake.c); brokerd must
  * answer or drop each and never crash. Bus state (names, ids) carries over
  * between inputs, as in a long-running daemon.
  */
@@ -28,7 +28,7 @@ static void setup(void)
 		.policy_dirs = none,
 		.service_dirs = none,
 		.activator_path = "/nonexistent/brokerd-fuzz/activator",
-		.no_channels = true,
+		.no_channels = false,	/* linked with channel-fake.c */
 	};
 
 	log_set_max_level(-1);
