@@ -204,8 +204,9 @@ static int conn_send(struct bus_conn *c, struct ctrl_writer *w)
 		return 0;
 	r = ctrl_writer_finish(w, &data, &len);
 	if (r < 0) {
-		log_error("internal: cannot encode %s for %s: %s", ctrl_type_to_string(w->type), conn_name(c),
-			  strerror(-r));
+		/* Too large is the caller's to report; anything else is our bug. */
+		log_full(r == -EMSGSIZE ? LOG_NOTICE : LOG_ERR, conn_name(c), c->cred.uid, "cannot encode %s for %s: %s",
+			 ctrl_type_to_string(w->type), conn_name(c), strerror(-r));
 		return r;
 	}
 	if (!c->out_head) {
@@ -1700,7 +1701,10 @@ static void conn_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, un
 	}
 	ctrl_reader_init(&rd, &m);
 	r = h->handle(c, &m, &rd);
-	if (r < 0 && r != -ENOBUFS && !c->dead)
+	if (r == -EMSGSIZE && !c->dead)
+		reply_error(c, &m, CTRL_ERROR_FAILED, "%s: the reply would exceed %d bytes", m.info->name,
+			    CTRL_MSG_MAX);
+	else if (r < 0 && r != -ENOBUFS && !c->dead)
 		reply_error(c, &m, r == -ENOMEM ? CTRL_ERROR_NO_MEMORY : CTRL_ERROR_FAILED, "%s failed: %s",
 			    m.info->name, strerror(-r));
 	bus_process_revocations(c->bus);
