@@ -66,6 +66,17 @@ guest_qemu_cmd() {
 	guest_cmd+=("$@")
 }
 
+# Makes and prints a fresh log directory build/logs/KIND/<time>-<pid>,
+# points build/logs/KIND/latest at it and keeps the ten newest.
+guest_log_dir() {
+	local base=$guest_top/build/logs/$1 dir
+	dir=$base/$(date +%Y%m%d-%H%M%S)-$$
+	mkdir -p "$dir"
+	ln -sfn "${dir##*/}" "$base/latest"
+	ls -1d "$base"/[0-9]*-* 2>/dev/null | sort | head -n -10 | xargs -r rm -rf
+	echo "$dir"
+}
+
 # Kernel problems on the console turn a run into a failure even when every
 # test passed (same list as tests/vm/vm-run).
 guest_splat='WARNING:|BUG:|KASAN:|KFENCE:|UBSAN:|Oops|Kernel panic|general protection fault|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|INFO: task .* blocked'
