@@ -1016,8 +1016,13 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 			return r;
 		}
 		fd = cap_mint(b, c->inbox, c, IOIPC_SUB_RECV);
-		if (fd < 0)
+		if (fd < 0) {
+			/* Undo, so that the client may try HELLO again. */
+			c->inbox = bus_channel_free(b, c->inbox);
+			registry_peer_remove(b->registry, c->peer);
+			c->peer = NULL;
 			return fd;
+		}
 	}
 	r = reply_init(&w, m);
 	if (r < 0)
