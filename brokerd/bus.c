@@ -126,6 +126,7 @@ struct bus {
 	const char *state_path;
 	uint64_t id_reserved;		/* ids below this are recorded in state_path */
 	uint32_t lossy;			/* IOIPC_F_LOSSY if the kernel has it, for signal channels */
+	bool gc_needed;			/* some name may have become idle */
 	uint32_t signal_serial;
 	struct bus_conn *requester;	/* conn whose request is being handled */
 };
@@ -442,8 +443,8 @@ static struct bus_name *bus_name_find(struct bus *b, const char *name)
 
 /*
  * The name's channels, created on first use and charged to the uid that
- * caused it. They persist while brokerd runs (so subscriptions survive
- * owner changes), or until a reload recreates them.
+ * caused it. They stay while anybody uses the name (bus_gc_names), so
+ * subscriptions survive owner changes.
  */
 static int bus_name_get(struct bus *b, const char *name, uid_t uid, int *failed_quota, struct bus_name **ret)
 {
@@ -461,13 +462,17 @@ static int bus_name_get(struct bus *b, const char *name, uid_t uid, int *failed_
 	}
 	if (b->chan.available && !n->call) {
 		r = bus_channel_new(b, CTRL_CHANNEL_CALL, name, uid, failed_quota, &n->call);
-		if (r < 0)
+		if (r < 0) {
+			b->gc_needed = true;	/* drop the half-made name */
 			return r;
+		}
 	}
 	if (b->chan.available && !n->signal) {
 		r = bus_channel_new(b, CTRL_CHANNEL_SIGNAL, name, uid, failed_quota, &n->signal);
-		if (r < 0)
+		if (r < 0) {
+			b->gc_needed = true;
 			return r;
+		}
 	}
 	*ret = n;
 	return 0;
@@ -597,6 +602,7 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 			chanmgr_send(&b->chan, b->bus_signal->id, buf, (size_t)n);
 	}
 
+	b->gc_needed = true;
 	if (old) {
 		struct bus_name *n = bus_name_find(b, name);
 
@@ -625,10 +631,12 @@ static void on_entry_changed(void *userdata, struct registry_peer *p, const char
 	struct bus *b = userdata;
 
 	/* Checked by the REQUEST_NAME handler before the registry adds an entry. */
-	if (delta > 0)
+	if (delta > 0) {
 		(void)quota_charge(b->quota, p->uid, QUOTA_NAMES, (uint64_t)delta);
-	else
+	} else {
 		quota_release(b->quota, p->uid, QUOTA_NAMES, (uint64_t)-delta);
+		b->gc_needed = true;
+	}
 }
 
 static const struct registry_ops registry_ops = {
@@ -651,6 +659,7 @@ static struct activation *activation_free(struct bus *b, struct activation *a)
 		}
 	}
 	quota_release(b->quota, a->conn->cred.uid, QUOTA_ACTIVATIONS, 1);
+	b->gc_needed = true;
 	sd_event_source_unref(a->timer);
 	free(a->name);
 	free(a);
@@ -1873,6 +1882,7 @@ static void conn_free(struct bus_conn *c)
 	free(c->gids);
 	free(c->label);
 	free(c);
+	b->gc_needed = true;
 	bus_process_revocations(b);
 }
 
@@ -2065,6 +2075,48 @@ static void bus_revoke(struct bus *b)
 	bus_process_revocations(b);
 }
 
+static bool channel_held(struct bus *b, struct bus_channel *ch)
+{
+	for (size_t i = 0; ch && i < ch->n_grants; i++)
+		if (registry_peer_find(b->registry, ch->grants[i].peer_id))
+			return true;
+	return false;
+}
+
+/*
+ * A name's channels live while it has an owner or a queue, an activation is
+ * pending, or a connected peer holds one of its caps (a subscriber waiting
+ * for the next owner). Then they go, and the quota of the uid that caused
+ * them is released.
+ */
+static void bus_gc_names(struct bus *b)
+{
+	struct bus_name **pp = &b->names;
+
+	if (!b->gc_needed)
+		return;
+	b->gc_needed = false;
+	while (*pp) {
+		struct bus_name *n = *pp;
+		bool busy = n->activating || n->revoke_pending ||
+			    registry_name_queue(b->registry, n->name, NULL, 0) > 0 ||
+			    channel_held(b, n->call) || channel_held(b, n->signal);
+
+		for (struct activation *a = b->activations; a && !busy; a = a->next)
+			busy = strcmp(a->name, n->name) == 0;
+		if (busy) {
+			pp = &n->next;
+			continue;
+		}
+		*pp = n->next;
+		log_debug("name %s is idle: its channels go", n->name);
+		bus_channel_free(b, n->call);
+		bus_channel_free(b, n->signal);
+		free(n->name);
+		free(n);
+	}
+}
+
 static void bus_process_revocations(struct bus *b)
 {
 	for (struct bus_name *n = b->names; n; n = n->next) {
@@ -2076,6 +2128,7 @@ static void bus_process_revocations(struct bus *b)
 		if (n->signal)
 			channel_revoke(b, n->signal);
 	}
+	bus_gc_names(b);
 }
 
 int bus_reload(struct bus *b, char *err, size_t err_len)

@@ -916,6 +916,43 @@ static void test_fake_channels(void)
 	printf("# fake channels: rights, badges, pool, inbox, monitor, revocation on replacement: ok\n");
 }
 
+static void channel_quota_main(void)
+{
+	struct tc c;
+	struct tc_msg m;
+
+	/* inbox (1) + two names' call and signal channels (4) = 5 of 6 */
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Cq1") == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Cq2") == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Cq3") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_QUOTA_EXCEEDED);
+	TC_ASSERT(strncmp(m.error_message, "channels: uid 2001", 18) == 0);
+	/* names whose channels exist cost nothing more */
+	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Cq1") == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	tc_close(&c);
+}
+
+/* Fake channels: the channels quota counts the channels created for a uid. */
+static void test_channel_quota(void)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%schannels 6\n", base_policy);
+	write_file(policy_dir, policy_file, text);
+	reload();
+	as_user(ALICE, channel_quota_main);
+	write_file(policy_dir, policy_file, base_policy);
+	reload();
+	printf("# channels quota per uid: ok\n");
+}
+
 /*
  * Guest only: a reload that takes "receive" away revokes alice's signal cap
  * (CapabilityRevoked) and re-mints root's (CapabilityRenewed, new fd).
@@ -986,6 +1023,7 @@ static void test_channels(void)
 	if (fake_channels) {
 		test_fake_channels();
 		test_revocation();
+		test_channel_quota();
 		return;
 	}
 	if (!have_channels) {
