@@ -301,7 +301,7 @@ static int reply_error(struct bus_conn *c, const struct ctrl_message *m, const c
 static int reply_quota(struct bus_conn *c, const struct ctrl_message *m, enum quota_kind k)
 {
 	struct quota *q = c->bus->quota;
-	unsigned long long used = quota_used(q, c->cred.uid, k), limit = quota_limit(q, k);
+	unsigned long long used = quota_used(q, c->cred.uid, k), limit = quota_limit_uid(q, c->cred.uid, k);
 
 	log_quota(c->peer ? c->peer->unique_name : NULL, c->cred.uid, quota_kind_to_string(k), used, limit);
 	return reply_error(c, m, CTRL_ERROR_QUOTA_EXCEEDED, "%s: uid %u uses %llu of %llu",
@@ -1069,7 +1069,7 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 	if (!conn_allowed(c, POLICY_OWN, name, why, sizeof(why)))
 		return deny(c, m, POLICY_OWN, name, why);
 	if (registry_name_entry_flags(b->registry, c->peer, name) < 0 &&
-	    quota_used(b->quota, c->cred.uid, QUOTA_NAMES) >= quota_limit(b->quota, QUOTA_NAMES))
+	    quota_used(b->quota, c->cred.uid, QUOTA_NAMES) >= quota_limit_uid(b->quota, c->cred.uid, QUOTA_NAMES))
 		return reply_quota(c, m, QUOTA_NAMES);
 	r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
 	if (r == -EDQUOT)
@@ -1607,7 +1607,7 @@ static void write_quota_uid(struct ctrl_writer *w, struct quota *q, uid_t uid)
 	for (unsigned int k = 0; k < _QUOTA_MAX; k++) {
 		ctrl_write_string(w, quota_kind_to_string(k));
 		ctrl_write_u64(w, quota_used(q, uid, k));
-		ctrl_write_u64(w, quota_limit(q, k));
+		ctrl_write_u64(w, quota_limit_uid(q, uid, k));
 	}
 	ctrl_write_array_close(w, a, _QUOTA_MAX);
 }
@@ -1935,11 +1935,17 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
 static void apply_limits(struct bus *b)
 {
-	for (unsigned int k = 0; k < _QUOTA_MAX; k++) {
-		uint64_t l = policy_limit(b->policy, k);
+	enum quota_kind k;
+	uint64_t l;
+	uid_t uid;
 
-		quota_limit_set(b->quota, k, l == UINT64_MAX ? quota_limit_default(k) : l);
+	for (unsigned int q = 0; q < _QUOTA_MAX; q++) {
+		l = policy_limit(b->policy, q);
+		quota_limit_set(b->quota, q, l == UINT64_MAX ? quota_limit_default(q) : l);
 	}
+	quota_limit_reset_uids(b->quota);
+	for (size_t i = 0; policy_limit_uid_get(b->policy, i, &uid, &k, &l); i++)
+		quota_limit_set_uid(b->quota, uid, k, l);
 }
 
 /* May peer p keep rights on ch? */

@@ -32,10 +32,18 @@ struct policy_rule {
 	unsigned int line;
 };
 
+struct policy_uid_limit {
+	uid_t uid;
+	enum quota_kind kind;
+	uint64_t limit;
+};
+
 struct policy {
 	struct policy_rule *rules;
 	size_t n_rules, cap_rules;
 	uint64_t limit[_QUOTA_MAX];
+	struct policy_uid_limit *uid_limits;
+	size_t n_uid_limits;
 };
 
 static const char *const action_names[] = {
@@ -87,6 +95,7 @@ struct policy *policy_free(struct policy *p)
 		return NULL;
 	rules_free(p->rules, p->n_rules);
 	free(p->rules);
+	free(p->uid_limits);
 	free(p);
 	return NULL;
 }
@@ -101,6 +110,16 @@ size_t policy_rule_count(const struct policy *p)
 uint64_t policy_limit(const struct policy *p, enum quota_kind k)
 {
 	return p && (unsigned int)k < _QUOTA_MAX ? p->limit[k] : UINT64_MAX;
+}
+
+bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quota_kind *k, uint64_t *limit)
+{
+	if (!p || i >= p->n_uid_limits)
+		return false;
+	*uid = p->uid_limits[i].uid;
+	*k = p->uid_limits[i].kind;
+	*limit = p->uid_limits[i].limit;
+	return true;
 }
 
 /* --- parsing ------------------------------------------------------------- */
@@ -204,8 +223,10 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 	struct policy_rule *rules = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t limit[_QUOTA_MAX];
+	struct policy_uid_limit *uid_limits = NULL;
+	size_t n_uid_limits = 0;
 	enum policy_context ctx = CTX_DEFAULT;
-	bool in_limits = false, have_section = false;
+	bool in_limits = false, limits_uid = false, have_section = false;
 	uint32_t ctx_id = 0;
 	unsigned int line = 0;
 	const char *s = text;
@@ -252,10 +273,16 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 				goto out;
 			}
 			l[ll - 1] = 0;
-			nw = split(l + 1, w, 2);
-			in_limits = false;
+			nw = split(l + 1, w, 3);
+			in_limits = limits_uid = false;
 			have_section = true;
-			if (nw == 1 && strcmp(w[0], "default") == 0)
+			if (nw == 3 && strcmp(w[0], "limits") == 0 && strcmp(w[1], "user") == 0) {
+				in_limits = limits_uid = true;
+				if (parse_id(w[2], true, &ctx_id) < 0) {
+					r = fail(err, err_len, file, line, "unknown user '%s'", w[2]);
+					goto out;
+				}
+			} else if (nw == 1 && strcmp(w[0], "default") == 0)
 				ctx = CTX_DEFAULT;
 			else if (nw == 1 && strcmp(w[0], "mandatory") == 0)
 				ctx = CTX_MANDATORY;
@@ -271,7 +298,7 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 				}
 			} else {
 				r = fail(err, err_len, file, line,
-					 "unknown section (want default, mandatory, limits, user X, group X)");
+					 "unknown section (want default, mandatory, limits, limits user X, user X, group X)");
 				goto out;
 			}
 			continue;
@@ -301,7 +328,18 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 				r = fail(err, err_len, file, line, "invalid number '%s'", w[1]);
 				goto out;
 			}
-			limit[k] = v;
+			if (limits_uid) {
+				struct policy_uid_limit *a = realloc(uid_limits, (n_uid_limits + 1) * sizeof(*a));
+
+				if (!a) {
+					r = -ENOMEM;
+					goto out;
+				}
+				uid_limits = a;
+				uid_limits[n_uid_limits++] = (struct policy_uid_limit){ ctx_id, (enum quota_kind)k, v };
+			} else {
+				limit[k] = v;
+			}
 			continue;
 		}
 		if (nw != 3) {
@@ -357,10 +395,22 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 		rules = NULL;
 		n = 0;
 	}
+	if (n_uid_limits > 0) {
+		struct policy_uid_limit *a = realloc(p->uid_limits, (p->n_uid_limits + n_uid_limits) * sizeof(*a));
+
+		if (!a) {
+			r = -ENOMEM;
+			goto out;
+		}
+		memcpy(a + p->n_uid_limits, uid_limits, n_uid_limits * sizeof(*a));
+		p->uid_limits = a;
+		p->n_uid_limits += n_uid_limits;
+	}
 	memcpy(p->limit, limit, sizeof(limit));
 out:
 	rules_free(rules, n);
 	free(rules);
+	free(uid_limits);
 	return r;
 }
 

@@ -4,7 +4,8 @@
  *
  * Files are INI-like (see brokerd/README.md, "Policy"):
  *
- *   [default] / [group NAME|GID] / [user NAME|UID] / [mandatory] / [limits]
+ *   [default] / [group NAME|GID] / [user NAME|UID] / [mandatory] / [limits] /
+ *   [limits user NAME|UID]
  *   allow|deny own|send|receive|* NAME|PREFIX.*|*
  *   QUOTA VALUE                      (in [limits])
  *
@@ -63,6 +64,8 @@ bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n
 
 /* Limits set in [limits], UINT64_MAX where the file set none. */
 uint64_t policy_limit(const struct policy *p, enum quota_kind k);
+/* The i-th per-uid limit of [limits user X] sections; false past the end. */
+bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quota_kind *k, uint64_t *limit);
 
 size_t policy_rule_count(const struct policy *p);
 

@@ -10,6 +10,7 @@
 struct quota_uid {
 	uid_t uid;
 	uint64_t used[_QUOTA_MAX];
+	uint64_t limit[_QUOTA_MAX];	/* UINT64_MAX: the global limit */
 };
 
 struct quota {
@@ -22,7 +23,7 @@ static const struct {
 	const char *name;
 	uint64_t def;
 } kinds[] = {
-	[QUOTA_CONNECTIONS] = { "connections", 64 },
+	[QUOTA_CONNECTIONS] = { "connections", 256 },
 	[QUOTA_NAMES] = { "names", 256 },
 	[QUOTA_CHANNELS] = { "channels", 512 },
 	[QUOTA_RING_BYTES] = { "ring_bytes", 128ULL << 20 },
@@ -110,10 +111,12 @@ static struct quota_uid *uid_get(struct quota *q, uid_t uid)
 	u = &q->uids[q->n_uids++];
 	memset(u, 0, sizeof(*u));
 	u->uid = uid;
+	for (unsigned int k = 0; k < _QUOTA_MAX; k++)
+		u->limit[k] = UINT64_MAX;
 	return u;
 }
 
-int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
+int quota_limit_set_uid(struct quota *q, uid_t uid, enum quota_kind k, uint64_t limit)
 {
 	struct quota_uid *u;
 
@@ -122,7 +125,39 @@ int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
 	u = uid_get(q, uid);
 	if (!u)
 		return -ENOMEM;
-	if (n > q->limit[k] || u->used[k] > q->limit[k] - n)
+	u->limit[k] = limit;
+	return 0;
+}
+
+void quota_limit_reset_uids(struct quota *q)
+{
+	for (size_t i = 0; q && i < q->n_uids; i++)
+		for (unsigned int k = 0; k < _QUOTA_MAX; k++)
+			q->uids[i].limit[k] = UINT64_MAX;
+}
+
+uint64_t quota_limit_uid(const struct quota *q, uid_t uid, enum quota_kind k)
+{
+	const struct quota_uid *u;
+
+	if (!q || (unsigned int)k >= _QUOTA_MAX)
+		return 0;
+	u = uid_find(q, uid);
+	return u && u->limit[k] != UINT64_MAX ? u->limit[k] : q->limit[k];
+}
+
+int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
+{
+	struct quota_uid *u;
+	uint64_t limit;
+
+	if (!q || (unsigned int)k >= _QUOTA_MAX)
+		return -EINVAL;
+	u = uid_get(q, uid);
+	if (!u)
+		return -ENOMEM;
+	limit = u->limit[k] != UINT64_MAX ? u->limit[k] : q->limit[k];
+	if (n > limit || u->used[k] > limit - n)
 		return -EDQUOT;
 	u->used[k] += n;
 	return 0;

@@ -29,9 +29,13 @@ const char *quota_kind_to_string(enum quota_kind k);
 int quota_kind_from_string(const char *s);	/* enum quota_kind or -EINVAL */
 uint64_t quota_limit_default(enum quota_kind k);
 
-/* Limits apply to every uid; root included (a runaway root client is still a bug). */
+/* Limits apply to every uid, root included (a runaway root client is still a bug)... */
 void quota_limit_set(struct quota *q, enum quota_kind k, uint64_t limit);
 uint64_t quota_limit(const struct quota *q, enum quota_kind k);
+/* ... unless a uid has its own limit. */
+int quota_limit_set_uid(struct quota *q, uid_t uid, enum quota_kind k, uint64_t limit);
+void quota_limit_reset_uids(struct quota *q);
+uint64_t quota_limit_uid(const struct quota *q, uid_t uid, enum quota_kind k);
 
 /* 0, or -EDQUOT when uid would exceed the limit (nothing is charged then). */
 int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);

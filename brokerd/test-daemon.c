@@ -508,10 +508,38 @@ static void quota_main(void)
 	tc_close(&c);
 }
 
+static void quota_uid_main(void)
+{
+	struct tc c;
+	struct tc_msg m;
+	char name[64];
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	for (int i = 0; i < 7; i++) {
+		snprintf(name, sizeof(name), "org.brokerdtest.alice.U%d", i);
+		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", name, 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		tc_msg_close_fds(&m);
+	}
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.U7", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_QUOTA_EXCEEDED);
+	TC_ASSERT(strcmp(m.error_message, "names: uid 2001 uses 7 of 7") == 0);
+	tc_close(&c);
+}
+
 static void test_quota(void)
 {
+	char text[1024];
+
 	as_user(ALICE, quota_main);
-	printf("# names and connections quotas per uid, errors naming them: ok\n");
+	/* a per-uid limit: [limits user 2001] beats [limits] */
+	snprintf(text, sizeof(text), "%s[limits user 2001]\nnames 7\n", base_policy);
+	write_file(policy_dir, policy_file, text);
+	reload();
+	as_user(ALICE, quota_uid_main);
+	write_file(policy_dir, policy_file, base_policy);
+	reload();
+	printf("# names and connections quotas per uid, errors naming them, per-uid limits: ok\n");
 }
 
 static void test_reload(void)

@@ -27,7 +27,9 @@ static const char text[] =
 	"[mandatory]\n"
 	"deny own org.freedesktop.*\n"
 	"[limits]\n"
-	"names 8\n";
+	"names 8\n"
+	"[limits user 0]\n"
+	"connections 1024\n";
 
 static void test_eval(void)
 {
@@ -40,6 +42,15 @@ static void test_eval(void)
 	ASSERT(policy_rule_count(p) == 8);
 	ASSERT(policy_limit(p, QUOTA_NAMES) == 8);
 	ASSERT(policy_limit(p, QUOTA_CHANNELS) == UINT64_MAX);
+	ASSERT(policy_limit(p, QUOTA_CONNECTIONS) == UINT64_MAX);
+	{
+		uid_t u;
+		enum quota_kind k;
+		uint64_t v;
+
+		ASSERT(policy_limit_uid_get(p, 0, &u, &k, &v) && u == 0 && k == QUOTA_CONNECTIONS && v == 1024);
+		ASSERT(!policy_limit_uid_get(p, 1, &u, &k, &v));
+	}
 
 	ASSERT(policy_check(p, 2001, alice, 2, POLICY_OWN, "org.example.Alice", why, sizeof(why)));
 	ASSERT(strcmp(why, "allow own org.example.Alice (t.conf:9)") == 0);
@@ -95,7 +106,9 @@ static void test_errors(void)
 	expect_error("[default]\nallow own\n", "bad.conf:2: expected 'allow|deny ACTION NAME'");
 	expect_error("[default]\nallow own a.b c\n", "bad.conf:2: expected 'allow|deny ACTION NAME'");
 	expect_error("\n\n[default\n", "bad.conf:3: section header without ']'");
-	expect_error("[users x]\n", "bad.conf:1: unknown section (want default, mandatory, limits, user X, group X)");
+	expect_error("[users x]\n", "bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+	expect_error("[limits user 0 1]\n", "bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+	expect_error("[limits user nobody-here-xyz]\n", "bad.conf:1: unknown user 'nobody-here-xyz'");
 	expect_error("[user no-such-user-here]\n", "bad.conf:1: unknown user 'no-such-user-here'");
 	expect_error("[default]\nallow own org..x\n", "bad.conf:2: invalid name 'org..x'");
 	expect_error("[default]\nallow own org*\n", "bad.conf:2: invalid name 'org*'");

@@ -35,6 +35,15 @@ int main(void)
 	ASSERT(quota_kind_from_string("ring_bytes") == QUOTA_RING_BYTES);
 	ASSERT(quota_kind_from_string("nope") == -EINVAL);
 	ASSERT(strcmp(quota_kind_to_string(QUOTA_ACTIVATIONS), "activations") == 0);
+	/* a per-uid limit wins over the global one, until reset */
+	ASSERT(quota_limit_set_uid(q, 0, QUOTA_NAMES, 3) == 0);
+	ASSERT(quota_limit_uid(q, 0, QUOTA_NAMES) == 3 && quota_limit_uid(q, 1000, QUOTA_NAMES) == 2);
+	ASSERT(quota_charge(q, 0, QUOTA_NAMES, 3) == 0);
+	ASSERT(quota_charge(q, 0, QUOTA_NAMES, 1) == -EDQUOT);
+	quota_limit_reset_uids(q);
+	ASSERT(quota_limit_uid(q, 0, QUOTA_NAMES) == 2);
+	quota_release(q, 0, QUOTA_NAMES, 3);
+	idx = 0;
 	ASSERT(quota_uid_next(q, &idx, &u) == 1 && u == 1000);
 	ASSERT(quota_uid_next(q, &idx, &u) == 1 && u == 1001);
 	ASSERT(quota_uid_next(q, &idx, &u) == 0);
