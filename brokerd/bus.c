@@ -127,6 +127,7 @@ struct bus {
 	uint64_t id_reserved;		/* ids below this are recorded in state_path */
 	uint32_t lossy;			/* IOIPC_F_LOSSY if the kernel has it, for signal channels */
 	bool gc_needed;			/* some name may have become idle */
+	struct activator_req *activator_reqs;	/* waiting for the activator's answer */
 	uint32_t signal_serial;
 	struct bus_conn *requester;	/* conn whose request is being handled */
 };
@@ -775,6 +776,7 @@ static int on_start_unit_reply(sd_bus_message *reply, void *userdata, sd_bus_err
  */
 struct activator_req {
 	struct bus *bus;
+	struct activator_req *next;
 	sd_event_source *src;
 	int fd;
 	size_t len;
@@ -784,6 +786,12 @@ struct activator_req {
 
 static void activator_req_free(struct activator_req *q)
 {
+	for (struct activator_req **pp = &q->bus->activator_reqs; *pp; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	}
 	sd_event_source_disable_unref(q->src);
 	close(q->fd);
 	free(q);
@@ -849,6 +857,8 @@ static int activator_start(struct bus *b, const struct service *svc)
 	q->bus = b;
 	q->fd = fd;
 	strcpy(q->name, svc->name);
+	q->next = b->activator_reqs;
+	b->activator_reqs = q;
 	r = sd_event_add_io(b->event, &q->src, fd, EPOLLIN, on_activator_io, q);
 	if (r < 0) {
 		activator_req_free(q);
@@ -2251,6 +2261,10 @@ struct bus *bus_free(struct bus *b)
 {
 	if (!b)
 		return NULL;
+	while (b->activator_reqs)
+		activator_req_free(b->activator_reqs);
+	/* Before the rest goes: a pending StartUnit callback may still run here. */
+	b->sdbus = sd_bus_flush_close_unref(b->sdbus);
 	while (b->conns)
 		conn_free(b->conns);
 	while (b->names) {
@@ -2268,7 +2282,6 @@ struct bus *bus_free(struct bus *b)
 	if (b->listen_fd >= 0)
 		close(b->listen_fd);
 	chanmgr_deinit(&b->chan);
-	sd_bus_flush_close_unref(b->sdbus);
 	registry_free(b->registry);
 	policy_free(b->policy);
 	quota_free(b->quota);
