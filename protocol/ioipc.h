@@ -85,6 +85,44 @@ _Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "at
 #define IOIPC_RECV_WAIT			(1U << 0)	/* wait on an empty ring instead of -EAGAIN */
 #define IOIPC_RECV_MULTISHOT		(1U << 1)	/* one CQE per message, provided buffers */
 #define IOIPC_RECV_INFO			(1U << 2)	/* prefix the payload with struct ioipc_msg_info */
+#define IOIPC_RECV_ZC			(1U << 3)	/* hold the next message in the region, res = slot */
+#define IOIPC_RECV_RELEASE		(1U << 4)	/* alone: release held message sqe->addr (msg_id) */
+#define IOIPC_MAX_HELD			16		/* messages one subscriber may hold with _ZC */
+
+/* Limits of create (IORING_IPC_MAX_*): larger values fail with -EINVAL. */
+#define IOIPC_MAX_ENTRIES		32768
+#define IOIPC_MAX_MSG_SIZE		(1U << 20)
+#define IOIPC_MAX_REGION_SIZE		(64U << 20)
+
+/*
+ * Layout of the region mapped read-only through attach.channel_fd
+ * (struct io_uring_ipc_region_hdr / io_uring_ipc_msg_desc). The kernel only
+ * mirrors its private state here; with IOIPC_RECV_ZC, cqe->res = i and the
+ * held message is desc[i]: region + offset, len bytes, until released.
+ */
+struct ioipc_region_hdr {
+	uint64_t producer;	/* messages published so far */
+	uint64_t resv1[7];
+	uint64_t consumer;	/* unicast consumer position */
+	uint64_t resv2[7];
+	uint32_t ring_mask;
+	uint32_t ring_entries;
+	uint32_t max_msg_size;
+	uint32_t slot_size;
+	uint32_t desc_offset;	/* of ring_entries struct ioipc_msg_desc */
+	uint32_t data_offset;
+	uint32_t flags;		/* IOIPC_F_* of the channel */
+	uint32_t resv3;
+};
+_Static_assert(sizeof(struct ioipc_region_hdr) == 160, "region header is ABI");
+
+struct ioipc_msg_desc {
+	uint32_t offset;	/* of the data, from the start of the region */
+	uint32_t len;
+	uint64_t msg_id;	/* sequence number: pass it to IOIPC_RECV_RELEASE */
+	uint64_t sender_data;	/* sender's subscriber id, 0 by channel id */
+};
+_Static_assert(sizeof(struct ioipc_msg_desc) == 24, "msg desc is ABI");
 
 /*
  * Written by the kernel before the payload when IOIPC_RECV_INFO is set; every
