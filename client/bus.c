@@ -594,13 +594,9 @@ static int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait)
 	return k;
 }
 
-static int peer_get(brokerd_bus *bus, uint64_t id, struct peer **ret)
+static struct peer *peer_find(brokerd_bus *bus, uint64_t id)
 {
-	char unique[CTRL_UNIQUE_NAME_MAX];
-	struct ctrl_writer w;
-	struct ctrl_reply r;
 	struct peer *p, **pp;
-	int k;
 
 	for (pp = &bus->peers; (p = *pp); pp = &p->next)
 		if (p->id == id) {
@@ -608,20 +604,50 @@ static int peer_get(brokerd_bus *bus, uint64_t id, struct peer **ret)
 			*pp = p->next;
 			p->next = bus->peers;
 			bus->peers = p;
-			*ret = p;
-			return 0;
+			return p;
 		}
+	return NULL;
+}
+
+/*
+ * A SEND cap to the inbox of `name` (unique, or well-known: its primary
+ * owner), cached per connection id for the BUS_PEERS_MAX most recent peers.
+ */
+static int peer_get_by_name(brokerd_bus *bus, const char *name, struct peer **ret)
+{
+	struct ctrl_writer w;
+	struct ctrl_reply r;
+	struct ctrl_reader rd;
+	const char *unique = NULL;
+	struct peer *p, **pp;
+	uint64_t id;
+	int k;
+
+	if (ctrl_unique_name_parse(name, &id) >= 0 && (p = peer_find(bus, id))) {
+		*ret = p;
+		return 0;
+	}
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
-	ctrl_unique_name_format(id, unique);
 	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_INBOX, 0);
 	if (k < 0)
 		return k;
-	ctrl_write_string(&w, unique);
+	ctrl_write_string(&w, name);
 	k = bus_ctrl_call(bus, &w, &r);
 	ctrl_writer_deinit(&w);
 	if (k < 0)
 		return k;
+	ctrl_reader_init(&rd, &r.msg);
+	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_unique_name_parse(unique, &id) < 0) {
+		ctrl_reply_done(&r);
+		return -EPROTO;
+	}
+	p = peer_find(bus, id);	/* a well-known name of a peer we know */
+	if (p) {
+		ctrl_reply_done(&r);
+		*ret = p;
+		return 0;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		ctrl_reply_done(&r);
@@ -647,6 +673,14 @@ static int peer_get(brokerd_bus *bus, uint64_t id, struct peer **ret)
 	}
 	*ret = p;
 	return 0;
+}
+
+static int peer_get(brokerd_bus *bus, uint64_t id, struct peer **ret)
+{
+	char unique[CTRL_UNIQUE_NAME_MAX];
+
+	ctrl_unique_name_format(id, unique);
+	return peer_get_by_name(bus, unique, ret);
 }
 
 static void peer_drop(brokerd_bus *bus, uint64_t id)
@@ -1147,6 +1181,36 @@ _public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const c
 	return chan_send_msg(bus, b->sig_send, &m);
 }
 
+_public_ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member,
+				     const void *body, size_t size)
+{
+	struct chmsg m = { .type = CHMSG_SIGNAL, .member = member, .body = body,
+			   .body_len = (uint32_t)size };
+	struct peer *p;
+	int k;
+
+	if (!bus || bus->closed || !destination ||
+	    (!ctrl_name_is_valid_wellknown(destination) && !ctrl_name_is_valid_unique(destination)) ||
+	    !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	if (!bus->connected)
+		return -ENOTCONN;
+	k = peer_get_by_name(bus, destination, &p);
+	if (k < 0)
+		return k;
+	{
+		char unique[CTRL_UNIQUE_NAME_MAX];
+
+		ctrl_unique_name_format(p->id, unique);
+		m.destination = unique;
+		m.serial = bus_next_serial(bus);
+		k = chan_send_msg(bus, p->send, &m);
+	}
+	if (k == -ENOENT || k == -EACCES || k == -EPIPE)
+		peer_drop(bus, p->id);
+	return k;
+}
+
 _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
 				   const char *member_filter, brokerd_msg_handler_t handler,
 				   void *userdata)
@@ -1155,9 +1219,21 @@ _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, co
 	struct bname *b;
 	int k;
 
-	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) ||
+	if (!bus || bus->closed || (name && !ctrl_name_is_valid_wellknown(name)) ||
 	    !filter_is_valid(member_filter) || !handler)
 		return -EINVAL;
+	if (!name) {
+		/* signals sent to this connection's inbox: nothing to ask brokerd */
+		s = slot_new(bus, SLOT_SUBSCRIBE, NULL,
+			     member_filter && *member_filter ? member_filter : NULL, userdata);
+		if (!s)
+			return -ENOMEM;
+		s->handler.msg = handler;
+		s->floating = !ret_slot;
+		if (ret_slot)
+			*ret_slot = s;
+		return 0;
+	}
 	if (!bus->connected)
 		return -ENOTCONN;
 	b = bname_get(bus, name, true);
@@ -1429,7 +1505,8 @@ static void dispatch_signal(brokerd_bus *bus, struct bname *b, brokerd_msg *msg)
 
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
-		if (s->type != SLOT_SUBSCRIBE || s->bname != b || !filter_match(s->member, msg->member))
+		if (s->type != SLOT_SUBSCRIBE || s->bname != b || (!b && s->name) ||
+		    !filter_match(s->member, msg->member))
 			continue;
 		s->handler.msg(msg, s->userdata);
 		if (bus->closed)
@@ -1508,6 +1585,8 @@ static void dispatch_chan(brokerd_bus *bus, struct chan *c)
 	case CHAN_INBOX:
 		if (msg->type == BROKERD_MSG_REPLY || msg->type == BROKERD_MSG_ERROR)
 			dispatch_reply(bus, msg);
+		else if (msg->type == BROKERD_MSG_SIGNAL)
+			dispatch_signal(bus, NULL, msg);	/* sent to us directly */
 		break;
 	case CHAN_CALL_RECV:
 		if (msg->type == BROKERD_MSG_CALL)

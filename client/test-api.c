@@ -236,6 +236,7 @@ static void test_arguments(void)
 	CHECK(brokerd_bus_get_name_owner(NULL, "org.a.B", buf, sizeof(buf)) == -EINVAL);
 	CHECK(brokerd_bus_get_creds(NULL, "org.a.B", &cr) == -EINVAL);
 	CHECK(brokerd_bus_emit_signal(NULL, "org.a.B", "M", NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_send_signal(NULL, ":1.1", "M", NULL, 0) == -EINVAL);
 	CHECK(brokerd_bus_subscribe(NULL, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
 	CHECK(brokerd_bus_call(NULL, "org.a.B", "M", NULL, 0, 0, NULL) == -EINVAL);
 	CHECK(brokerd_bus_call_async(NULL, &slot, "org.a.B", "M", NULL, 0, 0, NULL, NULL) == -EINVAL);
@@ -296,6 +297,10 @@ static void test_arguments_connected(brokerd_bus *bus)
 	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "bad-member", NULL, 0) == -EINVAL);
 	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "M", NULL, 5) == -EINVAL);
 	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "M", "x", 1 << 20) == -EINVAL);
+	CHECK(brokerd_bus_send_signal(bus, NULL, "M", NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_send_signal(bus, "x", "M", NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_send_signal(bus, ":1.1", "", NULL, 0) == -EINVAL);
+	CHECK(brokerd_bus_send_signal(bus, ":1.1", "M", NULL, 3) == -EINVAL);
 	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", "a,,b", noop_msg, NULL) == -EINVAL);
 	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
 	CHECK(brokerd_bus_call(bus, "org.a.B", "", NULL, 0, 0, NULL) == -EINVAL);

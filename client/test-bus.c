@@ -271,6 +271,9 @@ static void handle(int c, const uint8_t *buf, size_t len)
 		for (int i = 0; i < MAX_CONNS; i++)
 			if (conns[i].fd >= 0 && strcmp(conns[i].unique, s) == 0)
 				p = i;
+		for (int i = 0; i < n_names; i++)	/* a well-known name: its owner */
+			if (strcmp(names[i].name, s) == 0)
+				p = names[i].owner;
 		if (p < 0) {
 			send_error(fd, CTRL_OP_OPEN_INBOX, m.hdr.serial, CTRL_ERROR_NAME_HAS_NO_OWNER);
 			break;
@@ -400,6 +403,7 @@ struct service {
 	volatile bool ready;
 	volatile bool die_now;
 	brokerd_msg *held;
+	int direct;		/* signals sent straight to this service */
 };
 
 static int on_echo(brokerd_msg *m, void *u)
@@ -450,6 +454,26 @@ static int on_die(brokerd_msg *m, void *u)
 	return 0;
 }
 
+static int on_direct(brokerd_msg *m, void *u)
+{
+	struct service *s = u;
+
+	CHECK(strcmp(brokerd_msg_get_name(m), "") == 0);
+	s->direct++;
+	return 0;
+}
+
+/* answers with a signal sent straight back to the caller, then the count */
+static int on_poke(brokerd_msg *m, void *u)
+{
+	struct service *s = u;
+	char buf[32];
+
+	CHECK_R(brokerd_bus_send_signal(s->bus, brokerd_msg_get_sender(m), "Poked", "p", 1), 0);
+	snprintf(buf, sizeof(buf), "%d", s->direct);
+	return brokerd_msg_reply(m, buf, strlen(buf));
+}
+
 static int on_emit(brokerd_msg *m, void *u)
 {
 	struct service *s = u;
@@ -488,6 +512,8 @@ static void *service_main(void *arg)
 	CHECK_R(brokerd_bus_add_method(s->bus, NULL, s->name, "Hold", on_hold, s), 0);
 	CHECK_R(brokerd_bus_add_method(s->bus, NULL, s->name, "Die", on_die, s), 0);
 	CHECK_R(brokerd_bus_add_method(s->bus, NULL, s->name, "Emit", on_emit, s), 0);
+	CHECK_R(brokerd_bus_add_method(s->bus, NULL, s->name, "Poke", on_poke, s), 0);
+	CHECK_R(brokerd_bus_subscribe(s->bus, NULL, NULL, "Hello", on_direct, s), 0);
 	r = brokerd_bus_request_name(s->bus, s->name, s->flags);
 	CHECK(r == BROKERD_NAME_PRIMARY_OWNER || r == BROKERD_NAME_IN_QUEUE);
 	s->ready = true;
@@ -714,6 +740,50 @@ static void test_signals(void)
 		/* 2 of the 32 slots were read before; the ring is full after 30 more */
 		CHECK(n > 28 && n <= 33);
 	}
+	/* unicast signals: to the service by its well-known name and by its
+	 * unique name, and back to us; named subscriptions do not see them */
+	{
+		struct subscriber d = { .filter = "Poked" };
+		struct subscriber named = { .filter = NULL };
+		brokerd_msg *reply = NULL;
+		char uniq[CTRL_UNIQUE_NAME_MAX];
+
+		CHECK_R(brokerd_bus_subscribe(bus, &d.slot, NULL, d.filter, on_signal, &d), 0);
+		CHECK_R(brokerd_bus_subscribe(bus, &named.slot, s.name, NULL, on_signal, &named), 0);
+		CHECK_R(brokerd_bus_send_signal(bus, s.name, "Hello", "1", 1), 0);
+		CHECK_R(brokerd_bus_get_name_owner(bus, s.name, uniq, sizeof(uniq)), 0);
+		CHECK_R(brokerd_bus_send_signal(bus, uniq, "Hello", "2", 1), 0);
+		CHECK_R(brokerd_bus_send_signal(bus, uniq, "Ignored", "3", 1), 0);
+		/* the inbox and the call channel are not ordered with each other:
+		 * ask until the service has seen both */
+		for (int i = 0; i < 100; i++) {
+			const void *pb;
+			size_t n;
+			bool both;
+
+			CHECK_R(brokerd_bus_call(bus, s.name, "Poke", NULL, 0, 0, &reply), 0);
+			brokerd_msg_get_body(reply, &pb, &n);
+			both = n == 1 && *(const char *)pb == '2';
+			reply = brokerd_msg_unref(reply);
+			if (both)
+				break;
+			CHECK(i < 99);
+			usleep(1000);
+		}
+		drain(bus);
+		/* every Poke sent one Poked back, and nothing else came */
+		for (char *x = strtok(d.got, " "); x; x = strtok(NULL, " "))
+			CHECK(strcmp(x, "Poked=p") == 0);
+		strcpy(d.got, "Poked=p");
+		drain(bus);
+		CHECK(strcmp(d.got, "Poked=p") == 0);
+		CHECK(strcmp(named.got, "") == 0);
+		CHECK_R(brokerd_bus_send_signal(bus, "org.test.Nobody", "Hello", NULL, 0), -ENXIO);
+		CHECK_R(brokerd_bus_send_signal(bus, "not a name", "Hello", NULL, 0), -EINVAL);
+		brokerd_slot_free(d.slot);
+		brokerd_slot_free(named.slot);
+	}
+
 	brokerd_bus_close(late);
 	brokerd_slot_free(c.slot);	/* outlives its bus */
 	service_stop(&s);

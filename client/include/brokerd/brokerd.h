@@ -137,7 +137,13 @@ uint64_t brokerd_msg_get_serial(brokerd_msg *msg);
 /* The caller must own `name` (signals go out on the name's signal channel). */
 int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member,
 			    const void *body, size_t size);
+/* A signal to one connection (unique name, or a well-known name's primary
+ * owner), through its inbox; it receives it with a NULL-name subscription. */
+int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member,
+			    const void *body, size_t size);
 /*
+ * name: a well-known name's broadcast signals, or NULL for signals sent to
+ * this connection with brokerd_bus_send_signal().
  * member_filter: NULL or "" for every member, an exact member, or a prefix
  * ending in '*' ("Temperature*"); several alternatives separated by ','.
  */
