@@ -14,6 +14,12 @@ guest_image=$guest_top/build/image/brokerd.raw
 guest_mem=${BROKERD_GUEST_MEM:-2048}
 guest_smp=${BROKERD_GUEST_SMP:-2}
 
+# For runs nobody watches: no login on the serial console (the autologin
+# session would start a user manager for nothing), and the journal copied to
+# the console as it is written, so console.log tells what a guest that hung
+# was doing even though its journal never came back.
+guest_batch_cmdline="systemd.mask=serial-getty@ttyS0.service systemd.journald.forward_to_console=1"
+
 guest_die() { echo "${guest_prog:-guest}: $*" >&2; exit 2; }
 
 # Builds or refreshes the image unless told not to. Without root the
@@ -34,8 +40,7 @@ guest_build_image() { # NO_BUILD
 
 # Fills the array guest_cmd with the QEMU command line.
 #   $1: extra kernel command line (non-interactive runs add
-#       systemd.mask=serial-getty@ttyS0.service: nobody logs in, and the
-#       autologin session would start a user manager for nothing)
+#       $guest_batch_cmdline)
 #   $2: console log file ("" for the terminal: interactive use)
 #   rest: virtio ports as NAME=FILE, and raw QEMU arguments after "--"
 guest_qemu_cmd() {
