@@ -1039,6 +1039,190 @@ static void test_revocation(void)
 	printf("# revocation: a reload revokes and re-mints signal caps: ok\n");
 }
 
+/* --- real channels (guest) ------------------------------------------------ */
+
+static uint32_t attach_cap(struct io_uring *ring, int fd, uint32_t rights)
+{
+	struct ioipc_channel_attach a = { .channel_id = (uint32_t)fd, .flags = IOIPC_SUB_BY_FD | rights };
+
+	TC_ASSERT_EQ(ioipc_channel_attach(ring, &a), 0);
+	close(a.channel_fd);	/* the region fd: we do not map it */
+	return a.local_id_out;
+}
+
+static int chan_send(struct io_uring *ring, uint32_t sub, const struct chmsg *msg)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct io_uring_cqe *cqe;
+	uint8_t buf[1024];
+	int len = chmsg_encode(msg, buf, sizeof(buf)), r;
+
+	TC_ASSERT(len > 0);
+	ioipc_prep_send(sqe, sub, buf, (unsigned int)len, 0);
+	TC_ASSERT(io_uring_submit_and_wait(ring, 1) >= 1);
+	TC_ASSERT(io_uring_wait_cqe(ring, &cqe) == 0);
+	r = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return r;
+}
+
+/* Receive one message (polling up to timeout_ms); returns the CQE result. */
+static int chan_recv(struct io_uring *ring, uint32_t sub, struct ioipc_msg_info *info, struct chmsg *msg,
+		     uint8_t *buf, size_t size, int timeout_ms)
+{
+	for (int waited = 0;; waited += 10) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+		struct io_uring_cqe *cqe;
+		int r;
+
+		ioipc_prep_recv(sqe, sub, buf, (unsigned int)size, IOIPC_RECV_INFO);
+		TC_ASSERT(io_uring_submit_and_wait(ring, 1) >= 1);
+		TC_ASSERT(io_uring_wait_cqe(ring, &cqe) == 0);
+		r = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		if (r == -EAGAIN && waited < timeout_ms) {
+			usleep(10000);
+			continue;
+		}
+		if (r < 0)
+			return r;
+		TC_ASSERT(r >= (int)sizeof(*info));
+		memcpy(info, buf, sizeof(*info));
+		TC_ASSERT(chmsg_decode(msg, buf + sizeof(*info), (size_t)r - sizeof(*info)) == 0);
+		return r;
+	}
+}
+
+/*
+ * Guest only: NameOwnerChanged on the bus's own channel; a call from another
+ * uid carries that uid and its badge; an owner that is replaced loses its
+ * channel while the caller, renewed, reaches the new owner.
+ */
+static void test_channels_more(void)
+{
+	const char *N = "org.brokerdtest.root.Chan2";
+	struct tc watcher, svc, svc2, caller;
+	struct tc_msg m;
+	struct io_uring ring;
+	struct ioipc_msg_info info;
+	struct chmsg msg;
+	uint8_t buf[1024];
+	uint32_t bus_sub, svc_sub, svc2_sub, caller_sub;
+
+	TC_ASSERT(io_uring_queue_init(16, &ring, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&watcher, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&watcher, CTRL_OP_SUBSCRIBE, &m, "s", CTRL_BUS_NAME) == 0);
+	TC_EXPECT_REPLY(&m);
+	bus_sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_RECV);
+	tc_msg_close_fds(&m);
+
+	/* the owner's caps */
+	TC_ASSERT(tc_connect_hello(&svc, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&svc, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_ALLOW_REPLACEMENT) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	svc_sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_RECV);
+	tc_msg_close_fds(&m);
+
+	/* NameOwnerChanged(N, "", svc) on the bus channel, sent by brokerd (badge 0) */
+	bool seen = false;
+	while (!seen) {
+		TC_ASSERT(chan_recv(&ring, bus_sub, &info, &msg, buf, sizeof(buf), 5000) > 0);
+		TC_ASSERT(msg.type == CHMSG_SIGNAL && strcmp(msg.member, "NameOwnerChanged") == 0);
+		TC_ASSERT_EQ(info.badge, 0);
+		TC_ASSERT(ctrl_sig_validate("sss", msg.body, msg.body_len) == 0);
+		struct ctrl_reader r;
+		const char *name, *old, *new;
+		ctrl_reader_init_raw(&r, msg.body, msg.body_len);
+		ctrl_read_string(&r, &name, NULL);
+		ctrl_read_string(&r, &old, NULL);
+		ctrl_read_string(&r, &new, NULL);
+		seen = strcmp(name, N) == 0 && strcmp(old, "") == 0 && strcmp(new, svc.unique) == 0;
+	}
+
+	/* a call from alice: the kernel stamps uid 2001 and alice's badge */
+	int p[2], q[2], status;
+	char ch;
+	TC_ASSERT(pipe(p) == 0 && pipe(q) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct tc alice;
+		struct io_uring aring;
+		gid_t g = USERS_GID;
+
+		close(p[0]);
+		close(q[1]);
+		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
+			  setresuid(ALICE, ALICE, ALICE) == 0);
+		TC_ASSERT(io_uring_queue_init(8, &aring, 0) == 0);
+		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
+		TC_ASSERT(tc_call(&alice, CTRL_OP_OPEN_CALL, &m, "su", N, 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		uint32_t s_sub = attach_cap(&aring, m.fds[0], IOIPC_SUB_SEND);
+		tc_msg_close_fds(&m);
+		struct chmsg call = { .type = CHMSG_CALL, .serial = 7, .member = "WhoAmI" };
+		TC_ASSERT(chan_send(&aring, s_sub, &call) > 0);
+		TC_ASSERT(write(p[1], &alice.id, sizeof(alice.id)) == sizeof(alice.id));
+		TC_ASSERT(read(q[0], &ch, 1) == 1);	/* stay connected until checked */
+		fflush(stdout);
+		_exit(0);
+	}
+	close(p[1]);
+	close(q[0]);
+	uint64_t alice_id;
+	TC_ASSERT(read(p[0], &alice_id, sizeof(alice_id)) == sizeof(alice_id));
+	TC_ASSERT(chan_recv(&ring, svc_sub, &info, &msg, buf, sizeof(buf), 5000) > 0);
+	TC_ASSERT(msg.type == CHMSG_CALL && strcmp(msg.member, "WhoAmI") == 0 && msg.serial == 7);
+	TC_ASSERT_EQ(info.uid, ALICE);
+	TC_ASSERT_EQ(info.badge, alice_id);
+	char sender[CTRL_UNIQUE_NAME_MAX];
+	ctrl_unique_name_format(info.badge, sender);
+	TC_ASSERT(tc_call(&svc, CTRL_OP_GET_CREDENTIALS, &m, "s", sender) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_read_u32(&m);
+	tc_read_u32(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), ALICE);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(write(q[1], "x", 1) == 1);
+	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(p[0]);
+	close(q[1]);
+
+	/* replacement: the caller is renewed onto the new channel, the old owner hears nothing more */
+	TC_ASSERT(tc_connect_hello(&caller, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", N, 0) == 0);
+	caller_sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_SEND);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_connect_hello(&svc2, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&svc2, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_REPLACE_EXISTING) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	svc2_sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_RECV);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_signal(&svc, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 5000) == 0);
+	for (;;) {
+		TC_ASSERT(tc_wait_signal(&caller, CTRL_SIGNAL_CAPABILITY_RENEWED, &m, 5000) == 0);
+		tc_read_string(&m);
+		if (tc_read_u32(&m) == CTRL_CHANNEL_CALL)
+			break;
+		tc_msg_close_fds(&m);
+	}
+	TC_ASSERT(ioipc_channel_detach(&ring, caller_sub) == 0);
+	caller_sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_SEND);
+	tc_msg_close_fds(&m);
+	struct chmsg call2 = { .type = CHMSG_CALL, .serial = 8, .member = "Again" };
+	TC_ASSERT(chan_send(&ring, caller_sub, &call2) > 0);
+	TC_ASSERT(chan_recv(&ring, svc2_sub, &info, &msg, buf, sizeof(buf), 5000) > 0);
+	TC_ASSERT(strcmp(msg.member, "Again") == 0 && info.badge == caller.id);
+	int r = chan_recv(&ring, svc_sub, &info, &msg, buf, sizeof(buf), 200);
+	TC_ASSERT(r == -EAGAIN || r == -ENOENT);	/* nothing reaches the old owner */
+
+	io_uring_queue_exit(&ring);
+	tc_close(&caller);
+	tc_close(&svc2);
+	tc_close(&svc);
+	tc_close(&watcher);
+	printf("# channels: NameOwnerChanged on the bus channel, cross-uid call identity, revocation on replacement: ok\n");
+}
+
 /* Guest only: the data plane. Caps attach, calls carry the caller's badge. */
 static void test_channels(void)
 {
@@ -1137,6 +1321,7 @@ static void test_channels(void)
 	tc_close(&svc);
 	tc_close(&caller);
 	printf("# channels: caps attach with their rights, badge = caller id, inbox, monitor: ok\n");
+	test_channels_more();
 	test_revocation();
 }
 
