@@ -405,6 +405,14 @@ static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 	return 0;
 }
 
+static bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
+{
+	for (size_t i = 0; ch && i < ch->n_grants; i++)
+		if (ch->grants[i].peer_id == peer_id)
+			return (ch->grants[i].rights & rights) == rights;
+	return false;
+}
+
 static void grant_remove(struct bus_channel *ch, uint64_t peer_id)
 {
 	for (size_t i = 0; ch && i < ch->n_grants; i++) {
@@ -1289,9 +1297,13 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 	if (strcmp(name, CTRL_BUS_NAME) == 0) {
 		ch = b->bus_signal;	/* everybody may watch the bus */
 	} else {
-		if (quota_charge(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1) < 0)
-			return reply_quota(c, m, QUOTA_SUBSCRIPTIONS);
-		c->n_subscriptions++;
+		/* One subscription per connection and name, however often it asks again. */
+		n = bus_name_find(b, name);
+		if (!(n && grant_has(n->signal, c->peer->id, IOIPC_SUB_RECV))) {
+			if (quota_charge(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1) < 0)
+				return reply_quota(c, m, QUOTA_SUBSCRIPTIONS);
+			c->n_subscriptions++;
+		}
 		r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
 		if (r == -EDQUOT)
 			return reply_quota(c, m, failed_quota);

@@ -834,6 +834,26 @@ static struct cap cap_read(int fd)
 	return c;
 }
 
+static uint64_t quota_used_of(struct tc *c, uid_t uid, const char *quota)
+{
+	struct tc_msg m;
+	uint64_t used = UINT64_MAX, u, l;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_QUOTA, &m, "u", uid) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 1);
+	TC_ASSERT_EQ(tc_read_u32(&m), uid);
+	for (uint32_t i = 0, n = tc_read_u32(&m); i < n; i++) {
+		const char *q = tc_read_string(&m);
+
+		ctrl_read_u64(&m.r, &u);
+		ctrl_read_u64(&m.r, &l);
+		if (strcmp(q, quota) == 0)
+			used = u;
+	}
+	return used;
+}
+
 static void test_fake_channels(void)
 {
 	const char *N = "org.brokerdtest.root.Fake";
@@ -880,6 +900,13 @@ static void test_fake_channels(void)
 	c = cap_read(m.fds[0]);
 	tc_msg_close_fds(&m);
 	TC_ASSERT(c.channel == signal_send.channel && c.rights == IOIPC_SUB_RECV && c.badge == caller.id);
+	/* asking again gives a cap again but costs no more quota */
+	uint64_t subs = quota_used_of(&caller, getuid(), "subscriptions");
+	TC_ASSERT(tc_call(&caller, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	tc_msg_close_fds(&m);
+	TC_ASSERT_EQ(quota_used_of(&caller, getuid(), "subscriptions"), subs);
 
 	/* reply path: SEND on the caller's inbox, badged with the service's id */
 	TC_ASSERT(tc_call(&svc, CTRL_OP_OPEN_INBOX, &m, "s", caller.unique) == 0);
