@@ -16,7 +16,7 @@ enum quota_kind {
 	QUOTA_CHANNELS,		/* channels brokerd created on behalf of the uid */
 	QUOTA_RING_BYTES,	/* ring memory of those channels */
 	QUOTA_ACTIVATIONS,	/* pending activations started by the uid */
-	QUOTA_SUBSCRIPTIONS,	/* signal capabilities handed out */
+	QUOTA_SUBSCRIPTIONS,	/* names subscribed to, once per connection and name */
 	_QUOTA_MAX,
 };
 
