@@ -42,6 +42,13 @@ struct bname {
 	unsigned int req_flags;
 };
 
+/* A receiving channel replaced by a renewed capability: still drained of
+ * what was sent to it before, closed when its receive fails (-EPIPE). */
+struct retired {
+	struct retired *next;
+	struct chan *chan;
+};
+
 struct peer {
 	struct peer *next;
 	uint64_t id;
@@ -123,6 +130,7 @@ struct brokerd_bus {
 	struct brokerd_slot *slots;
 	struct ctrl_queued *cq_head, **cq_tail;
 	struct monitor_chan *monitors;
+	struct retired *retired;
 
 	unsigned int sync_depth;	/* inside a synchronous call */
 	bool sync_opening;		/* brokerd_bus_call() is sending its call */

@@ -26,6 +26,7 @@
 #include "util.h"
 
 static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect);
+static void retired_close(brokerd_bus *bus, struct chan *c, void *owner);
 static int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds,
 			     unsigned int n_fds);
 
@@ -317,6 +318,7 @@ static void bname_gc(brokerd_bus *bus, struct bname *b)
 	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
 		if (s->bname == b)
 			return;
+	retired_close(bus, NULL, b);
 	for (struct bname **p = &bus->names; *p; p = &(*p)->next)
 		if (*p == b) {
 			*p = b->next;
@@ -336,6 +338,47 @@ static void peers_clear(brokerd_bus *bus)
 		free(p);
 	}
 	bus->n_peers = 0;
+}
+
+/* Keeps c receiving until it is drained (see struct retired). */
+static void chan_retire(brokerd_bus *bus, struct chan *c)
+{
+	struct retired *r;
+
+	if (!c)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		chan_close(&bus->ring, c);
+		return;
+	}
+	r->chan = c;
+	r->next = bus->retired;
+	bus->retired = r;
+}
+
+static bool chan_is_retired(brokerd_bus *bus, struct chan *c)
+{
+	for (struct retired *r = bus->retired; r; r = r->next)
+		if (r->chan == c)
+			return true;
+	return false;
+}
+
+/* Closes retired channels: c only, those owned by owner, or all (both NULL). */
+static void retired_close(brokerd_bus *bus, struct chan *c, void *owner)
+{
+	for (struct retired **pp = &bus->retired; *pp;) {
+		struct retired *r = *pp;
+
+		if ((c && r->chan != c) || (owner && r->chan->owner != owner)) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		chan_close(&bus->ring, r->chan);
+		free(r);
+	}
 }
 
 brokerd_bus *bus_ref(brokerd_bus *bus)
@@ -485,7 +528,7 @@ static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_r
 	int k;
 
 	if (r->n_fds > 0) {
-		chan_close(&bus->ring, b->call_recv);
+		chan_retire(bus, b->call_recv);	/* calls already queued there still count */
 		b->call_recv = NULL;
 		k = attach_fd(bus, reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b,
 			      &b->call_recv);
@@ -743,6 +786,7 @@ static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 	chan_close(&bus->ring, bus->inbox);
 	bus->inbox = NULL;
 	peers_clear(bus);
+	retired_close(bus, NULL, NULL);
 	for (struct bname *b = bus->names; b; b = b->next)
 		bname_close_chans(bus, b);
 	{
@@ -924,6 +968,37 @@ _public_ int brokerd_bus_open_system(brokerd_bus **ret)
 	return bus_new(ret, p && p[0] == '/' ? p : BROKERD_SYSTEM_SOCKET);
 }
 
+/*
+ * Stops taking calls and answers those already taken but not dispatched with
+ * an error, so that their callers learn at once instead of timing out.
+ */
+static void bus_drain_calls(brokerd_bus *bus)
+{
+	for (struct bname *b = bus->names; b; b = b->next) {
+		struct chan *c = b->call_recv;
+		const struct ioipc_msg_info *info;
+		const void *payload;
+		brokerd_msg *msg;
+		struct chmsg m;
+		size_t len;
+
+		if (!c)
+			continue;
+		chan_cancel_wait(&bus->ring, c);
+		if (!c->ready)
+			continue;
+		ring_unready(&bus->ring, c);
+		if (chan_message(c, &info, &payload, &len) < 0 || chmsg_decode(&m, payload, len) < 0 ||
+		    m.type != CHMSG_CALL)
+			continue;
+		msg = msg_new(bus, &m, info, b->name);
+		if (msg)
+			brokerd_msg_reply_error(msg, BROKERD_ERROR_DISCONNECTED,
+						"the service closed its connection");
+		brokerd_msg_unref(msg);
+	}
+}
+
 _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 {
 	struct brokerd_slot *s;
@@ -931,6 +1006,9 @@ _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 
 	if (!bus || bus->closed)
 		return NULL;
+	bus->exit = true;	/* no call channel is re-armed from here on */
+	if (bus->connected)
+		bus_drain_calls(bus);
 	brokerd_bus_detach_event(bus);
 	bus->closed = true;
 	bus->reconnect = false;
@@ -1556,6 +1634,8 @@ static void dispatch_chan(brokerd_bus *bus, struct chan *c)
 	k = chan_message(c, &info, &payload, &len);
 	if (k >= 0)
 		k = chmsg_decode(&m, payload, len);
+	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
+		chan_arm(&bus->ring, c);	/* a malformed call: take the next one */
 	if (k >= 0) {
 		msg = msg_new(bus, &m, info, name);
 		if (!msg)
@@ -1565,7 +1645,12 @@ static void dispatch_chan(brokerd_bus *bus, struct chan *c)
 		/* detached, revoked or unsupported: re-arming would fail the same way */
 		if (mc)
 			dispatch_monitor(bus, mc, NULL, c->res);
-		if (c->kind == CHAN_SIGNAL_RECV && c->res == -ENOENT && b && b->sig_recv == c) {
+		if (chan_is_retired(bus, c)) {
+			retired_close(bus, c, NULL);	/* drained */
+			return;
+		}
+		if (c->kind == CHAN_SIGNAL_RECV && (c->res == -ENOENT || c->res == -EPIPE) && b &&
+		    b->sig_recv == c) {
 			/* the channel was replaced after a policy reload */
 			chan_close(&bus->ring, c);
 			b->sig_recv = NULL;
@@ -1573,7 +1658,14 @@ static void dispatch_chan(brokerd_bus *bus, struct chan *c)
 		}
 		return;
 	}
-	chan_arm(&bus->ring, c);
+	/*
+	 * Re-arm before running handlers, so that a handler's own synchronous
+	 * call can receive its reply; but a call channel only afterwards: a
+	 * receive parked there takes the next call away from the other workers
+	 * of a pool, and a bus about to exit would swallow it.
+	 */
+	if (c->kind != CHAN_CALL_RECV)
+		chan_arm(&bus->ring, c);
 	if (k < 0) {
 		/* malformed or truncated: the sender's bug, not ours; drop it */
 		if (mc)
@@ -1591,6 +1683,9 @@ static void dispatch_chan(brokerd_bus *bus, struct chan *c)
 	case CHAN_CALL_RECV:
 		if (msg->type == BROKERD_MSG_CALL)
 			dispatch_call(bus, msg);
+		/* the handler may have released the name or closed the bus */
+		if (!bus->closed && !bus->exit && (b->call_recv == c || chan_is_retired(bus, c)))
+			chan_arm(&bus->ring, c);
 		break;
 	case CHAN_SIGNAL_RECV:
 		if (msg->type == BROKERD_MSG_SIGNAL)
@@ -1689,7 +1784,8 @@ static void bus_capability_changed(brokerd_bus *bus, const char *name, uint32_t 
 		return;
 	}
 	if (*recv && chan_attach(&bus->ring, *fd, IOIPC_SUB_RECV, CHMSG_MAX, recv_kind, b, &c) >= 0) {
-		chan_close(&bus->ring, *recv);
+		/* what was sent to the old channel before still arrives there */
+		chan_retire(bus, *recv);
 		*recv = c;
 		chan_arm(&bus->ring, c);
 	} else if (*send && chan_attach(&bus->ring, *fd, IOIPC_SUB_SEND, 0, send_kind, b, &c) >= 0) {
@@ -1941,6 +2037,9 @@ _public_ int brokerd_bus_run(brokerd_bus *bus)
 		return -EINVAL;
 	bus_ref(bus);
 	bus->exit = false;
+	for (struct bname *b = bus->names; b; b = b->next)
+		if (b->call_recv)
+			chan_arm(&bus->ring, b->call_recv);	/* stopped by an earlier exit */
 	while (!bus->exit && !bus->closed) {
 		k = bus_process_internal(bus);
 		if (k < 0)

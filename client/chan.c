@@ -263,6 +263,49 @@ int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 	return op.res;
 }
 
+void ring_unready(struct ring *r, struct chan *c)
+{
+	if (!c->ready)
+		return;
+	for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next)
+		if (*p == c) {
+			*p = c->ready_next;
+			if (!*p)
+				r->ready_tail = p;
+			break;
+		}
+	c->ready = false;
+	c->ready_next = NULL;
+}
+
+void chan_cancel_wait(struct ring *r, struct chan *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!c || !c->armed || !r->initialized)
+		return;
+	sqe = io_uring_get_sqe(&r->uring);
+	if (!sqe) {
+		io_uring_submit(&r->uring);
+		sqe = io_uring_get_sqe(&r->uring);
+		if (!sqe)
+			return;
+	}
+	io_uring_prep_cancel64(sqe, (uintptr_t)c | TAG_RECV, 0);
+	io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+	/* the receive completes with -ECANCELED, or with the message it took */
+	for (int i = 0; i < 100 && c->armed; i++) {
+		struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+		struct io_uring_cqe *cqe;
+
+		io_uring_submit(&r->uring);
+		io_uring_wait_cqe_timeout(&r->uring, &cqe, &ts);
+		ring_reap(r);
+	}
+	if (c->ready && c->res < 0)
+		ring_unready(r, c);	/* canceled: nothing to look at */
+}
+
 void chan_close(struct ring *r, struct chan *c)
 {
 	struct io_uring_sqe *sqe;

@@ -58,6 +58,11 @@ int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_siz
 int chan_arm(struct ring *r, struct chan *c);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
+/* Cancels a parked receive and waits (briefly) for its completion: after it
+ * the channel is either idle or ready with a message it had already taken. */
+void chan_cancel_wait(struct ring *r, struct chan *c);
+/* Takes a ready channel off the ready list. */
+void ring_unready(struct ring *r, struct chan *c);
 /* Detaches; the struct is freed now or once its receive completes. */
 void chan_close(struct ring *r, struct chan *c);
 

@@ -43,6 +43,7 @@ struct fake_sub {
 
 struct fake_channel {
 	bool used;
+	bool dead;		/* killed: drained by its subscribers, then -EPIPE */
 	unsigned int flags;	/* IOIPC_F_* */
 	uint64_t next_seq;	/* seq of the next message sent */
 	uint64_t head;		/* unicast/multicast: next seq to hand out */
@@ -60,6 +61,8 @@ struct fake_done {
 	struct chan *chan;
 };
 
+static void deliver(struct fake_channel *ch);
+
 int fake_channel_create(unsigned int flags)
 {
 	pthread_mutex_lock(&lock);
@@ -73,6 +76,16 @@ int fake_channel_create(unsigned int flags)
 		}
 	pthread_mutex_unlock(&lock);
 	return -ENOSPC;
+}
+
+void fake_channel_kill(int id)
+{
+	pthread_mutex_lock(&lock);
+	if (id > 0 && id < FAKE_CHANNELS && channels[id].used) {
+		channels[id].dead = true;
+		deliver(&channels[id]);
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 void fake_channel_destroy(int id)
@@ -175,8 +188,24 @@ static void complete(struct chan *c, int res)
 	(void)!eventfd_write(r->efd, 1);
 }
 
-/* called with lock held: hand queued messages to armed receivers */
+static void deliver_live(struct fake_channel *ch);
+
+/* called with lock held: hand queued messages to armed receivers; on a dead
+ * channel, receivers with nothing left fail with -EPIPE */
 static void deliver(struct fake_channel *ch)
+{
+	deliver_live(ch);
+	if (!ch->dead)
+		return;
+	for (int s = 0; s < FAKE_SUBS; s++) {
+		struct fake_sub *sub = &ch->subs[s];
+
+		if (sub->chan && sub->chan->armed)
+			complete(sub->chan, -EPIPE);
+	}
+}
+
+static void deliver_live(struct fake_channel *ch)
 {
 	if (ch->flags & IOIPC_F_BROADCAST) {
 		for (int s = 0; s < FAKE_SUBS; s++) {
@@ -378,6 +407,11 @@ int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 		return -ENOENT;
 	}
 	ch = &channels[c->sub_id];
+	if (ch->dead) {
+		pthread_mutex_unlock(&lock);
+		free(copy);
+		return -EPIPE;
+	}
 	/* the slot about to be reused must have been consumed by everyone */
 	if (ch->next_seq >= FAKE_SLOTS) {
 		uint64_t oldest = ch->next_seq - FAKE_SLOTS;
@@ -409,6 +443,34 @@ int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 	deliver(ch);
 	pthread_mutex_unlock(&lock);
 	return (int)len;
+}
+
+void ring_unready(struct ring *r, struct chan *c)
+{
+	if (!c->ready)
+		return;
+	for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next)
+		if (*p == c) {
+			*p = c->ready_next;
+			if (!*p)
+				r->ready_tail = p;
+			break;
+		}
+	c->ready = false;
+	c->ready_next = NULL;
+}
+
+void chan_cancel_wait(struct ring *r, struct chan *c)
+{
+	if (!c || !c->armed)
+		return;
+	pthread_mutex_lock(&lock);
+	if (c->armed)
+		complete(c, -ECANCELED);
+	pthread_mutex_unlock(&lock);
+	ring_reap(r);
+	if (c->ready && c->res < 0)
+		ring_unready(r, c);
 }
 
 void chan_close(struct ring *r, struct chan *c)

@@ -19,6 +19,8 @@ struct fake_cap {
 /* IOIPC_F_BROADCAST, IOIPC_F_MULTICAST or 0 (unicast): channel id or -errno */
 int fake_channel_create(unsigned int flags);
 void fake_channel_destroy(int id);
+/* Like a kernel DESTROY: no new messages, subscribers drain what is left. */
+void fake_channel_kill(int id);
 /* A capability fd (memfd) for the channel, or -errno. */
 int fake_cap_mint(int channel, unsigned int rights, uint64_t badge);
 

@@ -47,10 +47,12 @@ struct name {
 	bool pool[MAX_CONNS];
 	int n_queue;
 	int call_ch, sig_ch;
+	bool subscribed[MAX_CONNS];	/* holds a signal RECV cap */
 };
 
 static struct conn conns[MAX_CONNS];
 static int restart_fd = -1;	/* eventfd: the test asks for a "brokerd restart" */
+static int renew_fd = -1;	/* eventfd: recreate the signal channel of names[0..] */
 static struct name names[MAX_NAMES];
 static int n_names;
 static uint64_t next_id;
@@ -244,6 +246,7 @@ static void handle(int c, const uint8_t *buf, size_t len)
 	case CTRL_OP_SUBSCRIBE:
 		ctrl_read_string(&r, &s, NULL);
 		n = name_get(s);
+		n->subscribed[c] = true;
 		ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_SUBSCRIBE, m.hdr.serial);
 		ctrl_write_fd(&w, fake_cap_mint(n->sig_ch, IOIPC_SUB_RECV, conns[c].id));
 		send_msg(fd, &w);
@@ -317,6 +320,37 @@ static void broker_restart(void)
 	n_names = 0;
 }
 
+/* Like a policy reload that recreates every signal channel: the old one is
+ * killed (drained by its subscribers), holders get the new cap pushed. */
+static void broker_renew(void)
+{
+	for (int i = 0; i < n_names; i++) {
+		struct name *n = &names[i];
+		int old = n->sig_ch;
+
+		n->sig_ch = fake_channel_create(IOIPC_F_BROADCAST);
+		for (int c = 0; c < MAX_CONNS; c++) {
+			struct ctrl_writer w;
+			unsigned int rights = 0;
+
+			if (conns[c].fd < 0)
+				continue;
+			if (n->owner == c)
+				rights = IOIPC_SUB_SEND;
+			else if (n->subscribed[c])
+				rights = IOIPC_SUB_RECV;
+			if (!rights)
+				continue;
+			ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CAPABILITY_RENEWED, 0);
+			ctrl_write_string(&w, n->name);
+			ctrl_write_u32(&w, CTRL_CHANNEL_SIGNAL);
+			ctrl_write_fd(&w, fake_cap_mint(n->sig_ch, rights, conns[c].id));
+			send_msg(conns[c].fd, &w);
+		}
+		fake_channel_kill(old);
+	}
+}
+
 static void *broker(void *arg)
 {
 	int lfd = (int)(intptr_t)arg;
@@ -324,11 +358,13 @@ static void *broker(void *arg)
 	for (int i = 0; i < MAX_CONNS; i++)
 		conns[i].fd = -1;
 	for (;;) {
-		struct pollfd p[MAX_CONNS + 2];
-		int map[MAX_CONNS + 2], n = 0;
+		struct pollfd p[MAX_CONNS + 3];
+		int map[MAX_CONNS + 3], n = 0;
 
 		p[n] = (struct pollfd){ .fd = restart_fd, .events = POLLIN };
 		map[n++] = -2;
+		p[n] = (struct pollfd){ .fd = renew_fd, .events = POLLIN };
+		map[n++] = -3;
 		p[n] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		map[n++] = -1;
 		for (int i = 0; i < MAX_CONNS; i++)
@@ -344,6 +380,13 @@ static void *broker(void *arg)
 
 			if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
+			if (map[k] == -3) {
+				uint64_t v;
+
+				(void)!read(renew_fd, &v, sizeof(v));
+				broker_renew();
+				continue;
+			}
 			if (map[k] == -2) {
 				uint64_t v;
 
@@ -385,7 +428,8 @@ static void broker_start(void)
 	CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	CHECK(listen(lfd, 16) == 0);
 	restart_fd = eventfd(0, EFD_CLOEXEC);
-	CHECK(restart_fd >= 0);
+	renew_fd = eventfd(0, EFD_CLOEXEC);
+	CHECK(restart_fd >= 0 && renew_fd >= 0);
 	CHECK(pthread_create(&t, NULL, broker, (void *)(intptr_t)lfd) == 0);
 	pthread_detach(t);
 }
@@ -837,6 +881,59 @@ static void test_pool(void)
 	printf("pool: ok\n");
 }
 
+/* A reload recreates the signal channel while signals wait in the old one
+ * for a subscriber that has not read them yet: none is lost. */
+static void test_renew(void)
+{
+	struct service s = { .name = "org.test.Renew", .id = 1 };
+	struct subscriber sub = { .filter = NULL };
+	brokerd_bus *bus, *sbus;
+	char *x;
+	int n = 0;
+
+	service_start(&s);
+	CHECK_R(brokerd_bus_open(&bus, sock_path), 0);
+	CHECK_R(brokerd_bus_open(&sbus, sock_path), 0);
+	CHECK_R(brokerd_bus_subscribe(sbus, NULL, s.name, NULL, on_signal, &sub), 0);
+	CHECK_R(brokerd_bus_call(bus, s.name, "Emit", "A:1", 3, 0, NULL), 0);
+	CHECK_R(brokerd_bus_call(bus, s.name, "Emit", "B:2", 3, 0, NULL), 0);
+	CHECK(eventfd_write(renew_fd, 1) == 0);
+	/* A and B wait in the old channel; the subscriber attaches the new one
+	 * when it processes CapabilityRenewed (what is sent there before that
+	 * it cannot see: broadcast delivers what is sent after attaching) */
+	for (int i = 0; i < 30; i++) {
+		brokerd_bus_process(sbus);
+		brokerd_bus_wait(sbus, 10000);
+	}
+	/* the service needs the new SEND cap before C can go out */
+	for (int i = 0; i < 300; i++) {
+		brokerd_msg *reply = NULL;
+		int r = brokerd_bus_call(bus, s.name, "Emit", "C:3", 3, 0, &reply);
+
+		brokerd_msg_unref(reply);
+		if (r == 0)
+			break;
+		usleep(10000);
+	}
+	for (int i = 0; i < 100 && n < 3; i++) {
+		brokerd_bus_process(sbus);
+		brokerd_bus_wait(sbus, 10000);
+		n = 0;
+		for (const char *p = sub.got; (p = strchr(p, '=')); p++)
+			n++;
+	}
+	/* order across the two channels is not defined; each arrives once */
+	if (n != 3)
+		fprintf(stderr, "renew: got \"%s\"\n", sub.got);
+	CHECK(n == 3);
+	for (x = strtok(sub.got, " "); x; x = strtok(NULL, " "))
+		CHECK(strcmp(x, "A=1") == 0 || strcmp(x, "B=2") == 0 || strcmp(x, "C=3") == 0);
+	service_stop(&s);
+	brokerd_bus_close(sbus);
+	brokerd_bus_close(bus);
+	printf("renew: ok\n");
+}
+
 static int reconnects;
 
 static void on_state(brokerd_bus *bus, int state, void *u)
@@ -910,6 +1007,7 @@ int main(void)
 	test_calls();
 	test_signals();
 	test_pool();
+	test_renew();
 	test_restart();
 	unlink(sock_path);
 	printf("test-bus: ok\n");

@@ -42,6 +42,8 @@ static int on_work(brokerd_msg *call, void *userdata)
 static int on_quit(brokerd_msg *call, void *userdata)
 {
 	brokerd_msg_reply(call, "bye", 3);
+	/* take no further calls: they stay with the other workers */
+	brokerd_bus_exit(userdata, 0);
 	sd_event_exit(event, 0);
 	return 0;
 }
@@ -61,7 +63,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	brokerd_bus_add_method(bus, NULL, NAME, "Work", on_work, NULL);
-	brokerd_bus_add_method(bus, NULL, NAME, "Quit", on_quit, NULL);
+	brokerd_bus_add_method(bus, NULL, NAME, "Quit", on_quit, bus);
 	r = brokerd_bus_request_name(bus, NAME, BROKERD_NAME_POOL);
 	if (r < 0) {
 		fprintf(stderr, "worker: cannot serve %s: %s\n", NAME, strerror(-r));

@@ -69,6 +69,8 @@ int brokerd_bus_process(brokerd_bus *bus);
 int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec);
 /* Blocking convenience loop: process and wait until brokerd_bus_exit(). */
 int brokerd_bus_run(brokerd_bus *bus);
+/* Ends brokerd_bus_run(); the bus also stops taking new calls (a worker
+ * leaving its pool leaves them to the others) until it runs again. */
 int brokerd_bus_exit(brokerd_bus *bus, int code);
 int brokerd_bus_attach_event(brokerd_bus *bus, struct sd_event *event, int64_t priority);
 int brokerd_bus_detach_event(brokerd_bus *bus);
@@ -155,6 +157,8 @@ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, const char 
 #define BROKERD_ERROR_FAILED		"org.brokerd.Error.Failed"
 #define BROKERD_ERROR_UNKNOWN_METHOD	"org.brokerd.Error.UnknownMethod"
 #define BROKERD_ERROR_ACCESS_DENIED	"org.brokerd.Error.AccessDenied"
+/* a call the service had taken when it closed its connection */
+#define BROKERD_ERROR_DISCONNECTED	"org.brokerd.Error.Disconnected"
 
 /*
  * Synchronous call. On a reply returns 0 and *ret_reply. On an error reply
