@@ -494,16 +494,16 @@ static void monitor_send(struct bus *b, struct bus_channel *ch, struct bus_conn 
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	_cleanup_close_ int fd = -1;
 
+	/* Without a cap the signal still comes, so the monitor's count adds up. */
 	fd = chanmgr_mint(&b->chan, ch->id, IOIPC_SUB_MONITOR, 0);
-	if (fd < 0) {
+	if (fd < 0)
 		log_warning("cannot mint monitor capability on %s: %s", ch->name, strerror(-fd));
-		return;
-	}
 	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_MONITOR_CHANNEL, 0) < 0)
 		return;
 	ctrl_write_string(&w, ch->name);
 	ctrl_write_u32(&w, ch->kind);
-	ctrl_write_fd(&w, fd);
+	if (fd >= 0)
+		ctrl_write_fd(&w, fd);
 	conn_signal(c, &w);
 }
 
@@ -1475,6 +1475,9 @@ static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, stru
 		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
 	if (!b->chan.available)
 		return no_channels(c, m);
+	if (!b->chan.monitor)
+		return reply_error(c, m, CTRL_ERROR_NOT_SUPPORTED,
+				   "this kernel cannot mint monitor capabilities (IOIPC_SUB_MONITOR)");
 	if (reply_init(&w, m) < 0)
 		return -ENOMEM;
 	/* Count first: the reply comes before the MonitorChannel signals. */

@@ -28,6 +28,7 @@ int chanmgr_init(struct chanmgr *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->available = true;	/* ring_ok stays false: no io_uring, no event source */
+	m->monitor = true;
 	return 0;
 }
 

@@ -28,6 +28,10 @@ int chanmgr_init(struct chanmgr *m)
 		m->probe_step = "creating a private channel";
 		return 0;
 	}
+	fd = chanmgr_mint(m, id, IOIPC_SUB_MONITOR, 0);
+	m->monitor = fd >= 0;
+	if (fd >= 0)
+		close(fd);
 	fd = chanmgr_mint(m, id, IOIPC_SUB_RECV, 1);
 	ioipc_channel_destroy(&m->ring, id);
 	if (fd < 0) {

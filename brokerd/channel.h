@@ -23,6 +23,7 @@ struct chanmgr {
 	struct io_uring ring;
 	bool ring_ok;
 	bool available;
+	bool monitor;		/* caps with IOIPC_SUB_MONITOR can be minted */
 	int probe_error;	/* why not available (negative errno) ... */
 	const char *probe_step;	/* ... and in which step */
 };
