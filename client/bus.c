@@ -525,25 +525,32 @@ static int attach_fd(brokerd_bus *bus, int fd, unsigned int rights, unsigned int
  */
 static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r)
 {
-	int k;
+	struct chan *c;
+	int k = 0;
 
+	/*
+	 * A cap can already be stale when it arrives (brokerd recreated the
+	 * channel right after minting it, and a CapabilityRenewed follows): then
+	 * keep what we have, the renewal replaces it.
+	 */
 	if (r->n_fds > 0) {
-		chan_retire(bus, b->call_recv);	/* calls already queued there still count */
-		b->call_recv = NULL;
-		k = attach_fd(bus, reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b,
-			      &b->call_recv);
-		if (k < 0)
-			return k;
+		k = attach_fd(bus, reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b, &c);
+		if (k >= 0) {
+			chan_retire(bus, b->call_recv);	/* calls already queued there still count */
+			b->call_recv = c;
+		}
 	}
 	if (r->n_fds > 1) {
-		chan_close(&bus->ring, b->sig_send);
-		b->sig_send = NULL;
-		k = attach_fd(bus, reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b,
-			      &b->sig_send);
-		if (k < 0)
-			return k;
+		int k2 = attach_fd(bus, reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b, &c);
+
+		if (k2 >= 0) {
+			chan_close(&bus->ring, b->sig_send);
+			b->sig_send = c;
+		} else if (k >= 0) {
+			k = k2;
+		}
 	}
-	return 0;
+	return k;
 }
 
 static int bname_subscribe(brokerd_bus *bus, struct bname *b)
@@ -1762,6 +1769,7 @@ static void bus_capability_changed(brokerd_bus *bus, const char *name, uint32_t 
 	struct bname *b = bname_get(bus, name, false);
 	struct chan **recv = NULL, **send = NULL;
 	unsigned int recv_kind = 0, send_kind = 0;
+	bool want_recv, want_send;
 	struct chan *c;
 
 	if (b && kind == CTRL_CHANNEL_CALL) {
@@ -1783,12 +1791,19 @@ static void bus_capability_changed(brokerd_bus *bus, const char *name, uint32_t 
 		}
 		return;
 	}
-	if (*recv && chan_attach(&bus->ring, *fd, IOIPC_SUB_RECV, CHMSG_MAX, recv_kind, b, &c) >= 0) {
+	/*
+	 * The cap has the rights of the one it replaces; which one that was we
+	 * may not hold any more (a stale cap that failed to attach), so go by
+	 * what we use the name for: receiving calls or signals, or sending.
+	 */
+	want_recv = *recv || (kind == CTRL_CHANNEL_CALL ? b->requested : b->n_subs > 0);
+	want_send = *send || (kind == CTRL_CHANNEL_CALL ? !b->requested : b->requested);
+	if (want_recv && chan_attach(&bus->ring, *fd, IOIPC_SUB_RECV, CHMSG_MAX, recv_kind, b, &c) >= 0) {
 		/* what was sent to the old channel before still arrives there */
 		chan_retire(bus, *recv);
 		*recv = c;
 		chan_arm(&bus->ring, c);
-	} else if (*send && chan_attach(&bus->ring, *fd, IOIPC_SUB_SEND, 0, send_kind, b, &c) >= 0) {
+	} else if (want_send && chan_attach(&bus->ring, *fd, IOIPC_SUB_SEND, 0, send_kind, b, &c) >= 0) {
 		chan_close(&bus->ring, *send);
 		*send = c;
 	}
