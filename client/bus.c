@@ -1403,7 +1403,7 @@ _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, c
 		m.flags = CHMSG_F_NO_REPLY_EXPECTED;
 	s->deadline = now_usec() + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
 	k = chan_send_msg(bus, b->call_send, &m);
-	if (k == -EACCES || k == -ENOENT) {
+	if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
 		/* capability revoked or channel gone: open it afresh once */
 		chan_close(&bus->ring, b->call_send);
 		b->call_send = NULL;

@@ -330,7 +330,7 @@ int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_siz
 	}
 	pthread_mutex_lock(&lock);
 	ch = cap.channel < FAKE_CHANNELS ? &channels[cap.channel] : NULL;
-	if (!ch || !ch->used) {
+	if (!ch || !ch->used || ch->dead) {	/* the kernel attaches live channels only */
 		pthread_mutex_unlock(&lock);
 		chan_free(c);
 		return -ENOENT;
@@ -407,11 +407,8 @@ int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 		return -ENOENT;
 	}
 	ch = &channels[c->sub_id];
-	if (ch->dead) {
-		pthread_mutex_unlock(&lock);
-		free(copy);
-		return -EPIPE;
-	}
+	/* like the kernel, a subscriber may still send into a destroyed channel:
+	 * only those still attached to it can receive that */
 	/* the slot about to be reused must have been consumed by everyone */
 	if (ch->next_seq >= FAKE_SLOTS) {
 		uint64_t oldest = ch->next_seq - FAKE_SLOTS;

@@ -48,6 +48,7 @@ struct name {
 	int n_queue;
 	int call_ch, sig_ch;
 	bool subscribed[MAX_CONNS];	/* holds a signal RECV cap */
+	bool caller[MAX_CONNS];		/* holds a call SEND cap */
 };
 
 static struct conn conns[MAX_CONNS];
@@ -132,6 +133,42 @@ static void owner_fds(struct ctrl_writer *w, struct name *n, int c)
 	ctrl_write_fd(w, fake_cap_mint(n->sig_ch, IOIPC_SUB_SEND, conns[c].id));
 }
 
+/*
+ * What brokerd does when the owner of a pooled name leaves: the caps it just
+ * sent with NameAcquired are for channels it now recreates, and every holder
+ * gets the new cap with CapabilityRenewed.
+ */
+static void renewed(int c, const char *name, unsigned int kind, int ch, unsigned int rights)
+{
+	struct ctrl_writer w;
+
+	ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CAPABILITY_RENEWED, 0);
+	ctrl_write_string(&w, name);
+	ctrl_write_u32(&w, kind);
+	ctrl_write_fd(&w, fake_cap_mint(ch, rights, conns[c].id));
+	send_msg(conns[c].fd, &w);
+}
+
+static void stale_recreate(struct name *n)
+{
+	int old_call = n->call_ch, old_sig = n->sig_ch;
+
+	n->call_ch = fake_channel_create(IOIPC_F_MULTICAST);
+	n->sig_ch = fake_channel_create(IOIPC_F_BROADCAST);
+	fake_channel_kill(old_call);
+	fake_channel_kill(old_sig);
+	/* the owner's grants: the pool member's RECV and the NameAcquired ones */
+	renewed(n->owner, n->name, CTRL_CHANNEL_CALL, n->call_ch, IOIPC_SUB_RECV);
+	renewed(n->owner, n->name, CTRL_CHANNEL_CALL, n->call_ch, IOIPC_SUB_RECV);
+	renewed(n->owner, n->name, CTRL_CHANNEL_SIGNAL, n->sig_ch, IOIPC_SUB_SEND);
+	for (int q = 0; q < n->n_queue; q++)
+		if (n->pool[q])
+			renewed(n->queue[q], n->name, CTRL_CHANNEL_CALL, n->call_ch, IOIPC_SUB_RECV);
+	for (int c = 0; c < MAX_CONNS; c++)
+		if (n->caller[c] && conns[c].fd >= 0)
+			renewed(c, n->name, CTRL_CHANNEL_CALL, n->call_ch, IOIPC_SUB_SEND);
+}
+
 /* promote the first queued owner of n, if any */
 static void promote(struct name *n)
 {
@@ -151,6 +188,8 @@ static void promote(struct name *n)
 		ctrl_write_string(&w, n->name);
 		owner_fds(&w, n, c);
 		send_msg(conns[c].fd, &w);
+		if (strncmp(n->name, "org.test.Stale", 14) == 0)
+			stale_recreate(n);
 	}
 	noc(n->name, oldbuf, n->owner >= 0 ? conns[n->owner].unique : "");
 }
@@ -262,6 +301,7 @@ static void handle(int c, const uint8_t *buf, size_t len)
 			send_error(fd, CTRL_OP_OPEN_CALL, m.hdr.serial, CTRL_ERROR_ACCESS_DENIED);
 			break;
 		}
+		n->caller[c] = true;
 		ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_OPEN_CALL, m.hdr.serial);
 		ctrl_write_u32(&w, CTRL_CALL_OWNED);
 		ctrl_write_fd(&w, fake_cap_mint(n->call_ch, IOIPC_SUB_SEND, conns[c].id));
@@ -490,6 +530,13 @@ static int on_hold(brokerd_msg *m, void *u)
 static int on_die(brokerd_msg *m, void *u)
 {
 	struct service *s = u;
+	const void *body;
+	size_t size;
+
+	/* a body names the worker that is to die: the others decline */
+	brokerd_msg_get_body(m, &body, &size);
+	if (size && atoi(body) != s->id)
+		return brokerd_msg_reply_error(m, "org.test.Error.NotMe", "not me");
 
 	s->die_now = true;
 	brokerd_msg_unref(s->held);
@@ -881,6 +928,45 @@ static void test_pool(void)
 	printf("pool: ok\n");
 }
 
+/* The pool's primary owner leaves; the promoted worker's NameAcquired caps
+ * are stale at once, its renewed ones are not: it keeps serving. */
+static void test_stale_promotion(void)
+{
+	struct service w[2] = {
+		{ .name = "org.test.StalePool", .id = 1, .flags = BROKERD_NAME_POOL },
+		{ .name = "org.test.StalePool", .id = 2, .flags = BROKERD_NAME_POOL },
+	};
+	brokerd_bus *bus;
+	brokerd_msg *reply = NULL;
+	int r = -1;
+
+	service_start(&w[0]);
+	service_start(&w[1]);
+	CHECK_R(brokerd_bus_open(&bus, sock_path), 0);
+	/* worker 1 (primary) leaves */
+	for (int i = 0; i < 50 && !w[0].die_now; i++)
+		brokerd_bus_call(bus, "org.test.StalePool", "Die", "1", 1, 200000, NULL);
+	CHECK(w[0].die_now && !w[1].die_now);
+	pthread_join(w[0].thread, NULL);
+	for (int i = 0; i < 300 && r != 0; i++) {
+		r = brokerd_bus_call(bus, "org.test.StalePool", "Echo", "s", 1, 500000, &reply);
+		if (r != 0)
+			usleep(10000);
+	}
+	CHECK_R(r, 0);
+	{
+		const void *body;
+		size_t size;
+
+		brokerd_msg_get_body(reply, &body, &size);
+		CHECK(size > 2 && memcmp(body, "2:", 2) == 0);
+	}
+	brokerd_msg_unref(reply);
+	service_stop(&w[1]);
+	brokerd_bus_close(bus);
+	printf("stale promotion: ok\n");
+}
+
 /* A reload recreates the signal channel while signals wait in the old one
  * for a subscriber that has not read them yet: none is lost. */
 static void test_renew(void)
@@ -1008,6 +1094,7 @@ int main(void)
 	test_signals();
 	test_pool();
 	test_renew();
+	test_stale_promotion();
 	test_restart();
 	unlink(sock_path);
 	printf("test-bus: ok\n");
