@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "ctrl.h"
+#include "macro.h"
 
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 static const struct ctrl_op_info ops[] = {
 	[CTRL_OP_HELLO] = {

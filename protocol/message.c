@@ -9,8 +9,8 @@
 
 #include "ctrl.h"
 #include "message.h"
+#include "macro.h"
 
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 /* What each type requires of its fields. */
 static const struct chmsg_type_info {
