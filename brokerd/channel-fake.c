@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * channel-fake.c - a stand-in for channel.c in host tests, where the kernel
- * has no IPC channels. A "capability fd" is a memfd whose contents say what
- * a real cap would carry, so tests can check exactly what brokerd minted:
+ * channel-fake.c - a stand-in for channel.c for the fuzz target fuzz-bus,
+ * which runs on the host, where the kernel has no IPC channels, so that the
+ * request paths that mint capabilities are fuzzed too. Tests of what brokerd
+ * mints run in the guest on the real channels. A "capability fd" here is a
+ * memfd whose contents say what a real cap would carry:
  *
  *   "ioipc-cap channel=ID flags=F rights=R badge=B live=1\n"
  *
  * Channel ids are never reused, so a recreated (revoked) channel is visible
- * as a new id. Only the brokerd-fakechan test binary links this.
+ * as a new id. Only fuzz-bus links this.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -30,7 +30,7 @@
 #define USERS_GID 2100
 
 static char sock_path[256], policy_dir[256], service_dir[256], activator_path[256], tmpdir[64];
-static bool host_mode, have_channels, fake_channels;
+static bool host_mode, have_channels;
 static pid_t daemon_pid, main_pid;
 static void spawn_daemon(void);
 static const char *policy_file = "50-brokerd-tests.conf";
@@ -816,161 +816,6 @@ static void test_activation(void)
 	printf("# activation: waits for the owner, activator errors, timeout: ok\n");
 }
 
-/* --fake-channels: a cap is a memfd saying what brokerd minted (channel-fake.c). */
-struct cap {
-	unsigned int channel, flags, rights;
-	unsigned long long badge;
-};
-
-static struct cap cap_read(int fd)
-{
-	struct cap c = { 0 };
-	char buf[200] = "";
-
-	TC_ASSERT(fd >= 0);
-	TC_ASSERT(pread(fd, buf, sizeof(buf) - 1, 0) > 0);
-	TC_ASSERT(sscanf(buf, "ioipc-cap channel=%u flags=%u rights=%u badge=%llu", &c.channel, &c.flags,
-			 &c.rights, &c.badge) == 4);
-	return c;
-}
-
-static uint64_t quota_used_of(struct tc *c, uid_t uid, const char *quota)
-{
-	struct tc_msg m;
-	uint64_t used = UINT64_MAX, u, l;
-
-	TC_ASSERT(tc_call(c, CTRL_OP_QUOTA, &m, "u", uid) == 0);
-	TC_EXPECT_REPLY(&m);
-	TC_ASSERT_EQ(tc_read_u32(&m), 1);
-	TC_ASSERT_EQ(tc_read_u32(&m), uid);
-	for (uint32_t i = 0, n = tc_read_u32(&m); i < n; i++) {
-		const char *q = tc_read_string(&m);
-
-		ctrl_read_u64(&m.r, &u);
-		ctrl_read_u64(&m.r, &l);
-		if (strcmp(q, quota) == 0)
-			used = u;
-	}
-	return used;
-}
-
-static void test_fake_channels(void)
-{
-	const char *N = "org.brokerdtest.root.Fake";
-	struct tc svc, caller, worker, svc2, mon;
-	struct tc_msg m;
-	struct cap call_recv, signal_send, c;
-
-	TC_ASSERT(tc_connect_hello(&svc, sock_path, 0) == 0);
-	TC_ASSERT(tc_connect_hello(&caller, sock_path, 0) == 0);
-	TC_ASSERT(tc_connect_hello(&worker, sock_path, 0) == 0);
-
-	/* inbox: RECV for its owner, badge = its id, unicast */
-	c = cap_read(caller.inbox_fd);
-	TC_ASSERT(c.rights == IOIPC_SUB_RECV && c.badge == caller.id);
-	TC_ASSERT(!(c.flags & (IOIPC_F_BROADCAST | IOIPC_F_MULTICAST)) && (c.flags & IOIPC_F_PRIVATE));
-
-	/* owner: call RECV (multicast), signal SEND (broadcast) */
-	TC_ASSERT(tc_call(&svc, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_ALLOW_REPLACEMENT) == 0);
-	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
-	TC_ASSERT_EQ(m.n_fds, 2);
-	call_recv = cap_read(m.fds[0]);
-	signal_send = cap_read(m.fds[1]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(call_recv.rights == IOIPC_SUB_RECV && call_recv.badge == svc.id && (call_recv.flags & IOIPC_F_MULTICAST));
-	TC_ASSERT(signal_send.rights == IOIPC_SUB_SEND && signal_send.badge == svc.id &&
-		  (signal_send.flags & IOIPC_F_BROADCAST));
-
-	/* worker pool member: IN_QUEUE with the same call channel, RECV only */
-	TC_ASSERT(tc_call(&worker, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_POOL) == 0);
-	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_IN_QUEUE);
-	TC_ASSERT_EQ(m.n_fds, 1);
-	c = cap_read(m.fds[0]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(c.channel == call_recv.channel && c.rights == IOIPC_SUB_RECV && c.badge == worker.id);
-
-	/* caller: SEND on the call channel with its own badge; RECV on the signal channel */
-	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", N, 0) == 0);
-	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
-	c = cap_read(m.fds[0]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(c.channel == call_recv.channel && c.rights == IOIPC_SUB_SEND && c.badge == caller.id);
-	TC_ASSERT(tc_call(&caller, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
-	TC_EXPECT_REPLY(&m);
-	c = cap_read(m.fds[0]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(c.channel == signal_send.channel && c.rights == IOIPC_SUB_RECV && c.badge == caller.id);
-	/* asking again gives a cap again but costs no more quota */
-	uint64_t subs = quota_used_of(&caller, getuid(), "subscriptions");
-	TC_ASSERT(tc_call(&caller, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
-	TC_EXPECT_REPLY(&m);
-	TC_ASSERT_EQ(m.n_fds, 1);
-	tc_msg_close_fds(&m);
-	TC_ASSERT_EQ(quota_used_of(&caller, getuid(), "subscriptions"), subs);
-
-	/* reply path: SEND on the caller's inbox, badged with the service's id */
-	TC_ASSERT(tc_call(&svc, CTRL_OP_OPEN_INBOX, &m, "s", caller.unique) == 0);
-	TC_ASSERT(strcmp(tc_read_string(&m), caller.unique) == 0);
-	c = cap_read(m.fds[0]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(c.channel == cap_read(caller.inbox_fd).channel && c.rights == IOIPC_SUB_SEND && c.badge == svc.id);
-
-	/* monitor: a MONITOR cap (badge 0) per channel, and for channels created later */
-	TC_ASSERT(tc_connect_hello(&mon, sock_path, 0) == 0);
-	TC_ASSERT(tc_call(&mon, CTRL_OP_MONITOR, &m, "u", 0) == 0);
-	uint32_t count = tc_read_u32(&m);
-	TC_ASSERT(count >= 7);	/* bus, N call+signal, 4 inboxes */
-	for (uint32_t i = 0; i < count; i++) {
-		TC_ASSERT(tc_wait_signal(&mon, CTRL_SIGNAL_MONITOR_CHANNEL, &m, 5000) == 0);
-		c = cap_read(m.fds[0]);
-		tc_msg_close_fds(&m);
-		TC_ASSERT(c.rights == IOIPC_SUB_MONITOR && c.badge == 0);
-	}
-	TC_ASSERT(tc_connect_hello(&svc2, sock_path, 0) == 0);	/* a new inbox */
-	TC_ASSERT(tc_wait_signal(&mon, CTRL_SIGNAL_MONITOR_CHANNEL, &m, 5000) == 0);
-	TC_ASSERT(strcmp(tc_read_string(&m), svc2.unique) == 0);
-	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CHANNEL_INBOX);
-	tc_msg_close_fds(&m);
-
-	/*
-	 * Replacement: the old owner's caps must die, so both channels are
-	 * recreated; the old owner is told (NameLost, CapabilityRevoked), the
-	 * caller and the pool worker get new caps (CapabilityRenewed).
-	 */
-	TC_ASSERT(tc_call(&svc2, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_REPLACE_EXISTING) == 0);
-	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
-	TC_ASSERT_EQ(m.n_fds, 2);
-	struct cap new_call = cap_read(m.fds[0]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(new_call.channel != call_recv.channel && new_call.badge == svc2.id);
-	TC_ASSERT(tc_wait_signal(&svc, CTRL_SIGNAL_NAME_LOST, &m, 5000) == 0);
-	TC_ASSERT(tc_wait_signal(&svc, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 5000) == 0);
-	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
-	TC_ASSERT(tc_wait_signal(&caller, CTRL_SIGNAL_CAPABILITY_RENEWED, &m, 5000) == 0);
-	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
-	uint32_t kind = tc_read_u32(&m);
-	c = cap_read(m.fds[0]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(c.badge == caller.id && c.channel != call_recv.channel && c.channel != signal_send.channel);
-	TC_ASSERT((kind == CTRL_CHANNEL_CALL && c.rights == IOIPC_SUB_SEND && c.channel == new_call.channel) ||
-		  (kind == CTRL_CHANNEL_SIGNAL && c.rights == IOIPC_SUB_RECV));
-	TC_ASSERT(tc_wait_signal(&worker, CTRL_SIGNAL_CAPABILITY_RENEWED, &m, 5000) == 0);
-	c = cap_read(m.fds[0]);
-	tc_msg_close_fds(&m);
-	TC_ASSERT(c.channel == new_call.channel && c.rights == IOIPC_SUB_RECV && c.badge == worker.id);
-	/* the monitor hears about the new channels */
-	TC_ASSERT(tc_wait_signal(&mon, CTRL_SIGNAL_MONITOR_CHANNEL, &m, 5000) == 0);
-	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
-	tc_msg_close_fds(&m);
-
-	tc_close(&mon);
-	tc_close(&svc2);
-	tc_close(&worker);
-	tc_close(&caller);
-	tc_close(&svc);
-	printf("# fake channels: rights, badges, pool, inbox, monitor, revocation on replacement: ok\n");
-}
-
 static void channel_quota_main(void)
 {
 	struct tc c;
@@ -994,7 +839,7 @@ static void channel_quota_main(void)
 	tc_close(&c);
 }
 
-/* Fake channels: the channels quota counts the channels created for a uid. */
+/* Guest only: the channels quota counts the channels created for a uid. */
 static void test_channel_quota(void)
 {
 	char text[1024];
@@ -1259,12 +1104,6 @@ static void test_channels(void)
 	int call_recv_fd, call_send_fd;
 	uint8_t buf[512];
 
-	if (fake_channels) {
-		test_fake_channels();
-		test_revocation();
-		test_channel_quota();
-		return;
-	}
 	if (!have_channels) {
 		printf("# channels: kernel has none, skipped\n");
 		return;
@@ -1355,6 +1194,7 @@ static void test_channels(void)
 	printf("# channels: caps attach with their rights, badge = caller id, inbox, monitor: ok\n");
 	test_channels_more();
 	test_revocation();
+	test_channel_quota();
 }
 
 /* --- setup ----------------------------------------------------------------- */
@@ -1409,7 +1249,7 @@ static void spawn_daemon(void)
 		snprintf(state, sizeof(state), "%s/next-id", tmpdir);
 		const char *args[] = { binary, "--state", state, "--address", sock_path, "--policy-dir", policy_dir,
 				       "--service-dir", service_dir, "--activator", activator_path,
-				       "--activation-timeout", "1", fake_channels ? NULL : "--no-channels", NULL };
+				       "--activation-timeout", "1", "--no-channels", NULL };
 
 		execv(binary, (char **)args);
 		_exit(127);
@@ -1475,7 +1315,6 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1) {
 		host_mode = true;
-		fake_channels = have_channels = argc > 2 && strcmp(argv[2], "--fake-channels") == 0;
 		start_daemon(argv[1]);
 	} else {
 		struct tc c;
