@@ -264,6 +264,21 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	}
 }
 
+/* The common request shape: one name in, the reply out. */
+static int bus_ctrl_call_name(brokerd_bus *bus, uint16_t op, const char *name, struct ctrl_reply *ret)
+{
+	struct ctrl_writer w;
+	int k;
+
+	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, 0);
+	if (k < 0)
+		return k;
+	ctrl_write_string(&w, name);
+	k = bus_ctrl_call(bus, &w, ret);
+	ctrl_writer_deinit(&w);
+	return k;
+}
+
 /* Takes fd i out of a reply so that ctrl_reply_done() does not close it. */
 static int reply_take_fd(struct ctrl_reply *r, unsigned int i)
 {
@@ -555,7 +570,6 @@ static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_r
 
 static int bname_subscribe(brokerd_bus *bus, struct bname *b)
 {
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	int k;
 
@@ -563,12 +577,7 @@ static int bname_subscribe(brokerd_bus *bus, struct bname *b)
 		return 0;
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_SUBSCRIBE, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_string(&w, b->name);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
+	k = bus_ctrl_call_name(bus, CTRL_OP_SUBSCRIBE, b->name, &r);
 	if (k < 0)
 		return k;
 	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, b, &b->sig_recv);
@@ -665,7 +674,6 @@ static struct peer *peer_find(brokerd_bus *bus, uint64_t id)
  */
 static int peer_get_by_name(brokerd_bus *bus, const char *name, struct peer **ret)
 {
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	struct ctrl_reader rd;
 	const char *unique = NULL;
@@ -679,12 +687,7 @@ static int peer_get_by_name(brokerd_bus *bus, const char *name, struct peer **re
 	}
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_INBOX, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_string(&w, name);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
+	k = bus_ctrl_call_name(bus, CTRL_OP_OPEN_INBOX, name, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -1104,7 +1107,6 @@ _public_ int brokerd_bus_request_name(brokerd_bus *bus, const char *name, unsign
 
 _public_ int brokerd_bus_release_name(brokerd_bus *bus, const char *name)
 {
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	struct ctrl_reader rd;
 	struct bname *b;
@@ -1123,12 +1125,7 @@ _public_ int brokerd_bus_release_name(brokerd_bus *bus, const char *name)
 		b->call_recv = b->sig_send = NULL;
 		bname_gc(bus, b);
 	}
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_RELEASE_NAME, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_string(&w, name);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
+	k = bus_ctrl_call_name(bus, CTRL_OP_RELEASE_NAME, name, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -1167,7 +1164,6 @@ _public_ int brokerd_bus_watch_name(brokerd_bus *bus, brokerd_slot **ret_slot, c
 
 _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char *buf, size_t size)
 {
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	struct ctrl_reader rd;
 	const char *owner = NULL;
@@ -1178,12 +1174,7 @@ _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_GET_NAME_OWNER, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_string(&w, name);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
+	k = bus_ctrl_call_name(bus, CTRL_OP_GET_NAME_OWNER, name, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -1202,7 +1193,6 @@ _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char
 
 _public_ int brokerd_bus_get_creds(brokerd_bus *bus, const char *name, struct brokerd_creds *ret)
 {
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	struct ctrl_reader rd;
 	uint32_t mask = 0, pid = 0, uid = 0, gid = 0;
@@ -1213,12 +1203,7 @@ _public_ int brokerd_bus_get_creds(brokerd_bus *bus, const char *name, struct br
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_GET_CREDENTIALS, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_string(&w, name);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
+	k = bus_ctrl_call_name(bus, CTRL_OP_GET_CREDENTIALS, name, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
