@@ -545,7 +545,7 @@ static unsigned int monitor_announce_all(struct bus *b, struct bus_conn *c)
 
 /* --- registry callbacks: name owner changes ------------------------------ */
 
-static void activation_complete(struct bus *b, const char *name, struct bus_conn *owner);
+static void activation_settle(struct bus *b, const char *name, const char *error, const char *msg);
 
 static void send_name_acquired(struct bus *b, struct bus_conn *c, const char *name)
 {
@@ -629,7 +629,7 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		/* The requester gets its caps in the REQUEST_NAME reply. */
 		if (nc != b->requester)
 			send_name_acquired(b, nc, name);
-		activation_complete(b, name, nc);
+		activation_settle(b, name, NULL, NULL);
 	}
 }
 
@@ -701,23 +701,11 @@ static void activation_reply(struct bus *b, struct activation *a, const char *er
 	conn_send(a->conn, &w);
 }
 
-static void activation_complete(struct bus *b, const char *name, struct bus_conn *owner)
-{
-	struct bus_name *n = bus_name_find(b, name);
-	struct activation *a, *next;
-
-	if (n)
-		n->activating = false;
-	for (a = b->activations; a; a = next) {
-		next = a->next;
-		if (strcmp(a->name, name) != 0)
-			continue;
-		activation_reply(b, a, NULL, NULL);
-		activation_free(b, a);
-	}
-}
-
-static void activation_fail_all(struct bus *b, const char *name, const char *error, const char *msg)
+/*
+ * Answers every call waiting for the activation of @name: with the caps when
+ * @error is NULL (the name is owned now), otherwise with @error and @msg.
+ */
+static void activation_settle(struct bus *b, const char *name, const char *error, const char *msg)
 {
 	struct bus_name *n = bus_name_find(b, name);
 	struct activation *a, *next;
@@ -771,7 +759,7 @@ static int on_start_unit_reply(sd_bus_message *reply, void *userdata, sd_bus_err
 		snprintf(msg, sizeof(msg), "systemd refused to start the unit of %s: %s", j->name,
 			 e->message ? e->message : e->name);
 		log_warning("%s", msg);
-		activation_fail_all(j->bus, j->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
+		activation_settle(j->bus, j->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
 	}
 	free(j);
 	return 0;
@@ -827,7 +815,7 @@ static int on_activator_io(sd_event_source *s, int fd, uint32_t revents, void *u
 		snprintf(msg, sizeof(msg), "activation of %s failed: %s", q->name,
 			 q->len ? q->buf : "activator gave no answer");
 		log_warning("%s", msg);
-		activation_fail_all(q->bus, q->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
+		activation_settle(q->bus, q->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
 	}
 	activator_req_free(q);
 	return 0;

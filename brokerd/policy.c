@@ -124,19 +124,6 @@ bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quo
 
 /* --- parsing ------------------------------------------------------------- */
 
-static int fail(char *err, size_t err_len, const char *file, unsigned int line, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (err && err_len)
-		snprintf(err, err_len, "%s:%u: %s", file, line, msg);
-	return -EINVAL;
-}
-
 static int parse_id(const char *s, bool user, uint32_t *id)
 {
 	char buf[4096], *end;
@@ -244,14 +231,14 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 
 		line++;
 		if (len >= sizeof(buf)) {
-			r = fail(err, err_len, file, line, "line too long");
+			r = parse_fail(err, err_len, file, line, "line too long");
 			goto out;
 		}
 		memcpy(buf, s, len);
 		buf[len] = 0;
 		s += len + (eol ? 1 : 0);
 		if (memchr(buf, 0, len)) {
-			r = fail(err, err_len, file, line, "NUL byte");
+			r = parse_fail(err, err_len, file, line, "NUL byte");
 			goto out;
 		}
 		l = strchr(buf, '#');
@@ -269,7 +256,7 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 			size_t ll = strlen(l);
 
 			if (l[ll - 1] != ']') {
-				r = fail(err, err_len, file, line, "section header without ']'");
+				r = parse_fail(err, err_len, file, line, "section header without ']'");
 				goto out;
 			}
 			l[ll - 1] = 0;
@@ -279,7 +266,7 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 			if (nw == 3 && strcmp(w[0], "limits") == 0 && strcmp(w[1], "user") == 0) {
 				in_limits = limits_uid = true;
 				if (parse_id(w[2], true, &ctx_id) < 0) {
-					r = fail(err, err_len, file, line, "unknown user '%s'", w[2]);
+					r = parse_fail(err, err_len, file, line, "unknown user '%s'", w[2]);
 					goto out;
 				}
 			} else if (nw == 1 && strcmp(w[0], "default") == 0)
@@ -293,18 +280,18 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 
 				ctx = user ? CTX_USER : CTX_GROUP;
 				if (parse_id(w[1], user, &ctx_id) < 0) {
-					r = fail(err, err_len, file, line, "unknown %s '%s'", w[0], w[1]);
+					r = parse_fail(err, err_len, file, line, "unknown %s '%s'", w[0], w[1]);
 					goto out;
 				}
 			} else {
-				r = fail(err, err_len, file, line,
+				r = parse_fail(err, err_len, file, line,
 					 "unknown section (want default, mandatory, limits, limits user X, user X, group X)");
 				goto out;
 			}
 			continue;
 		}
 		if (!have_section) {
-			r = fail(err, err_len, file, line, "rule outside of a section");
+			r = parse_fail(err, err_len, file, line, "rule outside of a section");
 			goto out;
 		}
 		nw = split(l, w, 3);
@@ -314,18 +301,18 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 			int k;
 
 			if (nw != 2) {
-				r = fail(err, err_len, file, line, "expected 'QUOTA VALUE'");
+				r = parse_fail(err, err_len, file, line, "expected 'QUOTA VALUE'");
 				goto out;
 			}
 			k = quota_kind_from_string(w[0]);
 			if (k < 0) {
-				r = fail(err, err_len, file, line, "unknown quota '%s'", w[0]);
+				r = parse_fail(err, err_len, file, line, "unknown quota '%s'", w[0]);
 				goto out;
 			}
 			errno = 0;
 			v = strtoull(w[1], &end, 10);
 			if (errno || *end || w[1][0] < '0' || w[1][0] > '9') {
-				r = fail(err, err_len, file, line, "invalid number '%s'", w[1]);
+				r = parse_fail(err, err_len, file, line, "invalid number '%s'", w[1]);
 				goto out;
 			}
 			if (limits_uid) {
@@ -343,7 +330,7 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 			continue;
 		}
 		if (nw != 3) {
-			r = fail(err, err_len, file, line, "expected 'allow|deny ACTION NAME'");
+			r = parse_fail(err, err_len, file, line, "expected 'allow|deny ACTION NAME'");
 			goto out;
 		}
 		struct policy_rule rule = { .ctx = ctx, .id = ctx_id, .line = line };
@@ -351,17 +338,17 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 		if (strcmp(w[0], "allow") == 0)
 			rule.allow = true;
 		else if (strcmp(w[0], "deny") != 0) {
-			r = fail(err, err_len, file, line, "expected allow or deny, got '%s'", w[0]);
+			r = parse_fail(err, err_len, file, line, "expected allow or deny, got '%s'", w[0]);
 			goto out;
 		}
 		if (strcmp(w[1], "*") == 0)
 			rule.action = -1;
 		else if ((rule.action = policy_action_from_string(w[1])) < 0) {
-			r = fail(err, err_len, file, line, "unknown action '%s' (own, send, receive, *)", w[1]);
+			r = parse_fail(err, err_len, file, line, "unknown action '%s' (own, send, receive, *)", w[1]);
 			goto out;
 		}
 		if (!name_pattern_is_valid(w[2])) {
-			r = fail(err, err_len, file, line, "invalid name '%s'", w[2]);
+			r = parse_fail(err, err_len, file, line, "invalid name '%s'", w[2]);
 			goto out;
 		}
 		if (strcmp(w[2], "*") != 0) {
@@ -478,7 +465,7 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 		if (!dir) {
 			if (errno == ENOENT)
 				continue;
-			r = fail(err, err_len, dirs[d], 0, "cannot open: %s", strerror(errno));
+			r = parse_fail(err, err_len, dirs[d], 0, "cannot open: %s", strerror(errno));
 			goto out;
 		}
 		while ((de = readdir(dir))) {
@@ -532,7 +519,7 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 
 		r = read_file(path, &text);
 		if (r < 0) {
-			r = fail(err, err_len, path, 0, "cannot read: %s", strerror(-r));
+			r = parse_fail(err, err_len, path, 0, "cannot read: %s", strerror(-r));
 			goto out;
 		}
 		r = policy_parse_string(p, path, text, err, err_len);

@@ -16,19 +16,6 @@ struct service_set {
 	size_t n, cap;
 };
 
-static int fail(char *err, size_t err_len, const char *file, unsigned int line, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (err && err_len)
-		snprintf(err, err_len, "%s:%u: %s", file, line, msg);
-	return -EINVAL;
-}
-
 void service_deinit(struct service *s)
 {
 	if (!s)
@@ -69,7 +56,7 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 
 		line++;
 		if (len >= sizeof(buf)) {
-			r = fail(err, err_len, file, line, "line too long");
+			r = parse_fail(err, err_len, file, line, "line too long");
 			goto fail;
 		}
 		memcpy(buf, p, len);
@@ -86,35 +73,35 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 			continue;
 		}
 		if (*l == '[') {
-			r = fail(err, err_len, file, line, "unknown section %s", l);
+			r = parse_fail(err, err_len, file, line, "unknown section %s", l);
 			goto fail;
 		}
 		if (!section) {
-			r = fail(err, err_len, file, line, "assignment outside [Service]");
+			r = parse_fail(err, err_len, file, line, "assignment outside [Service]");
 			goto fail;
 		}
 		eq = strchr(l, '=');
 		if (!eq) {
-			r = fail(err, err_len, file, line, "expected KEY=VALUE");
+			r = parse_fail(err, err_len, file, line, "expected KEY=VALUE");
 			goto fail;
 		}
 		*eq++ = 0;
 		if (strcmp(l, "Name") == 0) {
 			if (!ctrl_name_is_valid_wellknown(eq)) {
-				r = fail(err, err_len, file, line, "invalid name '%s'", eq);
+				r = parse_fail(err, err_len, file, line, "invalid name '%s'", eq);
 				goto fail;
 			}
 			free(s.name);
 			s.name = strdup(eq);
 		} else if (strcmp(l, "SystemdService") == 0) {
 			if (!unit_name_is_valid(eq)) {
-				r = fail(err, err_len, file, line, "invalid unit '%s' (want NAME.service)", eq);
+				r = parse_fail(err, err_len, file, line, "invalid unit '%s' (want NAME.service)", eq);
 				goto fail;
 			}
 			free(s.unit);
 			s.unit = strdup(eq);
 		} else {
-			r = fail(err, err_len, file, line, "unknown key '%s'", l);
+			r = parse_fail(err, err_len, file, line, "unknown key '%s'", l);
 			goto fail;
 		}
 		if ((strcmp(l, "Name") == 0 && !s.name) || (strcmp(l, "SystemdService") == 0 && !s.unit)) {
@@ -123,13 +110,13 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 		}
 	}
 	if (!s.name || !s.unit) {
-		r = fail(err, err_len, file, line, "Name= and SystemdService= are required");
+		r = parse_fail(err, err_len, file, line, "Name= and SystemdService= are required");
 		goto fail;
 	}
 	base = strrchr(file, '/');
 	base = base ? base + 1 : file;
 	if (strncmp(base, s.name, strlen(s.name)) != 0 || strcmp(base + strlen(s.name), ".service") != 0) {
-		r = fail(err, err_len, file, line, "file must be named %s.service", s.name);
+		r = parse_fail(err, err_len, file, line, "file must be named %s.service", s.name);
 		goto fail;
 	}
 	s.file = strdup(file);
