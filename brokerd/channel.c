@@ -21,7 +21,7 @@ int chanmgr_init(struct chanmgr *m)
 		return 0;
 	}
 	m->ring_ok = true;
-	/* Probe: create a channel and mint a cap for it; both must work. */
+	/* Probe: create a channel, mint a cap for it and revoke it; all must work. */
 	r = chanmgr_create(m, IOIPC_F_BROADCAST, &id);
 	if (r < 0) {
 		m->probe_error = r;
@@ -33,6 +33,7 @@ int chanmgr_init(struct chanmgr *m)
 	if (fd >= 0)
 		close(fd);
 	fd = chanmgr_mint(m, id, IOIPC_SUB_RECV, 1);
+	r = fd < 0 ? 0 : chanmgr_revoke(m, id, IOIPC_SUB_RECV, 1);
 	ioipc_channel_destroy(&m->ring, id);
 	if (fd < 0) {
 		m->probe_error = fd;
@@ -40,6 +41,12 @@ int chanmgr_init(struct chanmgr *m)
 		return 0;
 	}
 	close(fd);
+	if (r < 0) {
+		/* without it a reload could not take access back: no data plane */
+		m->probe_error = r;
+		m->probe_step = "revoking a capability (IOIPC_REGISTER_REVOKE)";
+		return 0;
+	}
 	m->available = true;
 	return 0;
 }
@@ -88,6 +95,23 @@ int chanmgr_mint(struct chanmgr *m, uint32_t id, uint32_t rights, uint64_t badge
 	if (r < 0)
 		return r;
 	return c.fd_out;
+}
+
+int chanmgr_revoke(struct chanmgr *m, uint32_t id, uint32_t rights, uint64_t badge)
+{
+	struct ioipc_channel_revoke c = {
+		.channel_id = id,
+		.rights = rights,
+		.badge = badge,
+	};
+	int r;
+
+	if (!m->ring_ok)
+		return -EOPNOTSUPP;
+	r = ioipc_channel_revoke(&m->ring, &c);
+	if (r < 0)
+		return r;
+	return (int)c.nr_detached_out;
 }
 
 int chanmgr_destroy(struct chanmgr *m, uint32_t id)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * channel.h - brokerd's io_uring: creates private channels, mints capability
- * fds, destroys channels, and sends the bus's own signals by channel id.
- * When the kernel lacks IPC channels (or the MINT extension), available is
- * false and brokerd runs without a data plane (names, policy, credentials
- * and quotas still work; fd-passing ops report NotSupported).
+ * channel.h - brokerd's io_uring: creates private channels, mints and
+ * revokes capability fds, destroys channels, and sends the bus's own signals
+ * by channel id. When the kernel lacks IPC channels (or the MINT and REVOKE
+ * extensions), available is false and brokerd runs without a data plane
+ * (names, policy, credentials and quotas still work; fd-passing ops report
+ * NotSupported).
  */
 #ifndef BROKERD_CHANNEL_H
 #define BROKERD_CHANNEL_H
@@ -34,6 +35,11 @@ void chanmgr_deinit(struct chanmgr *m);
 int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t *id);
 /* Returns a new O_CLOEXEC capability fd or negative errno. */
 int chanmgr_mint(struct chanmgr *m, uint32_t id, uint32_t rights, uint64_t badge);
+/*
+ * Takes rights back from the caps minted with badge and detaches what was
+ * attached through them. Returns the number of subscribers detached.
+ */
+int chanmgr_revoke(struct chanmgr *m, uint32_t id, uint32_t rights, uint64_t badge);
 int chanmgr_destroy(struct chanmgr *m, uint32_t id);
 /* Queue an IPC_SEND by channel id; the buffer is copied. */
 int chanmgr_send(struct chanmgr *m, uint32_t id, const void *buf, size_t len);

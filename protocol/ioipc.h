@@ -161,6 +161,23 @@ struct ioipc_channel_mint {
 };
 _Static_assert(sizeof(struct ioipc_channel_mint) == 32, "mint is ABI");
 
+/*
+ * Register opcode 43: take `rights` back from every capability of the channel
+ * minted with `badge`, and detach every subscriber that attached through one
+ * of them holding any of those rights (its operations then fail with
+ * -EACCES). Only the creating ring may; nr_detached_out says how many went.
+ */
+#define IOIPC_REGISTER_REVOKE		43
+
+struct ioipc_channel_revoke {
+	uint32_t channel_id;
+	uint32_t rights;
+	uint64_t badge;
+	uint32_t nr_detached_out;
+	uint32_t reserved[3];
+};
+_Static_assert(sizeof(struct ioipc_channel_revoke) == 32, "revoke is ABI");
+
 /* --- Helpers ------------------------------------------------------------ */
 
 static inline int ioipc_register(struct io_uring *ring, unsigned int op, void *arg, unsigned int nr)
@@ -193,6 +210,11 @@ static inline int ioipc_channel_destroy(struct io_uring *ring, uint32_t channel_
 static inline int ioipc_channel_mint(struct io_uring *ring, struct ioipc_channel_mint *m)
 {
 	return ioipc_register(ring, IOIPC_REGISTER_MINT, m, 1);
+}
+
+static inline int ioipc_channel_revoke(struct io_uring *ring, struct ioipc_channel_revoke *r)
+{
+	return ioipc_register(ring, IOIPC_REGISTER_REVOKE, r, 1);
 }
 
 /* id: sender's subscriber id or a channel id; target: 0 or a receiver's subscriber id */
