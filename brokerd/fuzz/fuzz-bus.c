@@ -2,7 +2,8 @@
 /*
  * fuzz-bus.c - libFuzzer target for brokerd's request handling: the input is
  * a sequence of datagrams (u16 little-endian length, bytes) sent by one
- * client on a socketpair to a bus on fake channels (channel-fake.c); brokerd must
+ * client on a socketpair to a bus with brokerd's real channel code (on a host
+ * kernel without IPC channels it runs without a data plane); brokerd must
  * answer or drop each and never crash. Bus state (names, ids) carries over
  * between inputs, as in a long-running daemon.
  */
@@ -28,7 +29,7 @@ static void setup(void)
 		.policy_dirs = none,
 		.service_dirs = none,
 		.activator_path = "/nonexistent/brokerd-fuzz/activator",
-		.no_channels = false,	/* linked with channel-fake.c */
+		.no_channels = false,	/* channels when the kernel has them */
 	};
 
 	log_set_max_level(-1);
