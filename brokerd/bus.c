@@ -10,8 +10,10 @@
  *
  * Channels: per connection an inbox (unicast), per well-known name a call
  * channel (multicast) and a signal channel (broadcast), and the bus's own
- * signal channel "brokerd". Each capability fd handed out is recorded as a
- * grant so that a reload can revoke it (destroy + recreate + re-mint).
+ * signal channel "brokerd". Each capability fd handed out is badged with the
+ * connection id and recorded as a grant, so that what a reload, a lost name
+ * or a disconnect takes away can be revoked in the kernel by badge: the caps
+ * lose the rights and whatever was attached through them is detached.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,8 +49,10 @@
 
 struct grant {
 	uint64_t peer_id;
-	uint32_t rights;
+	uint32_t rights;	/* IOIPC_SUB_*, of all caps minted for the peer */
 };
+
+#define GRANT_ALL	(IOIPC_SUB_SEND | IOIPC_SUB_RECV | IOIPC_SUB_MONITOR)
 
 struct bus_channel {
 	uint32_t id;
@@ -413,13 +417,32 @@ static bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 	return false;
 }
 
-static void grant_remove(struct bus_channel *ch, uint64_t peer_id)
+/*
+ * Takes rights on ch back from the peer with this id: its caps lose them in
+ * the kernel and what it attached through them is detached.
+ */
+static void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 {
 	for (size_t i = 0; ch && i < ch->n_grants; i++) {
-		if (ch->grants[i].peer_id == peer_id) {
-			ch->grants[i] = ch->grants[--ch->n_grants];
+		struct grant *g = &ch->grants[i];
+		int r;
+
+		if (g->peer_id != peer_id)
+			continue;
+		rights &= g->rights;
+		if (!rights)
 			return;
-		}
+		r = chanmgr_revoke(&b->chan, ch->id, rights, peer_id);
+		if (r < 0)
+			log_error("cannot revoke rights 0x%x on %s from connection %llu: %s", rights, ch->name,
+				  (unsigned long long)peer_id, strerror(-r));
+		else
+			log_debug("revoked rights 0x%x on %s from connection %llu: %d subscriber(s) detached", rights,
+				  ch->name, (unsigned long long)peer_id, r);
+		g->rights &= ~rights;
+		if (!g->rights)
+			*g = ch->grants[--ch->n_grants];
+		return;
 	}
 }
 
@@ -495,9 +518,7 @@ static void monitor_send(struct bus *b, struct bus_channel *ch, struct bus_conn 
 	_cleanup_close_ int fd = -1;
 
 	/* Without a cap the signal still comes, so the monitor's count adds up. */
-	fd = chanmgr_mint(&b->chan, ch->id, IOIPC_SUB_MONITOR, 0);
-	if (fd < 0)
-		log_warning("cannot mint monitor capability on %s: %s", ch->name, strerror(-fd));
+	fd = cap_mint(b, ch, c, IOIPC_SUB_MONITOR);
 	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_MONITOR_CHANNEL, 0) < 0)
 		return;
 	ctrl_write_string(&w, ch->name);
@@ -1393,6 +1414,30 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	return conn_send(c, &w);
 }
 
+/*
+ * May c send to the inbox of peer t by its unique name? It needs "send" on
+ * one of the names t owns; a peer that owns none (a plain client waiting for
+ * replies) can always be reached.
+ */
+static bool inbox_send_allowed(struct bus_conn *c, struct registry_peer *t, char *why, size_t why_len)
+{
+	bool any = false;
+
+	for (unsigned int i = 0;; i++) {
+		bool primary;
+		const char *owned = registry_peer_entry_name(t, i, &primary);
+
+		if (!owned)
+			break;
+		if (!primary)
+			continue;
+		any = true;
+		if (conn_allowed(c, POLICY_SEND, owned, why, why_len))
+			return true;
+	}
+	return !any || conn_privileged(c);
+}
+
 static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
@@ -1401,7 +1446,7 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	struct bus_conn *t;
 	const char *name;
 	char why[512] = "";
-	bool ok, any = false;
+	bool ok;
 
 	ctrl_read_string(rd, &name, NULL);
 	if (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name))
@@ -1412,31 +1457,11 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!p)
 		return reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	t = p->userdata;
-	/*
-	 * A well-known name needs "send" on it. A unique name needs "send" on
-	 * one of the names the peer owns; a peer that owns none (a plain
-	 * client waiting for replies) can always be reached.
-	 */
-	if (ctrl_name_is_valid_wellknown(name)) {
+	/* A well-known name needs "send" on it, a unique name see inbox_send_allowed(). */
+	if (ctrl_name_is_valid_wellknown(name))
 		ok = conn_allowed(c, POLICY_SEND, name, why, sizeof(why));
-	} else {
-		ok = false;
-		for (unsigned int i = 0;; i++) {
-			bool primary;
-			const char *owned = registry_peer_entry_name(p, i, &primary);
-
-			if (!owned)
-				break;
-			if (!primary)
-				continue;
-			any = true;
-			if (conn_allowed(c, POLICY_SEND, owned, why, sizeof(why))) {
-				ok = true;
-				break;
-			}
-		}
-		ok = ok || !any || conn_privileged(c);
-	}
+	else
+		ok = inbox_send_allowed(c, p, why, sizeof(why));
 	if (!ok)
 		return deny(c, m, POLICY_SEND, name, why);
 	if (!t->inbox)
@@ -1855,21 +1880,16 @@ static void conn_free(struct bus_conn *c)
 		registry_peer_remove(b->registry, c->peer);	/* names go, queues are promoted */
 		c->peer = NULL;
 		/*
-		 * Owner caps (call RECV, signal SEND) of the gone peer make
-		 * on_owner_changed mark the name for revocation: the process
-		 * may live on attached to the channels. Caller and subscriber
-		 * grants are just forgotten (their messages carry a badge of a
-		 * unique name that no longer exists and is never reused).
+		 * The process may live on, attached to channels, without its
+		 * connection: all it was granted goes with the connection.
 		 */
 		for (struct bus_name *n = b->names; n; n = n->next) {
-			if (!n->revoke_pending) {
-				grant_remove(n->call, id);
-				grant_remove(n->signal, id);
-			}
+			grant_revoke(b, n->call, id, GRANT_ALL);
+			grant_revoke(b, n->signal, id, GRANT_ALL);
 		}
-		grant_remove(b->bus_signal, id);
+		grant_revoke(b, b->bus_signal, id, GRANT_ALL);
 		for (struct bus_conn *o = b->conns; o; o = o->next)
-			grant_remove(o->inbox, id);
+			grant_revoke(b, o->inbox, id, GRANT_ALL);
 	}
 	c->inbox = bus_channel_free(b, c->inbox);
 	if (c->n_subscriptions)
@@ -1961,34 +1981,42 @@ static void apply_limits(struct bus *b)
 		quota_limit_set_uid(b->quota, uid, k, l);
 }
 
-/* May peer p keep rights on ch? */
-static bool grant_still_allowed(struct bus *b, struct bus_channel *ch, struct registry_peer *p, uint32_t rights)
+/*
+ * Which of rights on ch may peer p no longer hold? Owner rights (call RECV,
+ * signal SEND) follow the name's ownership, the others the policy; monitor
+ * rights last as long as the monitor's connection.
+ */
+static uint32_t grant_lost_rights(struct bus *b, struct bus_channel *ch, struct registry_peer *p, uint32_t rights)
 {
 	struct bus_conn *c = p->userdata;
 	int flags = registry_name_entry_flags(b->registry, p, ch->name);
 	bool primary = registry_name_owner(b->registry, ch->name) == p;
+	struct registry_peer *t;
+	uint32_t lost = 0;
 
-	if (ch->kind == CTRL_CHANNEL_CALL) {
+	switch (ch->kind) {
+	case CTRL_CHANNEL_CALL:
 		if ((rights & IOIPC_SUB_RECV) && !(primary || (flags >= 0 && (flags & CTRL_NAME_POOL))))
-			return false;
+			lost |= IOIPC_SUB_RECV;
 		if ((rights & IOIPC_SUB_SEND) && !conn_allowed(c, POLICY_SEND, ch->name, NULL, 0))
-			return false;
-	} else if (ch->kind == CTRL_CHANNEL_SIGNAL) {
+			lost |= IOIPC_SUB_SEND;
+		break;
+	case CTRL_CHANNEL_SIGNAL:
 		if ((rights & IOIPC_SUB_SEND) && !primary)
-			return false;
+			lost |= IOIPC_SUB_SEND;
 		if ((rights & IOIPC_SUB_RECV) && !conn_allowed(c, POLICY_RECEIVE, ch->name, NULL, 0))
-			return false;
+			lost |= IOIPC_SUB_RECV;
+		break;
+	case CTRL_CHANNEL_INBOX:
+		t = registry_peer_resolve(b->registry, ch->name);
+		if ((rights & IOIPC_SUB_SEND) && t && t != p && !inbox_send_allowed(c, t, NULL, 0))
+			lost |= IOIPC_SUB_SEND;
+		break;
 	}
-	return true;
+	return lost;
 }
 
-static bool grant_is_owner(struct bus_channel *ch, uint32_t rights)
-{
-	return (ch->kind == CTRL_CHANNEL_CALL && (rights & IOIPC_SUB_RECV)) ||
-	       (ch->kind == CTRL_CHANNEL_SIGNAL && (rights & IOIPC_SUB_SEND));
-}
-
-static void cap_signal(struct bus_conn *c, enum ctrl_signal s, struct bus_channel *ch, int fd)
+static void cap_signal(struct bus_conn *c, enum ctrl_signal s, struct bus_channel *ch)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 
@@ -1996,72 +2024,33 @@ static void cap_signal(struct bus_conn *c, enum ctrl_signal s, struct bus_channe
 		return;
 	ctrl_write_string(&w, ch->name);
 	ctrl_write_u32(&w, ch->kind);
-	if (fd >= 0)
-		ctrl_write_fd(&w, fd);
 	conn_signal(c, &w);
 }
 
-/* Recreate ch if some holder lost a right; re-mint for the others. */
+/* Take back from every holder of ch what policy and ownership no longer grant. */
 static void channel_revoke(struct bus *b, struct bus_channel *ch)
 {
-	struct grant *old;
-	size_t n_old;
-	bool any = false;
-	uint32_t id;
-	int r;
-
-	for (size_t i = 0; i < ch->n_grants; i++) {
-		struct registry_peer *p = registry_peer_find(b->registry, ch->grants[i].peer_id);
-
-		if (p ? !grant_still_allowed(b, ch, p, ch->grants[i].rights)
-		      : grant_is_owner(ch, ch->grants[i].rights))
-			any = true;
-	}
-	if (!any) {
-		for (size_t i = 0; i < ch->n_grants;) {
-			if (!registry_peer_find(b->registry, ch->grants[i].peer_id))
-				ch->grants[i] = ch->grants[--ch->n_grants];
-			else
-				i++;
-		}
-		return;
-	}
-	r = chanmgr_create(&b->chan, ch->kind == CTRL_CHANNEL_CALL ? IOIPC_F_MULTICAST : IOIPC_F_BROADCAST | b->lossy,
-			   &id);
-	if (r < 0) {
-		log_error("revocation: cannot recreate channel of %s: %s", ch->name, strerror(-r));
-		return;
-	}
-	chanmgr_destroy(&b->chan, ch->id);
-	ch->id = id;
-	old = ch->grants;
-	n_old = ch->n_grants;
-	ch->grants = NULL;
-	ch->n_grants = ch->cap_grants = 0;
-	log_notice("revocation: recreated %s channel of %s", ch->kind == CTRL_CHANNEL_CALL ? "call" : "signal",
-		   ch->name);
-	monitor_announce(b, ch, NULL);
-	for (size_t i = 0; i < n_old; i++) {
-		struct registry_peer *p = registry_peer_find(b->registry, old[i].peer_id);
+	for (size_t i = 0; i < ch->n_grants;) {
+		struct grant g = ch->grants[i];
+		struct registry_peer *p = registry_peer_find(b->registry, g.peer_id);
+		uint32_t lost = p ? grant_lost_rights(b, ch, p, g.rights) : g.rights;
 		struct bus_conn *c;
-		int fd;
 
+		if (!lost) {
+			i++;
+			continue;
+		}
+		grant_revoke(b, ch, g.peer_id, lost);	/* may move another grant to i */
 		if (!p)
 			continue;
 		c = p->userdata;
-		if (!grant_still_allowed(b, ch, p, old[i].rights)) {
-			log_full(LOG_NOTICE, p->unique_name, c->cred.uid, "revoked %s's capability on %s",
-				 p->unique_name, ch->name);
-			cap_signal(c, CTRL_SIGNAL_CAPABILITY_REVOKED, ch, -1);
-			continue;
-		}
-		fd = cap_mint(b, ch, c, old[i].rights);
-		if (fd >= 0) {
-			cap_signal(c, CTRL_SIGNAL_CAPABILITY_RENEWED, ch, fd);
-			close(fd);
-		}
+		log_full(LOG_NOTICE, p->unique_name, c->cred.uid, "revoked %s right of %s on %s",
+			 lost == IOIPC_SUB_BOTH ? "send and receive" : lost & IOIPC_SUB_SEND ? "send" : "receive",
+			 p->unique_name, ch->name);
+		cap_signal(c, CTRL_SIGNAL_CAPABILITY_REVOKED, ch);
+		if (i < ch->n_grants && ch->grants[i].peer_id == g.peer_id)
+			i++;
 	}
-	free(old);
 }
 
 static void bus_revoke(struct bus *b)
@@ -2091,13 +2080,19 @@ static void bus_revoke(struct bus *b)
 	}
 	for (struct bus_name *n = b->names; n; n = n->next)
 		n->revoke_pending = true;
+	/* Inbox send rights depend on the policy too. */
+	for (struct bus_conn *c = b->conns; c; c = c->next)
+		if (c->inbox)
+			channel_revoke(b, c->inbox);
 	bus_process_revocations(b);
 }
 
+/* Monitors watch what is there; they do not keep a name's channels alive. */
 static bool channel_held(struct bus *b, struct bus_channel *ch)
 {
 	for (size_t i = 0; ch && i < ch->n_grants; i++)
-		if (registry_peer_find(b->registry, ch->grants[i].peer_id))
+		if ((ch->grants[i].rights & ~IOIPC_SUB_MONITOR) &&
+		    registry_peer_find(b->registry, ch->grants[i].peer_id))
 			return true;
 	return false;
 }
