@@ -460,21 +460,32 @@ static void test_policy(void)
 	printf("# policy across uids (allowed and denied): ok\n");
 }
 
+/*
+ * Requests PREFIX0 .. PREFIX<n-1>, which must succeed, then PREFIX<n>, which
+ * must fail with QuotaExceeded; its error is left in m.
+ */
+static void request_names_to_quota(struct tc *c, const char *prefix, int n, struct tc_msg *m)
+{
+	char name[64];
+
+	for (int i = 0; i <= n; i++) {
+		snprintf(name, sizeof(name), "%s%d", prefix, i);
+		TC_ASSERT(tc_call(c, CTRL_OP_REQUEST_NAME, m, "su", name, 0) == 0);
+		if (i == n)
+			break;
+		TC_EXPECT_REPLY(m);
+		tc_msg_close_fds(m);
+	}
+	TC_EXPECT_ERROR(m, CTRL_ERROR_QUOTA_EXCEEDED);
+}
+
 static void quota_main(void)
 {
 	struct tc c;
 	struct tc_msg m;
-	char name[64];
 
 	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
-	for (int i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "org.brokerdtest.alice.Q%d", i);
-		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", name, 0) == 0);
-		TC_EXPECT_REPLY(&m);
-		tc_msg_close_fds(&m);
-	}
-	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Q5", 0) == 0);
-	TC_EXPECT_ERROR(&m, CTRL_ERROR_QUOTA_EXCEEDED);
+	request_names_to_quota(&c, "org.brokerdtest.alice.Q", 5, &m);
 	TC_ASSERT(strncmp(m.error_message, "names: uid 2001", 15) == 0);
 	/* releasing one frees the quota */
 	TC_ASSERT(tc_call(&c, CTRL_OP_RELEASE_NAME, &m, "s", "org.brokerdtest.alice.Q0") == 0);
@@ -512,17 +523,9 @@ static void quota_uid_main(void)
 {
 	struct tc c;
 	struct tc_msg m;
-	char name[64];
 
 	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
-	for (int i = 0; i < 7; i++) {
-		snprintf(name, sizeof(name), "org.brokerdtest.alice.U%d", i);
-		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", name, 0) == 0);
-		TC_EXPECT_REPLY(&m);
-		tc_msg_close_fds(&m);
-	}
-	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.U7", 0) == 0);
-	TC_EXPECT_ERROR(&m, CTRL_ERROR_QUOTA_EXCEEDED);
+	request_names_to_quota(&c, "org.brokerdtest.alice.U", 7, &m);
 	TC_ASSERT(strcmp(m.error_message, "names: uid 2001 uses 7 of 7") == 0);
 	tc_close(&c);
 }
@@ -853,10 +856,6 @@ static void test_channel_quota(void)
 	printf("# channels quota per uid: ok\n");
 }
 
-/*
- * Guest only: a reload that takes "receive" away revokes alice's signal cap
- * (CapabilityRevoked) and re-mints root's (CapabilityRenewed, new fd).
- */
 static uint32_t attach_cap(struct io_uring *ring, int fd, uint32_t rights);
 static int chan_send(struct io_uring *ring, uint32_t sub, const struct chmsg *msg);
 static int chan_recv(struct io_uring *ring, uint32_t sub, struct ioipc_msg_info *info, struct chmsg *msg,
