@@ -1133,6 +1133,101 @@ static void test_channels_more(void)
 	printf("# channels: NameOwnerChanged on the bus channel, cross-uid call identity, revocation on replacement: ok\n");
 }
 
+/* Sends until the kernel refuses (the cap was revoked); returns that error. */
+static int send_until_refused(struct io_uring *ring, uint32_t sub, int timeout_ms)
+{
+	struct chmsg ping = { .type = CHMSG_SIGNAL, .serial = 1, .member = "Ping" };
+	int r;
+
+	for (int waited = 0; (r = chan_send(ring, sub, &ping)) > 0 && waited < timeout_ms; waited += 10)
+		usleep(10000);
+	return r;
+}
+
+static void revoke_inbox_main(const char *target, int ready_fd)
+{
+	struct tc alice, alice2;
+	struct tc_msg m;
+	struct io_uring ring;
+	uint32_t sub, sub2;
+
+	TC_ASSERT(io_uring_queue_init(8, &ring, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&alice2, sock_path, 0) == 0);
+	/* target owns no name yet: anybody may reach its inbox */
+	TC_ASSERT(tc_call(&alice, CTRL_OP_OPEN_INBOX, &m, "s", target) == 0);
+	TC_EXPECT_REPLY(&m);
+	sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_SEND);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&alice2, CTRL_OP_OPEN_INBOX, &m, "s", target) == 0);
+	TC_EXPECT_REPLY(&m);
+	sub2 = attach_cap(&ring, m.fds[0], IOIPC_SUB_SEND);
+	tc_msg_close_fds(&m);
+
+	/* a connection that ends takes its caps along, though the process stays */
+	tc_close(&alice2);
+	TC_ASSERT_EQ(send_until_refused(&ring, sub2, 5000), -ENOENT);
+	TC_ASSERT(send_until_refused(&ring, sub, 0) > 0);
+
+	TC_ASSERT(write(ready_fd, "x", 1) == 1);
+	/* the parent makes target own a name alice may not send to, and reloads */
+	TC_ASSERT(tc_wait_signal(&alice, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 10000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), target) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CHANNEL_INBOX);
+	TC_ASSERT_EQ(send_until_refused(&ring, sub, 0), -ENOENT);
+	TC_ASSERT(tc_call(&alice, CTRL_OP_OPEN_INBOX, &m, "s", target) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	io_uring_queue_exit(&ring);
+	tc_close(&alice);
+	fflush(stdout);
+	_exit(0);
+}
+
+/*
+ * Guest only: inbox SEND caps are revoked by a reload that no longer allows
+ * them, and all caps of a connection when it ends.
+ */
+static void test_revocation_inbox(void)
+{
+	const char *N = "org.brokerdtest.root.Inbox";
+	struct tc target;
+	struct tc_msg m;
+	int p[2], status;
+	char ch, text[1024];
+	pid_t pid;
+
+	if (!have_channels) {
+		printf("# revocation of inbox caps: kernel has no channels, skipped\n");
+		return;
+	}
+	TC_ASSERT(tc_connect_hello(&target, sock_path, 0) == 0);
+	TC_ASSERT(pipe(p) == 0);
+	pid = fork();
+	if (pid == 0) {
+		gid_t g = USERS_GID;
+
+		close(p[0]);
+		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
+			  setresuid(ALICE, ALICE, ALICE) == 0);
+		revoke_inbox_main(target.unique, p[1]);
+	}
+	close(p[1]);
+	TC_ASSERT(read(p[0], &ch, 1) == 1);
+	close(p[0]);
+	TC_ASSERT(tc_call(&target, CTRL_OP_REQUEST_NAME, &m, "su", N, 0) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	tc_msg_close_fds(&m);
+	snprintf(text, sizeof(text), "%s[user 2001]\ndeny send %s\n", base_policy, N);
+	write_file(policy_dir, policy_file, text);
+	TC_ASSERT(tc_call(&target, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	write_file(policy_dir, policy_file, base_policy);
+	reload();
+	tc_close(&target);
+	printf("# revocation: inbox caps at a reload, all caps at a disconnect: ok\n");
+}
+
 /* Guest only: the data plane. Caps attach, calls carry the caller's badge. */
 static void test_channels(void)
 {
@@ -1232,6 +1327,7 @@ static void test_channels(void)
 	printf("# channels: caps attach with their rights, badge = caller id, inbox, monitor: ok\n");
 	test_channels_more();
 	test_revocation();
+	test_revocation_inbox();
 	test_channel_quota();
 }
 
