@@ -221,8 +221,7 @@ int main(void)
 	 * listener) and "_" to it (the connection's other end); with the
 	 * first rule alone alice is refused.
 	 */
-	t_policy_owner = getpid();	/* so that a failure still removes the rules */
-	atexit(smack_rules_remove);
+	t_atexit(smack_rules_remove);
 	CHECK_R(smack_rule(LABEL, "_", "rwxa"), 0);
 	CHECK_R(smack_rule("_", LABEL, "rwxa"), 0);
 	t_pipe(to_parent);

@@ -30,14 +30,22 @@
 #define UID_BOB		2002
 #define GID_USERS	2100
 
-/* the process that installed the test policy removes it at exit; children just go */
-static pid_t t_policy_owner;
+/* the process that registered a cleanup (t_atexit) runs it at exit, even on
+ * FAIL; its children just go */
+static pid_t t_cleanup_owner;
 static inline __attribute__((noreturn)) void t_exit(int code)
 {
 	fflush(stdout);
-	if (getpid() == t_policy_owner)
+	if (getpid() == t_cleanup_owner)
 		exit(code);
 	_exit(code);
+}
+
+/* Puts something back when the test ends, passed or failed (not in children). */
+static inline void t_atexit(void (*fn)(void))
+{
+	t_cleanup_owner = getpid();
+	atexit(fn);
 }
 
 #define FAIL(...) do { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); t_exit(1); } while (0)
@@ -310,8 +318,7 @@ static inline void t_policy(const char *text)
 		FAIL("cannot write %s: %m", T_POLICY_FILE);
 	fputs(text, f);
 	fclose(f);
-	t_policy_owner = getpid();
-	atexit(t_policy_remove);
+	t_atexit(t_policy_remove);
 	k = t_reload();
 	if (k < 0)
 		FAIL("policy reload: %s", strerror(-k));
