@@ -103,6 +103,43 @@ static void ready_push(struct ring *r, struct chan *c)
 	r->ready_tail = &c->ready_next;
 }
 
+/* Takes *p, a link of the ready list, out of it. */
+static struct chan *ready_unlink(struct ring *r, struct chan **p)
+{
+	struct chan *c = *p;
+
+	*p = c->ready_next;
+	if (!*p)
+		r->ready_tail = p;
+	c->ready = false;
+	c->ready_next = NULL;
+	return c;
+}
+
+/* A free SQE, submitting what is queued first if the ring is full. */
+static struct io_uring_sqe *ring_get_sqe(struct ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+
+	if (!sqe) {
+		io_uring_submit(&r->uring);
+		sqe = io_uring_get_sqe(&r->uring);
+	}
+	return sqe;
+}
+
+/* Queues a cancel of c's parked receive (not submitted); its own completion is ignored. */
+static int recv_cancel_prep(struct ring *r, struct chan *c)
+{
+	struct io_uring_sqe *sqe = ring_get_sqe(r);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_cancel64(sqe, (uintptr_t)c | TAG_RECV, 0);
+	io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+	return 0;
+}
+
 int ring_reap(struct ring *r)
 {
 	struct io_uring_cqe *cqe;
@@ -148,18 +185,9 @@ bool ring_has_ready_kind(const struct ring *r, unsigned int kind)
 
 struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind)
 {
-	for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next) {
-		struct chan *c = *p;
-
-		if (kind != UINT32_MAX && c->kind != kind)
-			continue;
-		*p = c->ready_next;
-		if (!*p)
-			r->ready_tail = p;
-		c->ready = false;
-		c->ready_next = NULL;
-		return c;
-	}
+	for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next)
+		if (kind == UINT32_MAX || (*p)->kind == kind)
+			return ready_unlink(r, p);
 	return NULL;
 }
 
@@ -217,13 +245,9 @@ int chan_arm(struct ring *r, struct chan *c)
 		return -EINVAL;
 	if (c->armed || c->ready)
 		return 0;
-	sqe = io_uring_get_sqe(&r->uring);
-	if (!sqe) {
-		io_uring_submit(&r->uring);
-		sqe = io_uring_get_sqe(&r->uring);
-		if (!sqe)
-			return -EBUSY;
-	}
+	sqe = ring_get_sqe(r);
+	if (!sqe)
+		return -EBUSY;
 	ioipc_prep_recv(sqe, c->sub_id, c->buf, (unsigned int)c->buf_size,
 			IOIPC_RECV_WAIT | IOIPC_RECV_INFO);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)c | TAG_RECV);
@@ -244,13 +268,9 @@ int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 
 	if (!c || !(c->rights & IOIPC_SUB_SEND) || !buf || len > UINT32_MAX)
 		return -EINVAL;
-	sqe = io_uring_get_sqe(&r->uring);
-	if (!sqe) {
-		io_uring_submit(&r->uring);
-		sqe = io_uring_get_sqe(&r->uring);
-		if (!sqe)
-			return -EBUSY;
-	}
+	sqe = ring_get_sqe(r);
+	if (!sqe)
+		return -EBUSY;
 	ioipc_prep_send(sqe, c->sub_id, buf, (unsigned int)len, 0);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)&op | TAG_SEND);
 	/* a send never waits in the kernel: its completion comes right away */
@@ -269,10 +289,8 @@ void ring_unready(struct ring *r, struct chan *c)
 		return;
 	for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next)
 		if (*p == c) {
-			*p = c->ready_next;
-			if (!*p)
-				r->ready_tail = p;
-			break;
+			ready_unlink(r, p);
+			return;
 		}
 	c->ready = false;
 	c->ready_next = NULL;
@@ -280,19 +298,10 @@ void ring_unready(struct ring *r, struct chan *c)
 
 void chan_cancel_wait(struct ring *r, struct chan *c)
 {
-	struct io_uring_sqe *sqe;
-
 	if (!c || !c->armed || !r->initialized)
 		return;
-	sqe = io_uring_get_sqe(&r->uring);
-	if (!sqe) {
-		io_uring_submit(&r->uring);
-		sqe = io_uring_get_sqe(&r->uring);
-		if (!sqe)
-			return;
-	}
-	io_uring_prep_cancel64(sqe, (uintptr_t)c | TAG_RECV, 0);
-	io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+	if (recv_cancel_prep(r, c) < 0)
+		return;
 	/* the receive completes with -ECANCELED, or with the message it took */
 	for (int i = 0; i < 100 && c->armed; i++) {
 		struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
@@ -308,20 +317,9 @@ void chan_cancel_wait(struct ring *r, struct chan *c)
 
 void chan_close(struct ring *r, struct chan *c)
 {
-	struct io_uring_sqe *sqe;
-
 	if (!c)
 		return;
-	if (c->ready) {
-		for (struct chan **p = &r->ready_head; *p; p = &(*p)->ready_next)
-			if (*p == c) {
-				*p = c->ready_next;
-				if (!*p)
-					r->ready_tail = p;
-				break;
-			}
-		c->ready = false;
-	}
+	ring_unready(r, c);
 	if (r->initialized)
 		ioipc_channel_detach(&r->uring, c->sub_id);
 	if (!c->armed || !r->initialized) {
@@ -332,12 +330,8 @@ void chan_close(struct ring *r, struct chan *c)
 	c->closing = true;
 	c->ready_next = r->zombies;
 	r->zombies = c;
-	sqe = io_uring_get_sqe(&r->uring);
-	if (sqe) {
-		io_uring_prep_cancel64(sqe, (uintptr_t)c | TAG_RECV, 0);
-		io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+	if (recv_cancel_prep(r, c) == 0)
 		io_uring_submit(&r->uring);
-	}
 }
 
 int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,

@@ -25,7 +25,6 @@ struct chan {
 	unsigned int kind;		/* owner's tag */
 	void *owner;			/* owner's object */
 	struct chan *ready_next;
-	struct ring *fake_ring;		/* fake-chan.c (host tests) only */
 	size_t buf_size;
 	uint8_t *buf;			/* struct ioipc_msg_info + payload */
 };
@@ -36,7 +35,6 @@ struct ring {
 	int efd;			/* eventfd signalled on each completion */
 	struct chan *ready_head, **ready_tail;
 	struct chan *zombies;		/* closed with a receive still in flight */
-	void *pending;			/* fake-chan.c (host tests) only */
 };
 
 int ring_init(struct ring *r, unsigned int entries);

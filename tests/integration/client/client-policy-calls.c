@@ -11,8 +11,6 @@
 
 #define NAME "org.brokerd.test.Calls"
 
-static int ready[2];
-
 static int on_echo(brokerd_msg *m, void *u)
 {
 	struct brokerd_creds c;
@@ -29,16 +27,11 @@ static int on_fail(brokerd_msg *m, void *u)
 	return brokerd_msg_reply_error(m, "org.brokerd.test.Error.Refused", "as asked");
 }
 
-static int server(void *arg)
-{
-	brokerd_bus *bus = t_open();
-
-	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Echo", on_echo, NULL), 0);
-	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Fail", on_fail, NULL), 0);
-	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
-	t_say(ready[1], "ready");
-	return brokerd_bus_run(bus) < 0;
-}
+static const struct t_method methods[] = {
+	{ "Echo", on_echo },
+	{ "Fail", on_fail },
+	{ NULL }
+};
 
 static int caller(void *arg)
 {
@@ -104,9 +97,7 @@ int main(void)
 
 	t_policy("[default]\nallow own org.brokerd.test.*\nallow receive org.brokerd.test.*\n"
 		 "[user alice]\nallow send org.brokerd.test.Calls\n");
-	t_pipe(ready);
-	srv = t_fork(server, NULL);
-	t_expect(ready[0], "ready", 5000);
+	srv = t_service_start(NAME, methods);
 	CHECK_R(brokerd_bus_get_name_owner(bus, NAME, owner, sizeof(owner)), 0);
 	CHECK_R(brokerd_bus_watch_name(bus, NULL, NAME, on_owner, NULL), 0);
 

@@ -12,13 +12,12 @@
 #define NAME "org.brokerd.test.Restart"
 
 static int ready[2], ticks[2];
-static brokerd_bus *srv_bus;
 
 static int on_ping(brokerd_msg *m, void *u)
 {
 	const char *me = "";
 
-	brokerd_bus_get_unique_name(srv_bus, &me);
+	brokerd_bus_get_unique_name(u, &me);
 	return brokerd_msg_reply(m, me, strlen(me));
 }
 
@@ -28,7 +27,7 @@ static int on_emit(brokerd_msg *m, void *u)
 	size_t size;
 
 	brokerd_msg_get_body(m, &body, &size);
-	return brokerd_bus_emit_signal(srv_bus, NAME, "Tick", body, size);
+	return brokerd_bus_emit_signal(u, NAME, "Tick", body, size);
 }
 
 static int on_hang(brokerd_msg *m, void *u)
@@ -37,16 +36,12 @@ static int on_hang(brokerd_msg *m, void *u)
 	return 0;
 }
 
-static int server(void *arg)
-{
-	srv_bus = t_open();
-	CHECK_R(brokerd_bus_add_method(srv_bus, NULL, NAME, "Ping", on_ping, NULL), 0);
-	CHECK_R(brokerd_bus_add_method(srv_bus, NULL, NAME, "Emit", on_emit, NULL), 0);
-	CHECK_R(brokerd_bus_add_method(srv_bus, NULL, NAME, "Hang", on_hang, NULL), 0);
-	CHECK_R(brokerd_bus_request_name(srv_bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
-	t_say(ready[1], "server");
-	return brokerd_bus_run(srv_bus) < 0;
-}
+static const struct t_method methods[] = {
+	{ "Ping", on_ping },
+	{ "Emit", on_emit },
+	{ "Hang", on_hang },
+	{ NULL }
+};
 
 static int on_tick(brokerd_msg *m, void *u)
 {
@@ -67,21 +62,14 @@ static int subscriber(void *arg)
 	return brokerd_bus_run(bus) < 0;
 }
 
-static volatile bool reconnected, hang_done;
-static int states, hang_error;
+static volatile bool reconnected;
+static int states;
 
 static void on_state(brokerd_bus *bus, int state, void *u)
 {
 	states++;
 	if (state == BROKERD_STATE_CONNECTED)
 		reconnected = true;
-}
-
-static int on_hang_reply(brokerd_msg *m, int error, void *u)
-{
-	hang_error = error;
-	hang_done = true;
-	return 0;
 }
 
 /* Calls until it works (the service may not have its name back yet). */
@@ -104,6 +92,7 @@ int main(void)
 {
 	brokerd_bus *bus = t_open();
 	brokerd_msg *reply;
+	struct t_reply hang = { 0 };
 	char before[64], after[64], line[64];
 	const void *body;
 	size_t size;
@@ -114,8 +103,7 @@ int main(void)
 		SKIP("no systemctl");
 	t_pipe(ready);
 	t_pipe(ticks);
-	ps = t_fork(server, NULL);
-	t_expect(ready[0], "server", 5000);
+	ps = t_service_start(NAME, methods);
 	pu = t_fork(subscriber, NULL);
 	t_expect(ready[0], "subscriber", 5000);
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, NULL), 0);
@@ -128,13 +116,13 @@ int main(void)
 	t_expect(ticks[0], "before", 5000);
 
 	/* a call in flight when brokerd goes away */
-	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 60000000, on_hang_reply,
-				       NULL), 0);
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 60000000, t_on_reply,
+				       &hang), 0);
 	t_log("restarting brokerd");
 	if (system("systemctl restart brokerd.service") != 0)
 		FAIL("systemctl restart brokerd failed");
-	CHECK(t_pump(bus, &hang_done, 10000));
-	CHECK_R(hang_error, -ECONNRESET);
+	CHECK(t_pump(bus, &hang.done, 10000));
+	CHECK_R(hang.error, -ECONNRESET);
 	CHECK(t_pump(bus, &reconnected, 10000));
 	t_log("reconnected after %d state changes", states);
 

@@ -10,45 +10,27 @@
 
 #define NAME "org.brokerd.test.Dies"
 
-static int ready[2];
-
 static int on_die(brokerd_msg *m, void *u)
 {
 	_exit(3);
 }
 
-static int server(void *arg)
-{
-	brokerd_bus *bus = t_open();
-
-	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Die", on_die, NULL), 0);
-	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
-	t_say(ready[1], "ready");
-	return brokerd_bus_run(bus) < 0;
-}
-
-static volatile bool async_done;
-static int async_error;
-
-static int on_reply(brokerd_msg *m, int error, void *u)
-{
-	async_error = error;
-	async_done = true;
-	return 0;
-}
+static const struct t_method methods[] = {
+	{ "Die", on_die },
+	{ NULL }
+};
 
 int main(void)
 {
 	brokerd_bus *bus = t_open();
 	brokerd_msg *reply = NULL;
+	struct t_reply async = { 0 };
 	char owner[64];
 	uint64_t t0, dt;
 	pid_t srv;
 	int r;
 
-	t_pipe(ready);
-	srv = t_fork(server, NULL);
-	t_expect(ready[0], "ready", 5000);
+	srv = t_service_start(NAME, methods);
 	t0 = t_now_usec();
 	r = brokerd_bus_call(bus, NAME, "Die", NULL, 0, 20000000, &reply);
 	dt = t_now_usec() - t0;
@@ -60,12 +42,12 @@ int main(void)
 	CHECK_R(brokerd_bus_get_name_owner(bus, NAME, owner, sizeof(owner)), -ENXIO);
 
 	/* again, asynchronously */
-	srv = t_fork(server, NULL);
-	t_expect(ready[0], "ready", 5000);
+	srv = t_service_start(NAME, methods);
 	t0 = t_now_usec();
-	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Die", NULL, 0, 20000000, on_reply, NULL), 0);
-	CHECK(t_pump(bus, &async_done, 10000));
-	CHECK_R(async_error, -ECONNRESET);
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Die", NULL, 0, 20000000, t_on_reply,
+				       &async), 0);
+	CHECK(t_pump(bus, &async.done, 10000));
+	CHECK_R(async.error, -ECONNRESET);
 	CHECK(t_now_usec() - t0 < 5000000);
 	CHECK_R(t_wait(srv, 5000), 3);
 

@@ -10,7 +10,6 @@
 
 #define NAME "org.brokerd.test.Timeout"
 
-static int ready[2];
 static brokerd_msg *held[8];
 static int n_held;
 
@@ -33,37 +32,21 @@ static int on_fast(brokerd_msg *m, void *u)
 	return brokerd_msg_reply(m, "fast", 4);
 }
 
-static int server(void *arg)
-{
-	brokerd_bus *bus = t_open();
-
-	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Slow", on_slow, NULL), 0);
-	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Fast", on_fast, NULL), 0);
-	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
-	t_say(ready[1], "ready");
-	return brokerd_bus_run(bus) < 0;
-}
-
-static volatile bool async_done;
-static int async_error;
-
-static int on_reply(brokerd_msg *m, int error, void *u)
-{
-	async_error = error;
-	async_done = true;
-	return 0;
-}
+static const struct t_method methods[] = {
+	{ "Slow", on_slow },
+	{ "Fast", on_fast },
+	{ NULL }
+};
 
 int main(void)
 {
 	brokerd_bus *bus = t_open();
 	brokerd_msg *reply = NULL;
+	struct t_reply async = { 0 };
 	uint64_t t0, dt;
 	pid_t srv;
 
-	t_pipe(ready);
-	srv = t_fork(server, NULL);
-	t_expect(ready[0], "ready", 5000);
+	srv = t_service_start(NAME, methods);
 
 	t0 = t_now_usec();
 	CHECK_R(brokerd_bus_call(bus, NAME, "Slow", NULL, 0, 500000, &reply), -ETIMEDOUT);
@@ -73,10 +56,10 @@ int main(void)
 	CHECK(dt >= 450000 && dt < 3000000);
 
 	t0 = t_now_usec();
-	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Slow", NULL, 0, 300000, on_reply, NULL), 0);
-	CHECK(t_pump(bus, &async_done, 5000));
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Slow", NULL, 0, 300000, t_on_reply, &async), 0);
+	CHECK(t_pump(bus, &async.done, 5000));
 	dt = t_now_usec() - t0;
-	CHECK_R(async_error, -ETIMEDOUT);
+	CHECK_R(async.error, -ETIMEDOUT);
 	CHECK(dt >= 250000 && dt < 3000000);
 
 	/* still healthy; the late answer to the first Slow call is dropped */

@@ -2,7 +2,8 @@
 /*
  * testlib.h - helpers for the client library's guest integration tests:
  * checks that print and exit 1, skips (exit 77), forking helpers that become
- * another user, pipes to synchronize processes, a temporary policy file.
+ * another user, pipes to synchronize processes, a forked service that owns a
+ * name, the outcome of an asynchronous call, a temporary policy file.
  * Tests run as root inside the booted guest with brokerd.service up.
  */
 #ifndef BROKERD_TESTS_CLIENT_TESTLIB_H
@@ -29,14 +30,22 @@
 #define UID_BOB		2002
 #define GID_USERS	2100
 
-/* the process that installed the test policy removes it at exit; children just go */
-static pid_t t_policy_owner;
+/* the process that registered a cleanup (t_atexit) runs it at exit, even on
+ * FAIL; its children just go */
+static pid_t t_cleanup_owner;
 static inline __attribute__((noreturn)) void t_exit(int code)
 {
 	fflush(stdout);
-	if (getpid() == t_policy_owner)
+	if (getpid() == t_cleanup_owner)
 		exit(code);
 	_exit(code);
+}
+
+/* Puts something back when the test ends, passed or failed (not in children). */
+static inline void t_atexit(void (*fn)(void))
+{
+	t_cleanup_owner = getpid();
+	atexit(fn);
 }
 
 #define FAIL(...) do { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); t_exit(1); } while (0)
@@ -204,6 +213,68 @@ static inline bool t_pump(brokerd_bus *bus, volatile bool *flag, int timeout_ms)
 	return *flag;
 }
 
+/* --- a service and its callers ------------------------------------------- */
+
+/* One method of a test service; the handler's userdata is the service's bus. */
+struct t_method {
+	const char *member;
+	brokerd_msg_handler_t handler;
+};
+
+struct t_service {
+	const char *name;
+	const struct t_method *methods;
+	int ready_fd;
+};
+
+static inline int t_service_run(void *arg)
+{
+	const struct t_service *s = arg;
+	brokerd_bus *bus = t_open();
+
+	for (const struct t_method *m = s->methods; m->member; m++)
+		CHECK_R(brokerd_bus_add_method(bus, NULL, s->name, m->member, m->handler, bus), 0);
+	CHECK_R(brokerd_bus_request_name(bus, s->name, 0), BROKERD_NAME_PRIMARY_OWNER);
+	t_say(s->ready_fd, "ready");
+	return brokerd_bus_run(bus) < 0;
+}
+
+/*
+ * Forks a service (killed with the parent) that owns name alone and serves
+ * methods (ended by an entry without member) until it is killed or a handler
+ * exits; returns its pid once it owns the name. A service that fails before
+ * that fails the test at once: its end of the pipe closes.
+ */
+static inline pid_t t_service_start(const char *name, const struct t_method *methods)
+{
+	struct t_service s = { .name = name, .methods = methods };
+	int ready[2];
+	pid_t pid;
+
+	t_pipe(ready);
+	s.ready_fd = ready[1];
+	pid = t_fork(t_service_run, &s);
+	close(ready[1]);
+	t_expect(ready[0], "ready", 5000);
+	close(ready[0]);
+	return pid;
+}
+
+/* The outcome of an asynchronous call: pass with t_on_reply, then t_pump(&done). */
+struct t_reply {
+	volatile bool done;
+	int error;
+};
+
+static inline int t_on_reply(brokerd_msg *m, int error, void *u)
+{
+	struct t_reply *r = u;
+
+	r->error = error;
+	r->done = true;
+	return 0;
+}
+
 /* --- policy ----------------------------------------------------------------- */
 
 #define T_POLICY_FILE "/etc/brokerd/policy.d/60-client-tests.conf"
@@ -247,8 +318,7 @@ static inline void t_policy(const char *text)
 		FAIL("cannot write %s: %m", T_POLICY_FILE);
 	fputs(text, f);
 	fclose(f);
-	t_policy_owner = getpid();
-	atexit(t_policy_remove);
+	t_atexit(t_policy_remove);
 	k = t_reload();
 	if (k < 0)
 		FAIL("policy reload: %s", strerror(-k));
