@@ -546,6 +546,7 @@ static unsigned int monitor_announce_all(struct bus *b, struct bus_conn *c)
 /* --- registry callbacks: name owner changes ------------------------------ */
 
 static void activation_settle(struct bus *b, const char *name, const char *error, const char *msg);
+static void activator_reqs_close(struct bus *b, const char *name);
 
 static void send_name_acquired(struct bus *b, struct bus_conn *c, const char *name)
 {
@@ -712,6 +713,7 @@ static void activation_settle(struct bus *b, const char *name, const char *error
 
 	if (n)
 		n->activating = false;
+	activator_reqs_close(b, name);	/* nothing more to hear about this start */
 	for (a = b->activations; a; a = next) {
 		next = a->next;
 		if (strcmp(a->name, name) != 0)
@@ -738,8 +740,10 @@ static int on_activation_timeout(sd_event_source *s, uint64_t usec, void *userda
 	for (struct activation *o = b->activations; o; o = o->next)
 		waiting = waiting || (name && strcmp(o->name, name) == 0);
 	struct bus_name *n = name ? bus_name_find(b, name) : NULL;
-	if (n && !waiting)
+	if (n && !waiting) {
 		n->activating = false;
+		activator_reqs_close(b, name);
+	}
 	return 0;
 }
 
@@ -768,13 +772,19 @@ static int on_start_unit_reply(sd_bus_message *reply, void *userdata, sd_bus_err
 /*
  * Preferred path: brokerd-activator.socket (root helper that only starts
  * units named by activation files), because brokerd itself is unprivileged
- * and may not start units. The answer is one line, read asynchronously.
+ * and may not start units. It answers one line, "ok" (start job queued) or
+ * "error: REASON", read asynchronously. After "ok" the connection stays
+ * open and the activator watches the unit: a unit that fails or ends
+ * without taking the name comes as "failed: REASON". brokerd hangs up when
+ * the activation is settled (owner, failure, timeout), which ends the
+ * activator; an activator that hangs up first (EOF) has nothing to report.
  */
 struct activator_req {
 	struct bus *bus;
 	struct activator_req *next;
-	sd_event_source *src;
+	sd_event_source *src, *timer;
 	int fd;
+	bool started;		/* "ok" came: the unit start was queued */
 	size_t len;
 	char buf[512];
 	char name[];
@@ -789,35 +799,73 @@ static void activator_req_free(struct activator_req *q)
 		}
 	}
 	sd_event_source_disable_unref(q->src);
+	sd_event_source_disable_unref(q->timer);
 	close(q->fd);
 	free(q);
+}
+
+static void activator_reqs_close(struct bus *b, const char *name)
+{
+	for (struct activator_req *q = b->activator_reqs, *next; q; q = next) {
+		next = q->next;
+		if (strcmp(q->name, name) == 0)
+			activator_req_free(q);
+	}
+}
+
+/* Ends q with an activation failure: "error: ..." or "failed: ..." (or garbage). */
+static void activator_req_fail(struct activator_req *q, const char *what)
+{
+	struct bus *b = q->bus;
+	char msg[700];
+
+	if (strncmp(what, "error: ", 7) == 0)
+		what += 7;
+	else if (strncmp(what, "failed: ", 8) == 0)
+		what += 8;
+	snprintf(msg, sizeof(msg), "activation of %s failed: %s", q->name, what);
+	log_warning("%s", msg);
+	/* settling closes every request for the name, q included */
+	activation_settle(b, q->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
 }
 
 static int on_activator_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct activator_req *q = userdata;
 	ssize_t n = read(fd, q->buf + q->len, sizeof(q->buf) - 1 - q->len);
-	char msg[700];
+	char *nl;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
-	if (n > 0) {
+	if (n > 0)
 		q->len += (size_t)n;
-		q->buf[q->len] = 0;
-		if (!strchr(q->buf, '\n') && q->len < sizeof(q->buf) - 1)
-			return 0;
-	}
 	q->buf[q->len] = 0;
-	q->buf[strcspn(q->buf, "\n")] = 0;
-	if (strcmp(q->buf, "ok") == 0) {
+	while ((nl = strchr(q->buf, '\n'))) {
+		*nl = 0;
+		if (strcmp(q->buf, "ok") != 0 || q->started) {
+			activator_req_fail(q, q->buf);
+			return 0;
+		}
+		q->started = true;
 		log_info("activation of %s: unit start queued", q->name);
-	} else {
-		snprintf(msg, sizeof(msg), "activation of %s failed: %s", q->name,
-			 q->len ? q->buf : "activator gave no answer");
-		log_warning("%s", msg);
-		activation_settle(q->bus, q->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
+		q->len -= (size_t)(nl + 1 - q->buf);
+		memmove(q->buf, nl + 1, q->len + 1);
 	}
-	activator_req_free(q);
+	if (n > 0 && q->len < sizeof(q->buf) - 1)
+		return 0;	/* the rest of the line is still to come */
+	/* EOF, an error or an overlong line */
+	if (!q->started) {
+		activator_req_fail(q, q->len ? q->buf : "activator gave no answer");
+		return 0;
+	}
+	activator_req_free(q);	/* it watched until the end: only the timeout is left */
+	return 0;
+}
+
+static int on_activator_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	/* Waiting callers time out by their own timers; this ends the watch. */
+	activator_req_free(userdata);
 	return 0;
 }
 
@@ -856,6 +904,9 @@ static int activator_start(struct bus *b, const struct service *svc)
 	q->next = b->activator_reqs;
 	b->activator_reqs = q;
 	r = sd_event_add_io(b->event, &q->src, fd, EPOLLIN, on_activator_io, q);
+	if (r >= 0)
+		r = sd_event_add_time_relative(b->event, &q->timer, CLOCK_MONOTONIC, b->activation_timeout, 0,
+					       on_activator_timeout, q);
 	if (r < 0) {
 		activator_req_free(q);
 		return r;

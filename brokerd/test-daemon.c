@@ -720,6 +720,40 @@ static void test_flood(void)
 	printf("# flood of %d unread requests: others still served: ok\n", sent);
 }
 
+/*
+ * Sends OPEN_CALL for name with serial without waiting for the reply, and
+ * plays the activator brokerd then connects to: returns the connection,
+ * after checking that brokerd asked for name.
+ */
+static int open_call_activate(struct tc *caller, int lfd, const char *name, uint32_t serial)
+{
+	struct ctrl_writer w;
+	char want[300], buf[300];
+	const void *d;
+	size_t l;
+	ssize_t n;
+	int afd;
+
+	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, serial) == 0);
+	ctrl_write_string(&w, name);
+	ctrl_write_u32(&w, 0);
+	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(caller, d, l) == 0);
+	ctrl_writer_deinit(&w);
+	afd = accept(lfd, NULL, NULL);
+	TC_ASSERT(afd >= 0);
+	n = read(afd, buf, sizeof(buf) - 1);
+	TC_ASSERT(n > 0);
+	buf[n] = 0;
+	snprintf(want, sizeof(want), "%s\n", name);
+	TC_ASSERT(strcmp(buf, want) == 0);
+	return afd;
+}
+
+static void activator_say(int afd, const char *line)
+{
+	TC_ASSERT(write(afd, line, strlen(line)) == (ssize_t)strlen(line));
+}
+
 /* A fake activator: answers "ok" and then (if own) takes the name itself. */
 static void test_activation(void)
 {
@@ -728,7 +762,6 @@ static void test_activation(void)
 	struct tc_msg m;
 	int lfd, afd;
 	char buf[256];
-	ssize_t n;
 
 	if (!host_mode) {
 		printf("# activation via systemd: covered by brokerd-activation\n");
@@ -753,22 +786,8 @@ static void test_activation(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
 
 	/* request without waiting for the reply, play activator, then own the name */
-	struct ctrl_writer w;
-	const void *d;
-	size_t l;
-	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4242) == 0);
-	ctrl_write_string(&w, "org.brokerdtest.Act");
-	ctrl_write_u32(&w, 0);
-	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
-	ctrl_writer_deinit(&w);
-	afd = accept(lfd, NULL, NULL);
-	TC_ASSERT(afd >= 0);
-	n = read(afd, buf, sizeof(buf) - 1);
-	TC_ASSERT(n > 0);
-	buf[n] = 0;
-	TC_ASSERT(strcmp(buf, "org.brokerdtest.Act\n") == 0);
-	TC_ASSERT(write(afd, "ok\n", 3) == 3);
-	close(afd);
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Act", 4242);
+	activator_say(afd, "ok\n");
 	TC_ASSERT(tc_recv(&caller, &m, 300) == -ETIMEDOUT);	/* still waiting */
 	TC_ASSERT(tc_connect_hello(&svc, sock_path, 0) == 0);
 	TC_ASSERT(tc_call(&svc, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Act", 0) == 0);
@@ -778,30 +797,37 @@ static void test_activation(void)
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
 	tc_msg_close_fds(&m);
+	/* the activator was still watching the unit: the owner ends its watch */
+	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0);
+	close(afd);
 
 	/* the activator refuses: ActivationFailed with its reason */
-	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4343) == 0);
-	ctrl_write_string(&w, "org.brokerdtest.Slow");
-	ctrl_write_u32(&w, 0);
-	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
-	ctrl_writer_deinit(&w);
-	afd = accept(lfd, NULL, NULL);
-	TC_ASSERT(afd >= 0 && read(afd, buf, sizeof(buf)) > 0);
-	TC_ASSERT(write(afd, "error: unit not found\n", 22) == 22);
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Slow", 4343);
+	activator_say(afd, "error: unit not found\n");
 	close(afd);
 	TC_ASSERT(tc_wait_reply(&caller, 4343, &m, 5000) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
 	TC_ASSERT(strstr(m.error_message, "unit not found"));
 
+	/*
+	 * The unit starts, then fails: the activator says so on the open
+	 * connection and the caller hears ActivationFailed at once, naming
+	 * the unit and the result (long before the timeout, were it 25 s).
+	 */
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Slow", 4545);
+	activator_say(afd, "ok\n");
+	TC_ASSERT(tc_recv(&caller, &m, 200) == -ETIMEDOUT);	/* started: still waiting */
+	activator_say(afd, "failed: unit brokerdtest-slow.service failed (exit-code)\n");
+	TC_ASSERT(tc_wait_reply(&caller, 4545, &m, 500) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
+	TC_ASSERT(strcmp(m.error_message, "activation of org.brokerdtest.Slow failed: "
+			 "unit brokerdtest-slow.service failed (exit-code)") == 0);
+	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0);	/* brokerd hung up */
+	close(afd);
+
 	/* the unit starts but never takes the name: Timeout */
-	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4444) == 0);
-	ctrl_write_string(&w, "org.brokerdtest.Slow");
-	ctrl_write_u32(&w, 0);
-	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
-	ctrl_writer_deinit(&w);
-	afd = accept(lfd, NULL, NULL);
-	TC_ASSERT(afd >= 0 && read(afd, buf, sizeof(buf)) > 0);
-	TC_ASSERT(write(afd, "ok\n", 3) == 3);
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Slow", 4444);
+	activator_say(afd, "ok\n");
 	close(afd);
 	TC_ASSERT(tc_wait_reply(&caller, 4444, &m, 5000) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_TIMEOUT);
@@ -813,7 +839,7 @@ static void test_activation(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
 	tc_close(&svc);
 	tc_close(&caller);
-	printf("# activation: waits for the owner, activator errors, timeout: ok\n");
+	printf("# activation: waits for the owner, activator errors, unit failures, timeout: ok\n");
 }
 
 static void channel_quota_main(void)
