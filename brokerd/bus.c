@@ -48,6 +48,12 @@
 struct grant {
 	uint64_t peer_id;
 	uint32_t rights;
+	/*
+	 * Rights the peer gave back (UNSUBSCRIBE): they no longer count for
+	 * quotas or keep the channel alive, but its cap may still be attached,
+	 * so a reload that takes them away still recreates the channel.
+	 */
+	uint32_t dropped;
 };
 
 struct bus_channel {
@@ -389,6 +395,7 @@ static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 	for (size_t i = 0; i < ch->n_grants; i++) {
 		if (ch->grants[i].peer_id == peer_id) {
 			ch->grants[i].rights |= rights;
+			ch->grants[i].dropped &= ~rights;
 			return 0;
 		}
 	}
@@ -401,7 +408,7 @@ static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 		ch->grants = g;
 		ch->cap_grants = cap;
 	}
-	ch->grants[ch->n_grants++] = (struct grant){ peer_id, rights };
+	ch->grants[ch->n_grants++] = (struct grant){ .peer_id = peer_id, .rights = rights };
 	return 0;
 }
 
@@ -410,6 +417,23 @@ static bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 	for (size_t i = 0; ch && i < ch->n_grants; i++)
 		if (ch->grants[i].peer_id == peer_id)
 			return (ch->grants[i].rights & rights) == rights;
+	return false;
+}
+
+/* The peer gives rights back; false if it did not have them. */
+static bool grant_drop(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
+{
+	for (size_t i = 0; ch && i < ch->n_grants; i++) {
+		struct grant *g = &ch->grants[i];
+
+		if (g->peer_id != peer_id)
+			continue;
+		if ((g->rights & rights) != rights)
+			return false;
+		g->rights &= ~rights;
+		g->dropped |= rights;
+		return true;
+	}
 	return false;
 }
 
@@ -1361,6 +1385,45 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 	return conn_send(c, &w);
 }
 
+/*
+ * Forgets c's subscription to name: it no longer counts against the
+ * subscriptions quota nor keeps the name's channels (and their channels
+ * quota) alive. Its cap cannot be taken back without recreating the channel
+ * for everybody, so the client detaches it itself; the grant remembers the
+ * right so that a reload that takes it away still revokes the channel.
+ */
+static int handle_unsubscribe(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	struct bus *b = c->bus;
+	struct bus_name *n;
+	const char *name;
+	bool bus_name, done;
+
+	ctrl_read_string(rd, &name, NULL);
+	bus_name = strcmp(name, CTRL_BUS_NAME) == 0;
+	if (!ctrl_name_is_valid_wellknown(name) && !bus_name)
+		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	if (bus_name) {
+		done = grant_drop(b->bus_signal, c->peer->id, IOIPC_SUB_RECV);
+	} else {
+		n = bus_name_find(b, name);
+		done = n && grant_drop(n->signal, c->peer->id, IOIPC_SUB_RECV);
+		if (done) {
+			quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1);
+			c->n_subscriptions--;
+			b->gc_needed = true;	/* maybe nobody uses the name any more */
+		}
+	}
+	if (done)
+		log_full(LOG_DEBUG, c->peer->unique_name, c->cred.uid, "%s unsubscribed from %s",
+			 c->peer->unique_name, name);
+	if (reply_init(&w, m) < 0)
+		return -ENOMEM;
+	ctrl_write_u32(&w, done ? CTRL_UNSUBSCRIBE_DONE : CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	return conn_send(c, &w);
+}
+
 static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
@@ -1724,6 +1787,7 @@ static const struct bus_handler {
 	[CTRL_OP_POLICY_CHECK] = { .handle = handle_policy_check },
 	[CTRL_OP_RELOAD] = { .handle = handle_reload },
 	[CTRL_OP_QUOTA] = { .handle = handle_quota },
+	[CTRL_OP_UNSUBSCRIBE] = { .handle = handle_unsubscribe },
 };
 _Static_assert(ELEMENTSOF(handlers) == _CTRL_OP_MAX, "every op needs a handler");
 
@@ -2063,9 +2127,9 @@ static void channel_revoke(struct bus *b, struct bus_channel *ch)
 
 	for (size_t i = 0; i < ch->n_grants; i++) {
 		struct registry_peer *p = registry_peer_find(b->registry, ch->grants[i].peer_id);
+		uint32_t held = ch->grants[i].rights | ch->grants[i].dropped;
 
-		if (p ? !grant_still_allowed(b, ch, p, ch->grants[i].rights)
-		      : grant_is_owner(ch, ch->grants[i].rights))
+		if (p ? !grant_still_allowed(b, ch, p, held) : grant_is_owner(ch, held))
 			any = true;
 	}
 	if (!any) {
@@ -2097,8 +2161,8 @@ static void channel_revoke(struct bus *b, struct bus_channel *ch)
 		struct bus_conn *c;
 		int fd;
 
-		if (!p)
-			continue;
+		if (!p || !old[i].rights)
+			continue;	/* gone, or gave its rights back: nothing to renew */
 		c = p->userdata;
 		if (!grant_still_allowed(b, ch, p, old[i].rights)) {
 			log_full(LOG_NOTICE, p->unique_name, c->cred.uid, "revoked %s's capability on %s",
@@ -2148,7 +2212,7 @@ static void bus_revoke(struct bus *b)
 static bool channel_held(struct bus *b, struct bus_channel *ch)
 {
 	for (size_t i = 0; ch && i < ch->n_grants; i++)
-		if (registry_peer_find(b->registry, ch->grants[i].peer_id))
+		if (ch->grants[i].rights && registry_peer_find(b->registry, ch->grants[i].peer_id))
 			return true;
 	return false;
 }

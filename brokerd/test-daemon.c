@@ -842,6 +842,89 @@ static void test_activation(void)
 	printf("# activation: waits for the owner, activator errors, unit failures, timeout: ok\n");
 }
 
+/* What the uid of c uses of one quota, from QUOTA. */
+static uint64_t quota_used_of(struct tc *c, uid_t uid, const char *quota)
+{
+	struct tc_msg m;
+	uint64_t used = 0, limit, found = UINT64_MAX;
+	uint32_t n;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_QUOTA, &m, "u", uid) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 1);
+	TC_ASSERT_EQ(tc_read_u32(&m), uid);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *q = tc_read_string(&m);
+
+		TC_ASSERT(ctrl_read_u64(&m.r, &used) == 0 && ctrl_read_u64(&m.r, &limit) == 0);
+		if (strcmp(q, quota) == 0)
+			found = used;
+	}
+	TC_ASSERT(found != UINT64_MAX);
+	return found;
+}
+
+static void expect_unsubscribe(struct tc *c, const char *name, uint32_t result)
+{
+	struct tc_msg m;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_UNSUBSCRIBE, &m, "s", name) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), result);
+}
+
+static void expect_subscribe(struct tc *c, const char *name)
+{
+	struct tc_msg m;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_SUBSCRIBE, &m, "s", name) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	tc_msg_close_fds(&m);
+}
+
+/*
+ * UNSUBSCRIBE: brokerd forgets a subscription, which then no longer counts
+ * against the subscriptions quota; asking twice, or for a name never
+ * subscribed to, says NOT_SUBSCRIBED.
+ */
+static void test_unsubscribe(void)
+{
+	const char *N = "org.brokerdtest.root.Unsub";
+	struct tc c;
+	struct tc_msg m;
+	uint64_t before;
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_UNSUBSCRIBE, &m, "s", "not a name") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&c, CTRL_OP_UNSUBSCRIBE, &m, "s", ":1.1") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	expect_unsubscribe(&c, CTRL_BUS_NAME, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	if (have_channels) {
+		before = quota_used_of(&c, getuid(), "subscriptions");
+		expect_subscribe(&c, N);
+		expect_subscribe(&c, N);	/* one subscription, however often */
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before + 1);
+		expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_DONE);
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before);
+		expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+		/* subscribing again counts again */
+		expect_subscribe(&c, N);
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before + 1);
+		expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_DONE);
+		/* the bus's own signals: not counted, but forgotten all the same */
+		expect_subscribe(&c, CTRL_BUS_NAME);
+		expect_unsubscribe(&c, CTRL_BUS_NAME, CTRL_UNSUBSCRIBE_DONE);
+		expect_unsubscribe(&c, CTRL_BUS_NAME, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before);
+	}
+	tc_close(&c);
+	printf("# unsubscribe: forgotten, quota given back, twice is NOT_SUBSCRIBED: ok\n");
+}
+
 static void channel_quota_main(void)
 {
 	struct tc c;
@@ -862,6 +945,12 @@ static void channel_quota_main(void)
 	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Cq1") == 0);
 	TC_EXPECT_REPLY(&m);
 	tc_msg_close_fds(&m);
+	TC_ASSERT_EQ(quota_used_of(&c, ALICE, "channels"), 5);
+	/* unsubscribed, nobody uses Cq1: its channels go, and there is room for Cq3 */
+	expect_unsubscribe(&c, "org.brokerdtest.alice.Cq1", CTRL_UNSUBSCRIBE_DONE);
+	TC_ASSERT_EQ(quota_used_of(&c, ALICE, "channels"), 3);
+	TC_ASSERT_EQ(quota_used_of(&c, ALICE, "subscriptions"), 1);
+	expect_subscribe(&c, "org.brokerdtest.alice.Cq3");
 	tc_close(&c);
 }
 
@@ -877,6 +966,18 @@ static void test_channel_quota(void)
 	write_file(policy_dir, policy_file, base_policy);
 	reload();
 	printf("# channels quota per uid: ok\n");
+}
+
+/* The test policy, but alice's group may no longer receive name's signals. */
+static void reload_deny_receive(struct tc *root, const char *name)
+{
+	struct tc_msg m;
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%s[group 2100]\ndeny receive %s\n", base_policy, name);
+	write_file(policy_dir, policy_file, text);
+	TC_ASSERT(tc_call(root, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
 }
 
 /*
@@ -921,11 +1022,7 @@ static void test_revocation(void)
 	close(p[1]);
 	TC_ASSERT(read(p[0], &ch, 1) == 1);
 	close(p[0]);
-	char text[1024];
-	snprintf(text, sizeof(text), "%s[group 2100]\ndeny receive %s\n", base_policy, N);
-	write_file(policy_dir, policy_file, text);
-	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
-	TC_EXPECT_REPLY(&m);
+	reload_deny_receive(&root, N);
 	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	TC_ASSERT(tc_wait_signal(&root, CTRL_SIGNAL_CAPABILITY_RENEWED, &m, 10000) == 0);
 	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
@@ -935,6 +1032,59 @@ static void test_revocation(void)
 	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
 	tc_close(&root);
 	printf("# revocation: a reload revokes and re-mints signal caps: ok\n");
+}
+
+/*
+ * Guest only: a subscriber that unsubscribed may still be attached to the
+ * channel through its old cap, so a reload that takes "receive" away from
+ * it still recreates the channel: root, still allowed, gets
+ * CapabilityRenewed, and alice, who gave the right back, hears nothing.
+ */
+static void test_unsubscribe_revocation(void)
+{
+	const char *N = "org.brokerdtest.alice.UnsubRev";
+	struct tc root, alice;
+	struct tc_msg m;
+	int p[2], q[2], status;
+	pid_t pid;
+	char ch;
+
+	TC_ASSERT(tc_connect_hello(&root, sock_path, 0) == 0);
+	expect_subscribe(&root, N);
+	TC_ASSERT(pipe(p) == 0 && pipe(q) == 0);
+	pid = fork();
+	if (pid == 0) {
+		gid_t g = USERS_GID;
+
+		close(p[0]);
+		close(q[1]);
+		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
+			  setresuid(ALICE, ALICE, ALICE) == 0);
+		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
+		expect_subscribe(&alice, N);
+		expect_unsubscribe(&alice, N, CTRL_UNSUBSCRIBE_DONE);
+		TC_ASSERT(write(p[1], "x", 1) == 1);
+		TC_ASSERT(read(q[0], &ch, 1) == 1);	/* reloaded */
+		TC_ASSERT(tc_wait_signal(&alice, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 500) == -ETIMEDOUT);
+		fflush(stdout);
+		_exit(0);
+	}
+	close(p[1]);
+	close(q[0]);
+	TC_ASSERT(read(p[0], &ch, 1) == 1);
+	close(p[0]);
+	reload_deny_receive(&root, N);
+	TC_ASSERT(tc_wait_signal(&root, CTRL_SIGNAL_CAPABILITY_RENEWED, &m, 10000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CHANNEL_SIGNAL);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(write(q[1], "x", 1) == 1);
+	close(q[1]);
+	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	write_file(policy_dir, policy_file, base_policy);
+	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	tc_close(&root);
+	printf("# unsubscribe: a given-back right is still revoked by a reload: ok\n");
 }
 
 /* --- real channels (guest) ------------------------------------------------ */
@@ -1220,6 +1370,7 @@ static void test_channels(void)
 	printf("# channels: caps attach with their rights, badge = caller id, inbox, monitor: ok\n");
 	test_channels_more();
 	test_revocation();
+	test_unsubscribe_revocation();
 	test_channel_quota();
 }
 
@@ -1371,6 +1522,7 @@ int main(int argc, char **argv)
 	test_reload();
 	test_introspection();
 	test_activation();
+	test_unsubscribe();
 	test_channels();
 	test_flood();
 	test_restart();

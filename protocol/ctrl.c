@@ -76,6 +76,10 @@ static const struct ctrl_op_info ops[] = {
 		.name = "Quota", .request_sig = "u", .reply_sig = "a(ua(stt))",
 		.min_len = 4,
 	},
+	[CTRL_OP_UNSUBSCRIBE] = {
+		.name = "Unsubscribe", .request_sig = "s", .reply_sig = "u",
+		.min_len = 3,
+	},
 };
 _Static_assert(ELEMENTSOF(ops) == _CTRL_OP_MAX, "every op needs an entry in ops[]");
 

@@ -51,6 +51,7 @@ enum ctrl_op {
 	CTRL_OP_POLICY_CHECK,
 	CTRL_OP_RELOAD,
 	CTRL_OP_QUOTA,
+	CTRL_OP_UNSUBSCRIBE,
 	_CTRL_OP_MAX,
 };
 
@@ -89,6 +90,11 @@ enum ctrl_release_name_result {
 	CTRL_RELEASE_RELEASED = 1,
 	CTRL_RELEASE_NON_EXISTENT = 2,
 	CTRL_RELEASE_NOT_OWNER = 3,
+};
+
+enum ctrl_unsubscribe_result {
+	CTRL_UNSUBSCRIBE_DONE = 1,		/* brokerd forgot the subscription */
+	CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED = 2,	/* there was none */
 };
 
 /* LIST_NAMES flags */

@@ -304,9 +304,48 @@ static void test_every_op(void)
 	}
 }
 
+/* UNSUBSCRIBE: a name in, a result out, never an fd either way. */
+static void test_unsubscribe(void)
+{
+	const struct ctrl_op_info *i = ctrl_op_get(CTRL_OP_UNSUBSCRIBE);
+	struct ctrl_writer w;
+	struct ctrl_message m;
+	struct ctrl_reader r;
+	const void *d;
+	size_t l;
+	const char *s;
+	uint32_t u;
+
+	ASSERT(i && strcmp(i->name, "Unsubscribe") == 0 && !i->privileged && i->max_reply_fds == 0);
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_UNSUBSCRIBE, 11) == 0);
+	ctrl_write_string(&w, "org.example.Foo");
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && m.info == i && m.hdr.serial == 11);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && strcmp(s, "org.example.Foo") == 0);
+	ASSERT(ctrl_reader_at_end(&r));
+	ctrl_writer_deinit(&w);
+	/* a flags word after the name is not part of it */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_UNSUBSCRIBE, 11) == 0);
+	ctrl_write_string(&w, "org.example.Foo");
+	ctrl_write_u32(&w, 0);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+	ctrl_writer_deinit(&w);
+
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_UNSUBSCRIBE, 11) == 0);
+	ctrl_write_u32(&w, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	ASSERT(ctrl_message_decode(&m, d, l, 1) == -ETOOMANYREFS);	/* no cap comes back */
+	ctrl_writer_deinit(&w);
+}
+
 int main(void)
 {
 	test_table();
+	test_unsubscribe();
 	test_every_op();
 	test_roundtrip();
 	test_malformed();
