@@ -172,7 +172,8 @@ struct ctrl_reply {
 void ctrl_reply_done(struct ctrl_reply *r);
 
 /* Sends a finished request and waits for its reply: 0, or -errno (a control
- * ERROR is mapped to an errno and kept in bus->error_name/message). */
+ * ERROR is mapped to an errno and kept in bus->error_name/message). With ret
+ * NULL it only sends: the reply is dropped when it comes. */
 int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret);
 int bus_ctrl_error_to_errno(const char *name);
 
