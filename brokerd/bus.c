@@ -1343,10 +1343,11 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	_cleanup_close_ int fd = -1;
 	struct bus *b = c->bus;
-	struct bus_channel *ch;
+	struct bus_channel *ch = NULL;
 	struct bus_name *n;
 	const char *name;
 	char why[512];
+	bool charged = false;
 	int r, failed_quota = -1;
 
 	ctrl_read_string(rd, &name, NULL);
@@ -1365,24 +1366,30 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 		if (!(n && grant_has(n->signal, c->peer->id, IOIPC_SUB_RECV))) {
 			if (quota_charge(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1) < 0)
 				return reply_quota(c, m, QUOTA_SUBSCRIPTIONS);
-			c->n_subscriptions++;
+			charged = true;
 		}
 		r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
-		if (r == -EDQUOT)
-			return reply_quota(c, m, failed_quota);
 		if (r < 0)
-			return r;
+			goto fail;
 		ch = n->signal;
 	}
-	if (!ch)
-		return no_channels(c, m);
-	fd = cap_mint(b, ch, c, IOIPC_SUB_RECV);
-	if (fd < 0)
-		return fd;
+	r = ch ? cap_mint(b, ch, c, IOIPC_SUB_RECV) : -EOPNOTSUPP;
+	if (r < 0)
+		goto fail;
+	fd = r;
+	if (charged)
+		c->n_subscriptions++;	/* given back by UNSUBSCRIBE or at disconnect */
 	if (reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_fd(&w, fd);
 	return conn_send(c, &w);
+fail:
+	/* A subscription that did not come about does not count. */
+	if (charged)
+		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1);
+	if (r == -EDQUOT)
+		return reply_quota(c, m, failed_quota);
+	return r == -EOPNOTSUPP ? no_channels(c, m) : r;
 }
 
 /*
