@@ -985,6 +985,18 @@ static int activation_start(struct bus *b, const struct service *svc, char *err,
 
 /* --- helpers for handlers ------------------------------------------------ */
 
+/* The names p is the primary owner of, one a call; *i starts at 0. */
+static const char *peer_owned_next(struct registry_peer *p, unsigned int *i)
+{
+	for (;;) {
+		bool primary;
+		const char *nm = registry_peer_entry_name(p, (*i)++, &primary);
+
+		if (!nm || primary)
+			return nm;
+	}
+}
+
 static bool conn_privileged(struct bus_conn *c)
 {
 	return c->cred.uid == 0 || c->cred.uid == geteuid();
@@ -1218,38 +1230,107 @@ static int handle_release_name(struct bus_conn *c, const struct ctrl_message *m,
 	return conn_send(c, &w);
 }
 
-static int handle_list_names(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+/* --- listings ----------------------------------------------------------- */
+
+/*
+ * A paged reply keeps this much room for the next page's cursor, which is a
+ * name (see CTRL_CURSOR_MAX); every entry that is not cut short fits in an
+ * otherwise empty page, so each page makes progress.
+ */
+#define CURSOR_ROOM (2 + CTRL_CURSOR_MAX + 1)
+
+static size_t string_size(const char *s)
+{
+	return 2 + strlen(s) + 1;
+}
+
+static int string_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* LIST_NAMES order: the bus name, well-known names in byte order, unique names by id. */
+static int list_order(const char *a, const char *b)
+{
+	uint64_t ia = 0, ib = 0;
+	int ga = strcmp(a, CTRL_BUS_NAME) == 0 ? 0 : ctrl_unique_name_parse(a, &ia) == 0 ? 2 : 1;
+	int gb = strcmp(b, CTRL_BUS_NAME) == 0 ? 0 : ctrl_unique_name_parse(b, &ib) == 0 ? 2 : 1;
+
+	if (ga != gb)
+		return ga - gb;
+	if (ga == 2)
+		return ia < ib ? -1 : ia > ib;
+	return strcmp(a, b);
+}
+
+/* The names LIST_NAMES lists, in list_order; they point into brokerd's state. */
+static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, size_t *ret_n)
+{
+	size_t n, k = 0;
+	const char **v;
+
+	if (flags & CTRL_LIST_ACTIVATABLE) {
+		n = service_set_count(b->services);
+		v = calloc(n + 1, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (; k < n; k++)
+			v[k] = service_set_get(b->services, k)->name;
+		qsort(v, n, sizeof(*v), string_cmp);
+	} else {
+		size_t nn = registry_names_list(b->registry, NULL, 0);
+
+		n = 1 + nn + registry_peer_count(b->registry);
+		v = calloc(n + 1, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		v[k++] = CTRL_BUS_NAME;
+		k += registry_names_list(b->registry, v + k, nn);	/* sorted by the registry */
+		for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p && k < n;
+		     p = registry_peer_next(b->registry, p))
+			v[k++] = p->unique_name;	/* by id */
+	}
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
+/*
+ * LIST_NAMES, and LIST_NAMES_PAGE when paged: from the first name after
+ * cursor, at most max names (0: no limit) and, paged, no more than fit in
+ * one reply with the next cursor: the last name listed, or "" at the end.
+ * Unpaged, a list larger than a reply fails (-EMSGSIZE).
+ */
+static int list_names_reply(struct bus_conn *c, const struct ctrl_message *m, uint32_t flags, uint32_t max,
+			    const char *cursor, bool paged)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
-	struct bus *b = c->bus;
-	uint32_t flags, count = 0;
-	size_t a;
+	_cleanup_free_ const char **v = NULL;
+	size_t n, from = 0, i, a;
+	int r;
 
-	ctrl_read_u32(rd, &flags);
 	if (flags & ~CTRL_LIST_ACTIVATABLE)
 		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	if (*cursor && !ctrl_name_is_valid_wellknown(cursor) &&
+	    ((flags & CTRL_LIST_ACTIVATABLE) ||
+	     (!ctrl_name_is_valid_unique(cursor) && strcmp(cursor, CTRL_BUS_NAME) != 0)))
+		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "invalid cursor '%s'", cursor);
+	r = list_names_collect(c->bus, flags, &v, &n);
+	if (r < 0)
+		return r;
+	while (*cursor && from < n && list_order(v[from], cursor) <= 0)
+		from++;
 	if (reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
-	if (flags & CTRL_LIST_ACTIVATABLE) {
-		for (size_t i = 0; i < service_set_count(b->services); i++, count++)
-			ctrl_write_string(&w, service_set_get(b->services, i)->name);
-	} else {
-		size_t n = registry_names_list(b->registry, NULL, 0);
-		_cleanup_free_ const char **names = calloc(n + 1, sizeof(*names));
-
-		if (!names)
-			return -ENOMEM;
-		registry_names_list(b->registry, names, n);
-		ctrl_write_string(&w, CTRL_BUS_NAME);
-		count++;
-		for (size_t i = 0; i < n; i++, count++)
-			ctrl_write_string(&w, names[i]);
-		for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p;
-		     p = registry_peer_next(b->registry, p), count++)
-			ctrl_write_string(&w, p->unique_name);
+	for (i = from; i < n && (!max || i - from < max); i++) {
+		if (paged && w.len + string_size(v[i]) + CURSOR_ROOM > CTRL_MSG_MAX)
+			break;
+		ctrl_write_string(&w, v[i]);
 	}
-	ctrl_write_array_close(&w, a, count);
+	ctrl_write_array_close(&w, a, (uint32_t)(i - from));
+	if (paged)
+		ctrl_write_string(&w, i < n ? v[i - 1] : "");
 	return conn_send(c, &w);
 }
 
@@ -1520,7 +1601,7 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	_cleanup_close_ int fd = -1;
 	struct registry_peer *p;
 	struct bus_conn *t;
-	const char *name;
+	const char *name, *owned;
 	char why[512] = "";
 	bool ok, any = false;
 
@@ -1542,14 +1623,7 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 		ok = conn_allowed(c, POLICY_SEND, name, why, sizeof(why));
 	} else {
 		ok = false;
-		for (unsigned int i = 0;; i++) {
-			bool primary;
-			const char *owned = registry_peer_entry_name(p, i, &primary);
-
-			if (!owned)
-				break;
-			if (!primary)
-				continue;
+		for (unsigned int i = 0; (owned = peer_owned_next(p, &i));) {
 			any = true;
 			if (conn_allowed(c, POLICY_SEND, owned, why, sizeof(why))) {
 				ok = true;
@@ -1605,47 +1679,91 @@ static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, stru
 	return 0;
 }
 
-static int handle_list_peers(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+/*
+ * One LIST_PEERS entry. Paged, only if it fits in room bytes (false if
+ * not); but the first entry of a page always goes in, with as many of its
+ * names as fit, so that a peer owning too many long names cannot stall
+ * the listing.
+ */
+static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t room, bool first)
+{
+	struct bus_conn *t = p->userdata;
+	const char *nm;
+	size_t an, end, size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(t->label ? t->label : "") + 4 + 4;
+	uint32_t k = 0;
+
+	for (unsigned int i = 0; (nm = peer_owned_next(p, &i));)
+		size += string_size(nm);
+	if (size > room && !first)
+		return false;
+	end = room == SIZE_MAX ? SIZE_MAX : w->len + room - 4;	/* where the names must end */
+	ctrl_write_string(w, p->unique_name);
+	ctrl_write_u64(w, p->id);
+	ctrl_write_u32(w, (uint32_t)t->cred.pid);
+	ctrl_write_u32(w, t->cred.uid);
+	ctrl_write_u32(w, t->cred.gid);
+	ctrl_write_string(w, t->label ? t->label : "");
+	an = ctrl_write_array_open(w);
+	for (unsigned int i = 0; (nm = peer_owned_next(p, &i));) {
+		if (w->len + string_size(nm) > end)
+			break;	/* cut short: the rest would not fit in any reply */
+		ctrl_write_string(w, nm);
+		k++;
+	}
+	ctrl_write_array_close(w, an, k);
+	ctrl_write_u32(w, t->n_caps);
+	return true;
+}
+
+/* LIST_PEERS, and LIST_PEERS_PAGE when paged (as list_names_reply, by id). */
+static int list_peers_reply(struct bus_conn *c, const struct ctrl_message *m, uint32_t flags, uint32_t max,
+			    const char *cursor, bool paged)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	struct bus *b = c->bus;
-	uint32_t flags, count = 0;
-	size_t a, an;
+	struct registry_peer *p, *last = NULL;
+	uint64_t after = 0;
+	uint32_t count = 0;
+	size_t a;
 
-	ctrl_read_u32(rd, &flags);
 	if (flags != 0)
 		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	if (*cursor && ctrl_unique_name_parse(cursor, &after) < 0)
+		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "invalid cursor '%s'", cursor);
 	if (reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
-	for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p;
-	     p = registry_peer_next(b->registry, p), count++) {
-		struct bus_conn *t = p->userdata;
-		uint32_t k = 0;
-
-		ctrl_write_string(&w, p->unique_name);
-		ctrl_write_u64(&w, p->id);
-		ctrl_write_u32(&w, (uint32_t)t->cred.pid);
-		ctrl_write_u32(&w, t->cred.uid);
-		ctrl_write_u32(&w, t->cred.gid);
-		ctrl_write_string(&w, t->label ? t->label : "");
-		an = ctrl_write_array_open(&w);
-		for (unsigned int i = 0;; i++) {
-			bool primary;
-			const char *nm = registry_peer_entry_name(p, i, &primary);
-
-			if (!nm)
-				break;
-			if (primary) {
-				ctrl_write_string(&w, nm);
-				k++;
-			}
-		}
-		ctrl_write_array_close(&w, an, k);
-		ctrl_write_u32(&w, t->n_caps);
+	for (p = registry_peer_next(b->registry, NULL); p; p = registry_peer_next(b->registry, p)) {
+		if (p->id <= after)
+			continue;
+		if (max && count == max)
+			break;
+		if (!write_peer(&w, p, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX, count == 0))
+			break;
+		last = p;
+		count++;
 	}
 	ctrl_write_array_close(&w, a, count);
+	if (paged)
+		ctrl_write_string(&w, p && last ? last->unique_name : "");
 	return conn_send(c, &w);
+}
+
+/* LIST_NAMES and LIST_PEERS, and their paged forms (flags, page size, cursor). */
+static int handle_list(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	bool paged = m->hdr.code == CTRL_OP_LIST_NAMES_PAGE || m->hdr.code == CTRL_OP_LIST_PEERS_PAGE;
+	const char *cursor = "";
+	uint32_t flags, max = 0;
+
+	ctrl_read_u32(rd, &flags);
+	if (paged) {
+		ctrl_read_u32(rd, &max);
+		ctrl_read_string(rd, &cursor, NULL);
+	}
+	if (m->hdr.code == CTRL_OP_LIST_NAMES || m->hdr.code == CTRL_OP_LIST_NAMES_PAGE)
+		return list_names_reply(c, m, flags, max, cursor, paged);
+	return list_peers_reply(c, m, flags, max, cursor, paged);
 }
 
 static int fill_gids(uid_t uid, gid_t **ret, size_t *n)
@@ -1782,7 +1900,7 @@ static const struct bus_handler {
 	[CTRL_OP_HELLO] = { .handle = handle_hello, .before_hello = true },
 	[CTRL_OP_REQUEST_NAME] = { .handle = handle_request_name },
 	[CTRL_OP_RELEASE_NAME] = { .handle = handle_release_name },
-	[CTRL_OP_LIST_NAMES] = { .handle = handle_list_names },
+	[CTRL_OP_LIST_NAMES] = { .handle = handle_list },
 	[CTRL_OP_LIST_QUEUED_OWNERS] = { .handle = handle_list_queued_owners },
 	[CTRL_OP_GET_NAME_OWNER] = { .handle = handle_get_name_owner },
 	[CTRL_OP_GET_CREDENTIALS] = { .handle = handle_get_credentials },
@@ -1790,11 +1908,13 @@ static const struct bus_handler {
 	[CTRL_OP_OPEN_CALL] = { .handle = handle_open_call },
 	[CTRL_OP_OPEN_INBOX] = { .handle = handle_open_inbox },
 	[CTRL_OP_MONITOR] = { .handle = handle_monitor },
-	[CTRL_OP_LIST_PEERS] = { .handle = handle_list_peers },
+	[CTRL_OP_LIST_PEERS] = { .handle = handle_list },
 	[CTRL_OP_POLICY_CHECK] = { .handle = handle_policy_check },
 	[CTRL_OP_RELOAD] = { .handle = handle_reload },
 	[CTRL_OP_QUOTA] = { .handle = handle_quota },
 	[CTRL_OP_UNSUBSCRIBE] = { .handle = handle_unsubscribe },
+	[CTRL_OP_LIST_NAMES_PAGE] = { .handle = handle_list },
+	[CTRL_OP_LIST_PEERS_PAGE] = { .handle = handle_list },
 };
 _Static_assert(ELEMENTSOF(handlers) == _CTRL_OP_MAX, "every op needs a handler");
 

@@ -669,6 +669,200 @@ static void test_introspection(void)
 	printf("# introspection (peers, quotas, policy check): ok\n");
 }
 
+/* Reads one LIST_PEERS entry: its unique name; *n_names says how many names it has. */
+static const char *read_peer(struct tc_msg *m, uint32_t *n_names)
+{
+	const char *unique = tc_read_string(m);
+	uint64_t id;
+
+	TC_ASSERT(ctrl_read_u64(&m->r, &id) == 0);
+	tc_read_u32(m);
+	tc_read_u32(m);
+	tc_read_u32(m);
+	tc_read_string(m);
+	*n_names = tc_read_u32(m);
+	for (uint32_t j = 0; j < *n_names; j++)
+		tc_read_string(m);
+	tc_read_u32(m);
+	return unique;
+}
+
+/* The entries of a listing reply (names, or peers' unique names), each followed by a space. */
+static uint32_t read_listing(struct tc_msg *m, bool peers, char *out, size_t size, uint32_t *max_names)
+{
+	uint32_t n = tc_read_u32(m), k;
+	size_t len = strlen(out);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const char *e = peers ? read_peer(m, &k) : tc_read_string(m);
+
+		if (peers && max_names && k > *max_names)
+			*max_names = k;
+		len += (size_t)snprintf(out + len, size - len, "%s ", e);
+		TC_ASSERT(len < size);
+	}
+	return n;
+}
+
+/*
+ * Lists everything with LIST_NAMES_PAGE or LIST_PEERS_PAGE in pages of max
+ * entries (0: as many as fit), following the cursors: the entries in order
+ * into out (see read_listing); returns the number of pages.
+ */
+static int list_pages(struct tc *c, uint16_t op, uint32_t flags, uint32_t max, char *out, size_t size,
+		      uint32_t *max_names)
+{
+	static struct tc_msg m;
+	char cursor[CTRL_CURSOR_MAX + 1] = "";
+	int pages = 0;
+
+	out[0] = 0;
+	do {
+		TC_ASSERT(tc_call(c, op, &m, "uus", flags, max, cursor) == 0);
+		TC_EXPECT_REPLY(&m);
+		uint32_t n = read_listing(&m, op == CTRL_OP_LIST_PEERS_PAGE, out, size, max_names);
+		const char *next = tc_read_string(&m);
+
+		TC_ASSERT(ctrl_reader_at_end(&m.r));
+		TC_ASSERT(!max || n <= max);
+		TC_ASSERT(!*next || (n > 0 && strcmp(next, cursor) != 0));	/* each page moves on */
+		snprintf(cursor, sizeof(cursor), "%s", next);
+		pages++;
+	} while (*cursor);
+	return pages;
+}
+
+/* The unpaged LIST_NAMES or LIST_PEERS into out, as list_pages. */
+static void list_unpaged(struct tc *c, uint16_t op, uint32_t flags, char *out, size_t size)
+{
+	static struct tc_msg m;
+
+	out[0] = 0;
+	TC_ASSERT(tc_call(c, op, &m, "u", flags) == 0);
+	TC_EXPECT_REPLY(&m);
+	read_listing(&m, op == CTRL_OP_LIST_PEERS, out, size, NULL);
+	TC_ASSERT(ctrl_reader_at_end(&m.r));
+}
+
+static size_t count_words(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == ' ';
+	return n;
+}
+
+/*
+ * LIST_NAMES_PAGE and LIST_PEERS_PAGE: small pages give the same entries in
+ * the same order as the unpaged ops; a cursor whose name went away still
+ * works; bad cursors and flags are InvalidArgs.
+ */
+static void test_list_pages(void)
+{
+	static char want[1 << 17], got[1 << 17];
+	const char *names[] = { "org.brokerdtest.root.PageA", "org.brokerdtest.root.PageB",
+				"org.brokerdtest.root.PageC" };
+	struct tc a, b, c;
+	struct tc_msg m;
+	int pages;
+
+	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&b, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		TC_ASSERT(tc_call(&a, CTRL_OP_REQUEST_NAME, &m, "su", names[i], 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		tc_msg_close_fds(&m);
+	}
+	list_unpaged(&a, CTRL_OP_LIST_NAMES, 0, want, sizeof(want));
+	TC_ASSERT(strncmp(want, "brokerd ", 8) == 0 && strstr(want, names[1]) && strstr(want, c.unique));
+	for (uint32_t max = 0; max <= 3; max++) {
+		pages = list_pages(&a, CTRL_OP_LIST_NAMES_PAGE, 0, max, got, sizeof(got), NULL);
+		TC_ASSERT(strcmp(got, want) == 0);
+		TC_ASSERT_EQ(pages, max ? (count_words(want) + max - 1) / max : 1);
+	}
+	list_unpaged(&a, CTRL_OP_LIST_PEERS, 0, want, sizeof(want));
+	TC_ASSERT(strstr(want, a.unique) && strstr(want, b.unique) && strstr(want, c.unique));
+	pages = list_pages(&a, CTRL_OP_LIST_PEERS_PAGE, 0, 1, got, sizeof(got), NULL);
+	TC_ASSERT(strcmp(got, want) == 0);
+	TC_ASSERT_EQ(pages, count_words(want));
+
+	/* the cursor is a position, not an entry: PageB gone, the page after it starts at PageC */
+	TC_ASSERT(tc_call(&a, CTRL_OP_RELEASE_NAME, &m, "s", names[1]) == 0);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", 0, 1, names[1]) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 1);
+	TC_ASSERT(strcmp(tc_read_string(&m), names[2]) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), names[2]) == 0);
+	/* after the last peer there is nothing, and that is the last page */
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_PEERS_PAGE, &m, "uus", 0, 0, ":1.99999999") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), "") == 0);
+
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", 0, 1, "no cursor") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", CTRL_LIST_ACTIVATABLE, 1, ":1.1") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", 0x10, 1, "") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_PEERS_PAGE, &m, "uus", 0, 1, names[0]) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_PEERS_PAGE, &m, "uus", 1, 1, "") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	tc_close(&a);
+	tc_close(&b);
+	tc_close(&c);
+	printf("# list pages: same entries in the same order as unpaged, cursors are positions: ok\n");
+}
+
+/*
+ * Host only (no channels to create for 300 names): more names than one
+ * reply holds. The unpaged ops fail; the paged ones list everything, and
+ * the peer owning them all is listed with as many of its names as fit.
+ */
+static void test_list_pages_large(void)
+{
+	static char got[1 << 18], text[2048], name[CTRL_NAME_MAX + 1];
+	struct tc big, c;
+	struct tc_msg m;
+	uint32_t max_names = 0;
+	int pages;
+
+	if (!host_mode)
+		return;
+	snprintf(text, sizeof(text), "%s[limits user 0]\nnames 400\nconnections 16\n", base_policy);
+	write_file(policy_dir, policy_file, text);
+	reload();
+	TC_ASSERT(tc_connect_hello(&big, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	for (int i = 0; i < 300; i++) {
+		/* 230 bytes each: 300 of them are more than 64 KiB */
+		snprintf(name, sizeof(name), "org.brokerdtest.root.Big.x%0199d.N%03d", 0, i);
+		TC_ASSERT(tc_call(&big, CTRL_OP_REQUEST_NAME, &m, "su", name, 0) == 0);
+		TC_EXPECT_REPLY(&m);
+	}
+	TC_ASSERT(tc_call(&c, CTRL_OP_LIST_NAMES, &m, "u", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_FAILED);
+	TC_ASSERT(strstr(m.error_message, "exceed"));
+	pages = list_pages(&c, CTRL_OP_LIST_NAMES_PAGE, 0, 0, got, sizeof(got), NULL);
+	TC_ASSERT_EQ(pages, 2);
+	TC_ASSERT(strstr(got, "N000 ") && strstr(got, "N299 ") && strstr(got, big.unique));
+	TC_ASSERT(count_words(got) >= 300 + 3);	/* brokerd, 300 names, big, c */
+
+	TC_ASSERT(tc_call(&c, CTRL_OP_LIST_PEERS, &m, "u", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_FAILED);
+	pages = list_pages(&c, CTRL_OP_LIST_PEERS_PAGE, 0, 0, got, sizeof(got), &max_names);
+	TC_ASSERT(strstr(got, big.unique) && strstr(got, c.unique));
+	TC_ASSERT(max_names > 200 && max_names < 300);	/* cut short to fit */
+	tc_close(&big);
+	tc_close(&c);
+	write_file(policy_dir, policy_file, base_policy);
+	reload();
+	printf("# list pages: names larger than a reply come in pages, a peer with too many is cut short: ok\n");
+}
+
 /* Host only: a restarted brokerd closes connections and never reuses unique names. */
 static void test_restart(void)
 {
@@ -1521,6 +1715,8 @@ int main(int argc, char **argv)
 	test_quota();
 	test_reload();
 	test_introspection();
+	test_list_pages();
+	test_list_pages_large();
 	test_activation();
 	test_unsubscribe();
 	test_channels();
