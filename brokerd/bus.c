@@ -405,7 +405,7 @@ static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 		ch->grants = g;
 		ch->cap_grants = cap;
 	}
-	ch->grants[ch->n_grants++] = (struct grant){ peer_id, rights };
+	ch->grants[ch->n_grants++] = (struct grant){ .peer_id = peer_id, .rights = rights };
 	return 0;
 }
 
@@ -567,6 +567,7 @@ static unsigned int monitor_announce_all(struct bus *b, struct bus_conn *c)
 /* --- registry callbacks: name owner changes ------------------------------ */
 
 static void activation_settle(struct bus *b, const char *name, const char *error, const char *msg);
+static void activator_reqs_close(struct bus *b, const char *name);
 
 static void send_name_acquired(struct bus *b, struct bus_conn *c, const char *name)
 {
@@ -640,8 +641,8 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 			send_name_signal(oc, CTRL_SIGNAL_NAME_LOST, name);
 		/*
 		 * The old owner may still be attached to the call and signal
-		 * channels (even after closing its control socket): recreate
-		 * them once the current operation is done.
+		 * channels: revoke its owner rights once the current operation
+		 * is done (bus_process_revocations).
 		 */
 		if (n)
 			n->revoke_pending = true;
@@ -733,6 +734,7 @@ static void activation_settle(struct bus *b, const char *name, const char *error
 
 	if (n)
 		n->activating = false;
+	activator_reqs_close(b, name);	/* nothing more to hear about this start */
 	for (a = b->activations; a; a = next) {
 		next = a->next;
 		if (strcmp(a->name, name) != 0)
@@ -759,8 +761,10 @@ static int on_activation_timeout(sd_event_source *s, uint64_t usec, void *userda
 	for (struct activation *o = b->activations; o; o = o->next)
 		waiting = waiting || (name && strcmp(o->name, name) == 0);
 	struct bus_name *n = name ? bus_name_find(b, name) : NULL;
-	if (n && !waiting)
+	if (n && !waiting) {
 		n->activating = false;
+		activator_reqs_close(b, name);
+	}
 	return 0;
 }
 
@@ -789,13 +793,19 @@ static int on_start_unit_reply(sd_bus_message *reply, void *userdata, sd_bus_err
 /*
  * Preferred path: brokerd-activator.socket (root helper that only starts
  * units named by activation files), because brokerd itself is unprivileged
- * and may not start units. The answer is one line, read asynchronously.
+ * and may not start units. It answers one line, "ok" (start job queued) or
+ * "error: REASON", read asynchronously. After "ok" the connection stays
+ * open and the activator watches the unit: a unit that fails or ends
+ * without taking the name comes as "failed: REASON". brokerd hangs up when
+ * the activation is settled (owner, failure, timeout), which ends the
+ * activator; an activator that hangs up first (EOF) has nothing to report.
  */
 struct activator_req {
 	struct bus *bus;
 	struct activator_req *next;
-	sd_event_source *src;
+	sd_event_source *src, *timer;
 	int fd;
+	bool started;		/* "ok" came: the unit start was queued */
 	size_t len;
 	char buf[512];
 	char name[];
@@ -810,35 +820,73 @@ static void activator_req_free(struct activator_req *q)
 		}
 	}
 	sd_event_source_disable_unref(q->src);
+	sd_event_source_disable_unref(q->timer);
 	close(q->fd);
 	free(q);
+}
+
+static void activator_reqs_close(struct bus *b, const char *name)
+{
+	for (struct activator_req *q = b->activator_reqs, *next; q; q = next) {
+		next = q->next;
+		if (strcmp(q->name, name) == 0)
+			activator_req_free(q);
+	}
+}
+
+/* Ends q with an activation failure: "error: ..." or "failed: ..." (or garbage). */
+static void activator_req_fail(struct activator_req *q, const char *what)
+{
+	struct bus *b = q->bus;
+	char msg[700];
+
+	if (strncmp(what, "error: ", 7) == 0)
+		what += 7;
+	else if (strncmp(what, "failed: ", 8) == 0)
+		what += 8;
+	snprintf(msg, sizeof(msg), "activation of %s failed: %s", q->name, what);
+	log_warning("%s", msg);
+	/* settling closes every request for the name, q included */
+	activation_settle(b, q->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
 }
 
 static int on_activator_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct activator_req *q = userdata;
 	ssize_t n = read(fd, q->buf + q->len, sizeof(q->buf) - 1 - q->len);
-	char msg[700];
+	char *nl;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
-	if (n > 0) {
+	if (n > 0)
 		q->len += (size_t)n;
-		q->buf[q->len] = 0;
-		if (!strchr(q->buf, '\n') && q->len < sizeof(q->buf) - 1)
-			return 0;
-	}
 	q->buf[q->len] = 0;
-	q->buf[strcspn(q->buf, "\n")] = 0;
-	if (strcmp(q->buf, "ok") == 0) {
+	while ((nl = strchr(q->buf, '\n'))) {
+		*nl = 0;
+		if (strcmp(q->buf, "ok") != 0 || q->started) {
+			activator_req_fail(q, q->buf);
+			return 0;
+		}
+		q->started = true;
 		log_info("activation of %s: unit start queued", q->name);
-	} else {
-		snprintf(msg, sizeof(msg), "activation of %s failed: %s", q->name,
-			 q->len ? q->buf : "activator gave no answer");
-		log_warning("%s", msg);
-		activation_settle(q->bus, q->name, CTRL_ERROR_ACTIVATION_FAILED, msg);
+		q->len -= (size_t)(nl + 1 - q->buf);
+		memmove(q->buf, nl + 1, q->len + 1);
 	}
-	activator_req_free(q);
+	if (n > 0 && q->len < sizeof(q->buf) - 1)
+		return 0;	/* the rest of the line is still to come */
+	/* EOF, an error or an overlong line */
+	if (!q->started) {
+		activator_req_fail(q, q->len ? q->buf : "activator gave no answer");
+		return 0;
+	}
+	activator_req_free(q);	/* it watched until the end: only the timeout is left */
+	return 0;
+}
+
+static int on_activator_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	/* Waiting callers time out by their own timers; this ends the watch. */
+	activator_req_free(userdata);
 	return 0;
 }
 
@@ -877,6 +925,9 @@ static int activator_start(struct bus *b, const struct service *svc)
 	q->next = b->activator_reqs;
 	b->activator_reqs = q;
 	r = sd_event_add_io(b->event, &q->src, fd, EPOLLIN, on_activator_io, q);
+	if (r >= 0)
+		r = sd_event_add_time_relative(b->event, &q->timer, CLOCK_MONOTONIC, b->activation_timeout, 0,
+					       on_activator_timeout, q);
 	if (r < 0) {
 		activator_req_free(q);
 		return r;
@@ -930,6 +981,18 @@ static int activation_start(struct bus *b, const struct service *svc, char *err,
 }
 
 /* --- helpers for handlers ------------------------------------------------ */
+
+/* The names p is the primary owner of, one a call; *i starts at 0. */
+static const char *peer_owned_next(struct registry_peer *p, unsigned int *i)
+{
+	for (;;) {
+		bool primary;
+		const char *nm = registry_peer_entry_name(p, (*i)++, &primary);
+
+		if (!nm || primary)
+			return nm;
+	}
+}
 
 static bool conn_privileged(struct bus_conn *c)
 {
@@ -1164,38 +1227,107 @@ static int handle_release_name(struct bus_conn *c, const struct ctrl_message *m,
 	return conn_send(c, &w);
 }
 
-static int handle_list_names(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+/* --- listings ----------------------------------------------------------- */
+
+/*
+ * A paged reply keeps this much room for the next page's cursor, which is a
+ * name (see CTRL_CURSOR_MAX); every entry that is not cut short fits in an
+ * otherwise empty page, so each page makes progress.
+ */
+#define CURSOR_ROOM (2 + CTRL_CURSOR_MAX + 1)
+
+static size_t string_size(const char *s)
+{
+	return 2 + strlen(s) + 1;
+}
+
+static int string_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* LIST_NAMES order: the bus name, well-known names in byte order, unique names by id. */
+static int list_order(const char *a, const char *b)
+{
+	uint64_t ia = 0, ib = 0;
+	int ga = strcmp(a, CTRL_BUS_NAME) == 0 ? 0 : ctrl_unique_name_parse(a, &ia) == 0 ? 2 : 1;
+	int gb = strcmp(b, CTRL_BUS_NAME) == 0 ? 0 : ctrl_unique_name_parse(b, &ib) == 0 ? 2 : 1;
+
+	if (ga != gb)
+		return ga - gb;
+	if (ga == 2)
+		return ia < ib ? -1 : ia > ib;
+	return strcmp(a, b);
+}
+
+/* The names LIST_NAMES lists, in list_order; they point into brokerd's state. */
+static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, size_t *ret_n)
+{
+	size_t n, k = 0;
+	const char **v;
+
+	if (flags & CTRL_LIST_ACTIVATABLE) {
+		n = service_set_count(b->services);
+		v = calloc(n + 1, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (; k < n; k++)
+			v[k] = service_set_get(b->services, k)->name;
+		qsort(v, n, sizeof(*v), string_cmp);
+	} else {
+		size_t nn = registry_names_list(b->registry, NULL, 0);
+
+		n = 1 + nn + registry_peer_count(b->registry);
+		v = calloc(n + 1, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		v[k++] = CTRL_BUS_NAME;
+		k += registry_names_list(b->registry, v + k, nn);	/* sorted by the registry */
+		for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p && k < n;
+		     p = registry_peer_next(b->registry, p))
+			v[k++] = p->unique_name;	/* by id */
+	}
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
+/*
+ * LIST_NAMES, and LIST_NAMES_PAGE when paged: from the first name after
+ * cursor, at most max names (0: no limit) and, paged, no more than fit in
+ * one reply with the next cursor: the last name listed, or "" at the end.
+ * Unpaged, a list larger than a reply fails (-EMSGSIZE).
+ */
+static int list_names_reply(struct bus_conn *c, const struct ctrl_message *m, uint32_t flags, uint32_t max,
+			    const char *cursor, bool paged)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
-	struct bus *b = c->bus;
-	uint32_t flags, count = 0;
-	size_t a;
+	_cleanup_free_ const char **v = NULL;
+	size_t n, from = 0, i, a;
+	int r;
 
-	ctrl_read_u32(rd, &flags);
 	if (flags & ~CTRL_LIST_ACTIVATABLE)
 		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	if (*cursor && !ctrl_name_is_valid_wellknown(cursor) &&
+	    ((flags & CTRL_LIST_ACTIVATABLE) ||
+	     (!ctrl_name_is_valid_unique(cursor) && strcmp(cursor, CTRL_BUS_NAME) != 0)))
+		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "invalid cursor '%s'", cursor);
+	r = list_names_collect(c->bus, flags, &v, &n);
+	if (r < 0)
+		return r;
+	while (*cursor && from < n && list_order(v[from], cursor) <= 0)
+		from++;
 	if (reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
-	if (flags & CTRL_LIST_ACTIVATABLE) {
-		for (size_t i = 0; i < service_set_count(b->services); i++, count++)
-			ctrl_write_string(&w, service_set_get(b->services, i)->name);
-	} else {
-		size_t n = registry_names_list(b->registry, NULL, 0);
-		_cleanup_free_ const char **names = calloc(n + 1, sizeof(*names));
-
-		if (!names)
-			return -ENOMEM;
-		registry_names_list(b->registry, names, n);
-		ctrl_write_string(&w, CTRL_BUS_NAME);
-		count++;
-		for (size_t i = 0; i < n; i++, count++)
-			ctrl_write_string(&w, names[i]);
-		for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p;
-		     p = registry_peer_next(b->registry, p), count++)
-			ctrl_write_string(&w, p->unique_name);
+	for (i = from; i < n && (!max || i - from < max); i++) {
+		if (paged && w.len + string_size(v[i]) + CURSOR_ROOM > CTRL_MSG_MAX)
+			break;
+		ctrl_write_string(&w, v[i]);
 	}
-	ctrl_write_array_close(&w, a, count);
+	ctrl_write_array_close(&w, a, (uint32_t)(i - from));
+	if (paged)
+		ctrl_write_string(&w, i < n ? v[i - 1] : "");
 	return conn_send(c, &w);
 }
 
@@ -1289,10 +1421,11 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	_cleanup_close_ int fd = -1;
 	struct bus *b = c->bus;
-	struct bus_channel *ch;
+	struct bus_channel *ch = NULL;
 	struct bus_name *n;
 	const char *name;
 	char why[512];
+	bool charged = false;
 	int r, failed_quota = -1;
 
 	ctrl_read_string(rd, &name, NULL);
@@ -1311,23 +1444,67 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 		if (!(n && grant_has(n->signal, c->peer->id, IOIPC_SUB_RECV))) {
 			if (quota_charge(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1) < 0)
 				return reply_quota(c, m, QUOTA_SUBSCRIPTIONS);
-			c->n_subscriptions++;
+			charged = true;
 		}
 		r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
-		if (r == -EDQUOT)
-			return reply_quota(c, m, failed_quota);
 		if (r < 0)
-			return r;
+			goto fail;
 		ch = n->signal;
 	}
-	if (!ch)
-		return no_channels(c, m);
-	fd = cap_mint(b, ch, c, IOIPC_SUB_RECV);
-	if (fd < 0)
-		return fd;
+	r = ch ? cap_mint(b, ch, c, IOIPC_SUB_RECV) : -EOPNOTSUPP;
+	if (r < 0)
+		goto fail;
+	fd = r;
+	if (charged)
+		c->n_subscriptions++;	/* given back by UNSUBSCRIBE or at disconnect */
 	if (reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_fd(&w, fd);
+	return conn_send(c, &w);
+fail:
+	/* A subscription that did not come about does not count. */
+	if (charged)
+		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1);
+	if (r == -EDQUOT)
+		return reply_quota(c, m, failed_quota);
+	return r == -EOPNOTSUPP ? no_channels(c, m) : r;
+}
+
+/*
+ * Ends c's subscription to name: its receive right is revoked in the kernel
+ * (what it attached through the cap is detached), it no longer counts
+ * against the subscriptions quota nor keeps the name's channels (and their
+ * channels quota) alive.
+ */
+static int handle_unsubscribe(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	struct bus *b = c->bus;
+	struct bus_channel *ch;
+	struct bus_name *n;
+	const char *name;
+	bool bus_name, done;
+
+	ctrl_read_string(rd, &name, NULL);
+	bus_name = strcmp(name, CTRL_BUS_NAME) == 0;
+	if (!ctrl_name_is_valid_wellknown(name) && !bus_name)
+		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	n = bus_name ? NULL : bus_name_find(b, name);
+	ch = bus_name ? b->bus_signal : n ? n->signal : NULL;
+	done = grant_has(ch, c->peer->id, IOIPC_SUB_RECV);
+	if (done)
+		grant_revoke(b, ch, c->peer->id, IOIPC_SUB_RECV);
+	if (done && !bus_name) {
+		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1);
+		c->n_subscriptions--;
+		b->gc_needed = true;	/* maybe nobody uses the name any more */
+	}
+	if (done)
+		log_full(LOG_DEBUG, c->peer->unique_name, c->cred.uid, "%s unsubscribed from %s",
+			 c->peer->unique_name, name);
+	if (reply_init(&w, m) < 0)
+		return -ENOMEM;
+	ctrl_write_u32(&w, done ? CTRL_UNSUBSCRIBE_DONE : CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
 	return conn_send(c, &w);
 }
 
@@ -1421,16 +1598,10 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
  */
 static bool inbox_send_allowed(struct bus_conn *c, struct registry_peer *t, char *why, size_t why_len)
 {
+	const char *owned;
 	bool any = false;
 
-	for (unsigned int i = 0;; i++) {
-		bool primary;
-		const char *owned = registry_peer_entry_name(t, i, &primary);
-
-		if (!owned)
-			break;
-		if (!primary)
-			continue;
+	for (unsigned int i = 0; (owned = peer_owned_next(t, &i));) {
 		any = true;
 		if (conn_allowed(c, POLICY_SEND, owned, why, why_len))
 			return true;
@@ -1509,47 +1680,91 @@ static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, stru
 	return 0;
 }
 
-static int handle_list_peers(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+/*
+ * One LIST_PEERS entry. Paged, only if it fits in room bytes (false if
+ * not); but the first entry of a page always goes in, with as many of its
+ * names as fit, so that a peer owning too many long names cannot stall
+ * the listing.
+ */
+static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t room, bool first)
+{
+	struct bus_conn *t = p->userdata;
+	const char *nm;
+	size_t an, end, size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(t->label ? t->label : "") + 4 + 4;
+	uint32_t k = 0;
+
+	for (unsigned int i = 0; (nm = peer_owned_next(p, &i));)
+		size += string_size(nm);
+	if (size > room && !first)
+		return false;
+	end = room == SIZE_MAX ? SIZE_MAX : w->len + room - 4;	/* where the names must end */
+	ctrl_write_string(w, p->unique_name);
+	ctrl_write_u64(w, p->id);
+	ctrl_write_u32(w, (uint32_t)t->cred.pid);
+	ctrl_write_u32(w, t->cred.uid);
+	ctrl_write_u32(w, t->cred.gid);
+	ctrl_write_string(w, t->label ? t->label : "");
+	an = ctrl_write_array_open(w);
+	for (unsigned int i = 0; (nm = peer_owned_next(p, &i));) {
+		if (w->len + string_size(nm) > end)
+			break;	/* cut short: the rest would not fit in any reply */
+		ctrl_write_string(w, nm);
+		k++;
+	}
+	ctrl_write_array_close(w, an, k);
+	ctrl_write_u32(w, t->n_caps);
+	return true;
+}
+
+/* LIST_PEERS, and LIST_PEERS_PAGE when paged (as list_names_reply, by id). */
+static int list_peers_reply(struct bus_conn *c, const struct ctrl_message *m, uint32_t flags, uint32_t max,
+			    const char *cursor, bool paged)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	struct bus *b = c->bus;
-	uint32_t flags, count = 0;
-	size_t a, an;
+	struct registry_peer *p, *last = NULL;
+	uint64_t after = 0;
+	uint32_t count = 0;
+	size_t a;
 
-	ctrl_read_u32(rd, &flags);
 	if (flags != 0)
 		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	if (*cursor && ctrl_unique_name_parse(cursor, &after) < 0)
+		return reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "invalid cursor '%s'", cursor);
 	if (reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
-	for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p;
-	     p = registry_peer_next(b->registry, p), count++) {
-		struct bus_conn *t = p->userdata;
-		uint32_t k = 0;
-
-		ctrl_write_string(&w, p->unique_name);
-		ctrl_write_u64(&w, p->id);
-		ctrl_write_u32(&w, (uint32_t)t->cred.pid);
-		ctrl_write_u32(&w, t->cred.uid);
-		ctrl_write_u32(&w, t->cred.gid);
-		ctrl_write_string(&w, t->label ? t->label : "");
-		an = ctrl_write_array_open(&w);
-		for (unsigned int i = 0;; i++) {
-			bool primary;
-			const char *nm = registry_peer_entry_name(p, i, &primary);
-
-			if (!nm)
-				break;
-			if (primary) {
-				ctrl_write_string(&w, nm);
-				k++;
-			}
-		}
-		ctrl_write_array_close(&w, an, k);
-		ctrl_write_u32(&w, t->n_caps);
+	for (p = registry_peer_next(b->registry, NULL); p; p = registry_peer_next(b->registry, p)) {
+		if (p->id <= after)
+			continue;
+		if (max && count == max)
+			break;
+		if (!write_peer(&w, p, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX, count == 0))
+			break;
+		last = p;
+		count++;
 	}
 	ctrl_write_array_close(&w, a, count);
+	if (paged)
+		ctrl_write_string(&w, p && last ? last->unique_name : "");
 	return conn_send(c, &w);
+}
+
+/* LIST_NAMES and LIST_PEERS, and their paged forms (flags, page size, cursor). */
+static int handle_list(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	bool paged = m->hdr.code == CTRL_OP_LIST_NAMES_PAGE || m->hdr.code == CTRL_OP_LIST_PEERS_PAGE;
+	const char *cursor = "";
+	uint32_t flags, max = 0;
+
+	ctrl_read_u32(rd, &flags);
+	if (paged) {
+		ctrl_read_u32(rd, &max);
+		ctrl_read_string(rd, &cursor, NULL);
+	}
+	if (m->hdr.code == CTRL_OP_LIST_NAMES || m->hdr.code == CTRL_OP_LIST_NAMES_PAGE)
+		return list_names_reply(c, m, flags, max, cursor, paged);
+	return list_peers_reply(c, m, flags, max, cursor, paged);
 }
 
 static int fill_gids(uid_t uid, gid_t **ret, size_t *n)
@@ -1686,7 +1901,7 @@ static const struct bus_handler {
 	[CTRL_OP_HELLO] = { .handle = handle_hello, .before_hello = true },
 	[CTRL_OP_REQUEST_NAME] = { .handle = handle_request_name },
 	[CTRL_OP_RELEASE_NAME] = { .handle = handle_release_name },
-	[CTRL_OP_LIST_NAMES] = { .handle = handle_list_names },
+	[CTRL_OP_LIST_NAMES] = { .handle = handle_list },
 	[CTRL_OP_LIST_QUEUED_OWNERS] = { .handle = handle_list_queued_owners },
 	[CTRL_OP_GET_NAME_OWNER] = { .handle = handle_get_name_owner },
 	[CTRL_OP_GET_CREDENTIALS] = { .handle = handle_get_credentials },
@@ -1694,10 +1909,13 @@ static const struct bus_handler {
 	[CTRL_OP_OPEN_CALL] = { .handle = handle_open_call },
 	[CTRL_OP_OPEN_INBOX] = { .handle = handle_open_inbox },
 	[CTRL_OP_MONITOR] = { .handle = handle_monitor },
-	[CTRL_OP_LIST_PEERS] = { .handle = handle_list_peers },
+	[CTRL_OP_LIST_PEERS] = { .handle = handle_list },
 	[CTRL_OP_POLICY_CHECK] = { .handle = handle_policy_check },
 	[CTRL_OP_RELOAD] = { .handle = handle_reload },
 	[CTRL_OP_QUOTA] = { .handle = handle_quota },
+	[CTRL_OP_UNSUBSCRIBE] = { .handle = handle_unsubscribe },
+	[CTRL_OP_LIST_NAMES_PAGE] = { .handle = handle_list },
+	[CTRL_OP_LIST_PEERS_PAGE] = { .handle = handle_list },
 };
 _Static_assert(ELEMENTSOF(handlers) == _CTRL_OP_MAX, "every op needs a handler");
 

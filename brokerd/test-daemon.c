@@ -672,6 +672,200 @@ static void test_introspection(void)
 	printf("# introspection (peers, quotas, policy check): ok\n");
 }
 
+/* Reads one LIST_PEERS entry: its unique name; *n_names says how many names it has. */
+static const char *read_peer(struct tc_msg *m, uint32_t *n_names)
+{
+	const char *unique = tc_read_string(m);
+	uint64_t id;
+
+	TC_ASSERT(ctrl_read_u64(&m->r, &id) == 0);
+	tc_read_u32(m);
+	tc_read_u32(m);
+	tc_read_u32(m);
+	tc_read_string(m);
+	*n_names = tc_read_u32(m);
+	for (uint32_t j = 0; j < *n_names; j++)
+		tc_read_string(m);
+	tc_read_u32(m);
+	return unique;
+}
+
+/* The entries of a listing reply (names, or peers' unique names), each followed by a space. */
+static uint32_t read_listing(struct tc_msg *m, bool peers, char *out, size_t size, uint32_t *max_names)
+{
+	uint32_t n = tc_read_u32(m), k;
+	size_t len = strlen(out);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const char *e = peers ? read_peer(m, &k) : tc_read_string(m);
+
+		if (peers && max_names && k > *max_names)
+			*max_names = k;
+		len += (size_t)snprintf(out + len, size - len, "%s ", e);
+		TC_ASSERT(len < size);
+	}
+	return n;
+}
+
+/*
+ * Lists everything with LIST_NAMES_PAGE or LIST_PEERS_PAGE in pages of max
+ * entries (0: as many as fit), following the cursors: the entries in order
+ * into out (see read_listing); returns the number of pages.
+ */
+static int list_pages(struct tc *c, uint16_t op, uint32_t flags, uint32_t max, char *out, size_t size,
+		      uint32_t *max_names)
+{
+	static struct tc_msg m;
+	char cursor[CTRL_CURSOR_MAX + 1] = "";
+	int pages = 0;
+
+	out[0] = 0;
+	do {
+		TC_ASSERT(tc_call(c, op, &m, "uus", flags, max, cursor) == 0);
+		TC_EXPECT_REPLY(&m);
+		uint32_t n = read_listing(&m, op == CTRL_OP_LIST_PEERS_PAGE, out, size, max_names);
+		const char *next = tc_read_string(&m);
+
+		TC_ASSERT(ctrl_reader_at_end(&m.r));
+		TC_ASSERT(!max || n <= max);
+		TC_ASSERT(!*next || (n > 0 && strcmp(next, cursor) != 0));	/* each page moves on */
+		snprintf(cursor, sizeof(cursor), "%s", next);
+		pages++;
+	} while (*cursor);
+	return pages;
+}
+
+/* The unpaged LIST_NAMES or LIST_PEERS into out, as list_pages. */
+static void list_unpaged(struct tc *c, uint16_t op, uint32_t flags, char *out, size_t size)
+{
+	static struct tc_msg m;
+
+	out[0] = 0;
+	TC_ASSERT(tc_call(c, op, &m, "u", flags) == 0);
+	TC_EXPECT_REPLY(&m);
+	read_listing(&m, op == CTRL_OP_LIST_PEERS, out, size, NULL);
+	TC_ASSERT(ctrl_reader_at_end(&m.r));
+}
+
+static size_t count_words(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == ' ';
+	return n;
+}
+
+/*
+ * LIST_NAMES_PAGE and LIST_PEERS_PAGE: small pages give the same entries in
+ * the same order as the unpaged ops; a cursor whose name went away still
+ * works; bad cursors and flags are InvalidArgs.
+ */
+static void test_list_pages(void)
+{
+	static char want[1 << 17], got[1 << 17];
+	const char *names[] = { "org.brokerdtest.root.PageA", "org.brokerdtest.root.PageB",
+				"org.brokerdtest.root.PageC" };
+	struct tc a, b, c;
+	struct tc_msg m;
+	int pages;
+
+	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&b, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		TC_ASSERT(tc_call(&a, CTRL_OP_REQUEST_NAME, &m, "su", names[i], 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		tc_msg_close_fds(&m);
+	}
+	list_unpaged(&a, CTRL_OP_LIST_NAMES, 0, want, sizeof(want));
+	TC_ASSERT(strncmp(want, "brokerd ", 8) == 0 && strstr(want, names[1]) && strstr(want, c.unique));
+	for (uint32_t max = 0; max <= 3; max++) {
+		pages = list_pages(&a, CTRL_OP_LIST_NAMES_PAGE, 0, max, got, sizeof(got), NULL);
+		TC_ASSERT(strcmp(got, want) == 0);
+		TC_ASSERT_EQ(pages, max ? (count_words(want) + max - 1) / max : 1);
+	}
+	list_unpaged(&a, CTRL_OP_LIST_PEERS, 0, want, sizeof(want));
+	TC_ASSERT(strstr(want, a.unique) && strstr(want, b.unique) && strstr(want, c.unique));
+	pages = list_pages(&a, CTRL_OP_LIST_PEERS_PAGE, 0, 1, got, sizeof(got), NULL);
+	TC_ASSERT(strcmp(got, want) == 0);
+	TC_ASSERT_EQ(pages, count_words(want));
+
+	/* the cursor is a position, not an entry: PageB gone, the page after it starts at PageC */
+	TC_ASSERT(tc_call(&a, CTRL_OP_RELEASE_NAME, &m, "s", names[1]) == 0);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", 0, 1, names[1]) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 1);
+	TC_ASSERT(strcmp(tc_read_string(&m), names[2]) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), names[2]) == 0);
+	/* after the last peer there is nothing, and that is the last page */
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_PEERS_PAGE, &m, "uus", 0, 0, ":1.99999999") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), "") == 0);
+
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", 0, 1, "no cursor") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", CTRL_LIST_ACTIVATABLE, 1, ":1.1") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_NAMES_PAGE, &m, "uus", 0x10, 1, "") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_PEERS_PAGE, &m, "uus", 0, 1, names[0]) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&a, CTRL_OP_LIST_PEERS_PAGE, &m, "uus", 1, 1, "") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	tc_close(&a);
+	tc_close(&b);
+	tc_close(&c);
+	printf("# list pages: same entries in the same order as unpaged, cursors are positions: ok\n");
+}
+
+/*
+ * Host only (no channels to create for 300 names): more names than one
+ * reply holds. The unpaged ops fail; the paged ones list everything, and
+ * the peer owning them all is listed with as many of its names as fit.
+ */
+static void test_list_pages_large(void)
+{
+	static char got[1 << 18], text[2048], name[CTRL_NAME_MAX + 1];
+	struct tc big, c;
+	struct tc_msg m;
+	uint32_t max_names = 0;
+	int pages;
+
+	if (!host_mode)
+		return;
+	snprintf(text, sizeof(text), "%s[limits user 0]\nnames 400\nconnections 16\n", base_policy);
+	write_file(policy_dir, policy_file, text);
+	reload();
+	TC_ASSERT(tc_connect_hello(&big, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	for (int i = 0; i < 300; i++) {
+		/* 230 bytes each: 300 of them are more than 64 KiB */
+		snprintf(name, sizeof(name), "org.brokerdtest.root.Big.x%0199d.N%03d", 0, i);
+		TC_ASSERT(tc_call(&big, CTRL_OP_REQUEST_NAME, &m, "su", name, 0) == 0);
+		TC_EXPECT_REPLY(&m);
+	}
+	TC_ASSERT(tc_call(&c, CTRL_OP_LIST_NAMES, &m, "u", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_FAILED);
+	TC_ASSERT(strstr(m.error_message, "exceed"));
+	pages = list_pages(&c, CTRL_OP_LIST_NAMES_PAGE, 0, 0, got, sizeof(got), NULL);
+	TC_ASSERT_EQ(pages, 2);
+	TC_ASSERT(strstr(got, "N000 ") && strstr(got, "N299 ") && strstr(got, big.unique));
+	TC_ASSERT(count_words(got) >= 300 + 3);	/* brokerd, 300 names, big, c */
+
+	TC_ASSERT(tc_call(&c, CTRL_OP_LIST_PEERS, &m, "u", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_FAILED);
+	pages = list_pages(&c, CTRL_OP_LIST_PEERS_PAGE, 0, 0, got, sizeof(got), &max_names);
+	TC_ASSERT(strstr(got, big.unique) && strstr(got, c.unique));
+	TC_ASSERT(max_names > 200 && max_names < 300);	/* cut short to fit */
+	tc_close(&big);
+	tc_close(&c);
+	write_file(policy_dir, policy_file, base_policy);
+	reload();
+	printf("# list pages: names larger than a reply come in pages, a peer with too many is cut short: ok\n");
+}
+
 /* Host only: a restarted brokerd closes connections and never reuses unique names. */
 static void test_restart(void)
 {
@@ -723,6 +917,40 @@ static void test_flood(void)
 	printf("# flood of %d unread requests: others still served: ok\n", sent);
 }
 
+/*
+ * Sends OPEN_CALL for name with serial without waiting for the reply, and
+ * plays the activator brokerd then connects to: returns the connection,
+ * after checking that brokerd asked for name.
+ */
+static int open_call_activate(struct tc *caller, int lfd, const char *name, uint32_t serial)
+{
+	struct ctrl_writer w;
+	char want[300], buf[300];
+	const void *d;
+	size_t l;
+	ssize_t n;
+	int afd;
+
+	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, serial) == 0);
+	ctrl_write_string(&w, name);
+	ctrl_write_u32(&w, 0);
+	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(caller, d, l) == 0);
+	ctrl_writer_deinit(&w);
+	afd = accept(lfd, NULL, NULL);
+	TC_ASSERT(afd >= 0);
+	n = read(afd, buf, sizeof(buf) - 1);
+	TC_ASSERT(n > 0);
+	buf[n] = 0;
+	snprintf(want, sizeof(want), "%s\n", name);
+	TC_ASSERT(strcmp(buf, want) == 0);
+	return afd;
+}
+
+static void activator_say(int afd, const char *line)
+{
+	TC_ASSERT(write(afd, line, strlen(line)) == (ssize_t)strlen(line));
+}
+
 /* A fake activator: answers "ok" and then (if own) takes the name itself. */
 static void test_activation(void)
 {
@@ -731,7 +959,6 @@ static void test_activation(void)
 	struct tc_msg m;
 	int lfd, afd;
 	char buf[256];
-	ssize_t n;
 
 	if (!host_mode) {
 		printf("# activation via systemd: covered by brokerd-activation\n");
@@ -756,22 +983,8 @@ static void test_activation(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
 
 	/* request without waiting for the reply, play activator, then own the name */
-	struct ctrl_writer w;
-	const void *d;
-	size_t l;
-	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4242) == 0);
-	ctrl_write_string(&w, "org.brokerdtest.Act");
-	ctrl_write_u32(&w, 0);
-	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
-	ctrl_writer_deinit(&w);
-	afd = accept(lfd, NULL, NULL);
-	TC_ASSERT(afd >= 0);
-	n = read(afd, buf, sizeof(buf) - 1);
-	TC_ASSERT(n > 0);
-	buf[n] = 0;
-	TC_ASSERT(strcmp(buf, "org.brokerdtest.Act\n") == 0);
-	TC_ASSERT(write(afd, "ok\n", 3) == 3);
-	close(afd);
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Act", 4242);
+	activator_say(afd, "ok\n");
 	TC_ASSERT(tc_recv(&caller, &m, 300) == -ETIMEDOUT);	/* still waiting */
 	TC_ASSERT(tc_connect_hello(&svc, sock_path, 0) == 0);
 	TC_ASSERT(tc_call(&svc, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Act", 0) == 0);
@@ -781,30 +994,37 @@ static void test_activation(void)
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
 	tc_msg_close_fds(&m);
+	/* the activator was still watching the unit: the owner ends its watch */
+	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0);
+	close(afd);
 
 	/* the activator refuses: ActivationFailed with its reason */
-	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4343) == 0);
-	ctrl_write_string(&w, "org.brokerdtest.Slow");
-	ctrl_write_u32(&w, 0);
-	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
-	ctrl_writer_deinit(&w);
-	afd = accept(lfd, NULL, NULL);
-	TC_ASSERT(afd >= 0 && read(afd, buf, sizeof(buf)) > 0);
-	TC_ASSERT(write(afd, "error: unit not found\n", 22) == 22);
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Slow", 4343);
+	activator_say(afd, "error: unit not found\n");
 	close(afd);
 	TC_ASSERT(tc_wait_reply(&caller, 4343, &m, 5000) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
 	TC_ASSERT(strstr(m.error_message, "unit not found"));
 
+	/*
+	 * The unit starts, then fails: the activator says so on the open
+	 * connection and the caller hears ActivationFailed at once, naming
+	 * the unit and the result (long before the timeout, were it 25 s).
+	 */
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Slow", 4545);
+	activator_say(afd, "ok\n");
+	TC_ASSERT(tc_recv(&caller, &m, 200) == -ETIMEDOUT);	/* started: still waiting */
+	activator_say(afd, "failed: unit brokerdtest-slow.service failed (exit-code)\n");
+	TC_ASSERT(tc_wait_reply(&caller, 4545, &m, 500) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
+	TC_ASSERT(strcmp(m.error_message, "activation of org.brokerdtest.Slow failed: "
+			 "unit brokerdtest-slow.service failed (exit-code)") == 0);
+	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0);	/* brokerd hung up */
+	close(afd);
+
 	/* the unit starts but never takes the name: Timeout */
-	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 4444) == 0);
-	ctrl_write_string(&w, "org.brokerdtest.Slow");
-	ctrl_write_u32(&w, 0);
-	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0 && tc_send_raw(&caller, d, l) == 0);
-	ctrl_writer_deinit(&w);
-	afd = accept(lfd, NULL, NULL);
-	TC_ASSERT(afd >= 0 && read(afd, buf, sizeof(buf)) > 0);
-	TC_ASSERT(write(afd, "ok\n", 3) == 3);
+	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Slow", 4444);
+	activator_say(afd, "ok\n");
 	close(afd);
 	TC_ASSERT(tc_wait_reply(&caller, 4444, &m, 5000) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_TIMEOUT);
@@ -816,7 +1036,90 @@ static void test_activation(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
 	tc_close(&svc);
 	tc_close(&caller);
-	printf("# activation: waits for the owner, activator errors, timeout: ok\n");
+	printf("# activation: waits for the owner, activator errors, unit failures, timeout: ok\n");
+}
+
+/* What the uid of c uses of one quota, from QUOTA. */
+static uint64_t quota_used_of(struct tc *c, uid_t uid, const char *quota)
+{
+	struct tc_msg m;
+	uint64_t used = 0, limit, found = UINT64_MAX;
+	uint32_t n;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_QUOTA, &m, "u", uid) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 1);
+	TC_ASSERT_EQ(tc_read_u32(&m), uid);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *q = tc_read_string(&m);
+
+		TC_ASSERT(ctrl_read_u64(&m.r, &used) == 0 && ctrl_read_u64(&m.r, &limit) == 0);
+		if (strcmp(q, quota) == 0)
+			found = used;
+	}
+	TC_ASSERT(found != UINT64_MAX);
+	return found;
+}
+
+static void expect_unsubscribe(struct tc *c, const char *name, uint32_t result)
+{
+	struct tc_msg m;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_UNSUBSCRIBE, &m, "s", name) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), result);
+}
+
+static void expect_subscribe(struct tc *c, const char *name)
+{
+	struct tc_msg m;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_SUBSCRIBE, &m, "s", name) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	tc_msg_close_fds(&m);
+}
+
+/*
+ * UNSUBSCRIBE: brokerd forgets a subscription, which then no longer counts
+ * against the subscriptions quota; asking twice, or for a name never
+ * subscribed to, says NOT_SUBSCRIBED.
+ */
+static void test_unsubscribe(void)
+{
+	const char *N = "org.brokerdtest.root.Unsub";
+	struct tc c;
+	struct tc_msg m;
+	uint64_t before;
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_UNSUBSCRIBE, &m, "s", "not a name") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&c, CTRL_OP_UNSUBSCRIBE, &m, "s", ":1.1") == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	expect_unsubscribe(&c, CTRL_BUS_NAME, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	if (have_channels) {
+		before = quota_used_of(&c, getuid(), "subscriptions");
+		expect_subscribe(&c, N);
+		expect_subscribe(&c, N);	/* one subscription, however often */
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before + 1);
+		expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_DONE);
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before);
+		expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+		/* subscribing again counts again */
+		expect_subscribe(&c, N);
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before + 1);
+		expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_DONE);
+		/* the bus's own signals: not counted, but forgotten all the same */
+		expect_subscribe(&c, CTRL_BUS_NAME);
+		expect_unsubscribe(&c, CTRL_BUS_NAME, CTRL_UNSUBSCRIBE_DONE);
+		expect_unsubscribe(&c, CTRL_BUS_NAME, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before);
+	}
+	tc_close(&c);
+	printf("# unsubscribe: forgotten, quota given back, twice is NOT_SUBSCRIBED: ok\n");
 }
 
 static void channel_quota_main(void)
@@ -839,6 +1142,12 @@ static void channel_quota_main(void)
 	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Cq1") == 0);
 	TC_EXPECT_REPLY(&m);
 	tc_msg_close_fds(&m);
+	TC_ASSERT_EQ(quota_used_of(&c, ALICE, "channels"), 5);
+	/* unsubscribed, nobody uses Cq1: its channels go, and there is room for Cq3 */
+	expect_unsubscribe(&c, "org.brokerdtest.alice.Cq1", CTRL_UNSUBSCRIBE_DONE);
+	TC_ASSERT_EQ(quota_used_of(&c, ALICE, "channels"), 3);
+	TC_ASSERT_EQ(quota_used_of(&c, ALICE, "subscriptions"), 1);
+	expect_subscribe(&c, "org.brokerdtest.alice.Cq3");
 	tc_close(&c);
 }
 
@@ -854,6 +1163,18 @@ static void test_channel_quota(void)
 	write_file(policy_dir, policy_file, base_policy);
 	reload();
 	printf("# channels quota per uid: ok\n");
+}
+
+/* The test policy, but alice's group may no longer receive name's signals. */
+static void reload_deny_receive(struct tc *root, const char *name)
+{
+	struct tc_msg m;
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%s[group 2100]\ndeny receive %s\n", base_policy, name);
+	write_file(policy_dir, policy_file, text);
+	TC_ASSERT(tc_call(root, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
 }
 
 static uint32_t attach_cap(struct io_uring *ring, int fd, uint32_t rights);
@@ -925,11 +1246,7 @@ static void test_revocation(void)
 	close(p[1]);
 	TC_ASSERT(read(p[0], &ch, 1) == 1);
 	close(p[0]);
-	char text[1024];
-	snprintf(text, sizeof(text), "%s[group 2100]\ndeny receive %s\n", base_policy, N);
-	write_file(policy_dir, policy_file, text);
-	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
-	TC_EXPECT_REPLY(&m);
+	reload_deny_receive(&root, N);
 	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	TC_ASSERT(tc_wait_signal(&root, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 300) < 0);
 	if (have_channels) {
@@ -953,6 +1270,39 @@ static void test_revocation(void)
 	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
 	tc_close(&root);
 	printf("# revocation: a reload revokes alice's signal cap in the kernel, root's stays: ok\n");
+}
+
+/*
+ * Guest only: UNSUBSCRIBE revokes the receive right in the kernel, so what
+ * the client still had attached through its cap is detached: a receive it
+ * left waiting ends with -EACCES. (test_revocation shows that the other
+ * subscribers of a name are left alone.)
+ */
+static void test_unsubscribe_revocation(void)
+{
+	const char *N = "org.brokerdtest.alice.UnsubRev";
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	struct tc_msg m;
+	struct tc c;
+	uint8_t buf[256];
+
+	TC_ASSERT(io_uring_queue_init(8, &ring, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
+	TC_EXPECT_REPLY(&m);
+	ioipc_prep_recv(io_uring_get_sqe(&ring), attach_cap(&ring, m.fds[0], IOIPC_SUB_RECV), buf, sizeof(buf),
+			IOIPC_RECV_WAIT);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(io_uring_submit(&ring) == 1);
+	expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_DONE);
+	TC_ASSERT(io_uring_wait_cqe(&ring, &cqe) == 0);
+	TC_ASSERT_EQ(cqe->res, -EACCES);
+	io_uring_cqe_seen(&ring, cqe);
+	expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	io_uring_queue_exit(&ring);
+	tc_close(&c);
+	printf("# unsubscribe: the receive right is revoked in the kernel: ok\n");
 }
 
 /* --- real channels (guest) ------------------------------------------------ */
@@ -1328,6 +1678,7 @@ static void test_channels(void)
 	test_channels_more();
 	test_revocation();
 	test_revocation_inbox();
+	test_unsubscribe_revocation();
 	test_channel_quota();
 }
 
@@ -1478,7 +1829,10 @@ int main(int argc, char **argv)
 	test_quota();
 	test_reload();
 	test_introspection();
+	test_list_pages();
+	test_list_pages_large();
 	test_activation();
+	test_unsubscribe();
 	test_channels();
 	test_flood();
 	test_restart();

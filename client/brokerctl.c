@@ -39,6 +39,7 @@ static bool arg_json;
 static const char *arg_address;
 static uint64_t arg_timeout_usec = 25ULL * 1000000ULL;
 static long arg_count = -1;
+static uint32_t arg_page_size;
 static volatile sig_atomic_t quit;
 
 static void usage(FILE *f)
@@ -62,6 +63,8 @@ static void usage(FILE *f)
 		"  -a, --address PATH            broker socket (default $BROKERD_SOCKET or %s)\n"
 		"  -t, --timeout SEC             call timeout (default 25)\n"
 		"  -n, --count N                 monitor: stop after N messages\n"
+		"  -p, --page-size N             list, peers: ask for N entries a request\n"
+		"                                (default: as many as fit)\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 ok/allowed, 1 failure, 2 usage, 3 denied, 4 no owner,\n"
@@ -179,21 +182,16 @@ static int read_strv(struct ctrl_reply *r, const char ***ret)
 
 static int cmd_list(brokerd_bus *bus, int argc, char **argv)
 {
-	struct ctrl_reply names = { 0 };
-	_cleanup_free_ const char **v = NULL;
+	char **v = NULL;
 	struct json j;
-	int n, k;
+	int n;
 
 	if (argc != 1)
 		return fail(NULL, "list takes no arguments", -EINVAL);
-	k = request(bus, CTRL_OP_LIST_NAMES, NULL, 0, &names);
-	if (k < 0)
-		return fail(bus, "ListNames", k);
-	n = read_strv(&names, &v);
-	if (n < 0) {
-		ctrl_reply_done(&names);
-		return fail(NULL, "ListNames reply", n);
-	}
+	/* every page: a busy bus has more names than one reply holds */
+	n = bus_list_names(bus, 0, arg_page_size, &v);
+	if (n < 0)
+		return fail(bus, "ListNames", n);
 	json_init(&j, stdout);
 	if (arg_json)
 		json_begin_array(&j);
@@ -243,7 +241,7 @@ static int cmd_list(brokerd_bus *bus, int argc, char **argv)
 		json_end_array(&j);
 		json_finish(&j);
 	}
-	ctrl_reply_done(&names);
+	strv_free(v);
 	return EXIT_OK;
 }
 
@@ -553,70 +551,56 @@ static int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 
 /* --- peers ------------------------------------------------------------------------- */
 
-static int cmd_peers(brokerd_bus *bus, int argc, char **argv)
+/* One page of LIST_PEERS_PAGE: print each peer. */
+static int print_peers(struct ctrl_reader *rd, uint32_t n, void *userdata)
 {
-	struct ctrl_reply r = { 0 };
-	struct ctrl_reader rd;
-	struct json j;
-	uint32_t n = 0;
-	int k;
+	struct json *j = userdata;
+	int k = 0;
 
-	if (argc != 1)
-		return fail(NULL, "peers takes no arguments", -EINVAL);
-	k = request(bus, CTRL_OP_LIST_PEERS, NULL, 0, &r);
-	if (k < 0)
-		return fail(bus, "ListPeers", k);
-	ctrl_reader_init(&rd, &r.msg);
-	k = ctrl_read_array(&rd, &n);
-	json_init(&j, stdout);
-	if (arg_json)
-		json_begin_array(&j);
-	else
-		printf("%-12s %8s %6s %6s %5s %s\n", "PEER", "PID", "UID", "GID", "CAPS", "NAMES");
 	for (uint32_t i = 0; k >= 0 && i < n; i++) {
 		const char *unique = NULL, *label = NULL;
 		uint64_t id;
 		uint32_t pid, uid, gid, nn, caps;
 		const char *names[32];
 
-		if ((k = ctrl_read_string(&rd, &unique, NULL)) < 0 || (k = ctrl_read_u64(&rd, &id)) < 0 ||
-		    (k = ctrl_read_u32(&rd, &pid)) < 0 || (k = ctrl_read_u32(&rd, &uid)) < 0 ||
-		    (k = ctrl_read_u32(&rd, &gid)) < 0 || (k = ctrl_read_string(&rd, &label, NULL)) < 0 ||
-		    (k = ctrl_read_array(&rd, &nn)) < 0)
+		if ((k = ctrl_read_string(rd, &unique, NULL)) < 0 || (k = ctrl_read_u64(rd, &id)) < 0 ||
+		    (k = ctrl_read_u32(rd, &pid)) < 0 || (k = ctrl_read_u32(rd, &uid)) < 0 ||
+		    (k = ctrl_read_u32(rd, &gid)) < 0 || (k = ctrl_read_string(rd, &label, NULL)) < 0 ||
+		    (k = ctrl_read_array(rd, &nn)) < 0)
 			break;
 		for (uint32_t x = 0; k >= 0 && x < nn; x++) {
 			const char *s;
 
-			k = ctrl_read_string(&rd, &s, NULL);
+			k = ctrl_read_string(rd, &s, NULL);
 			if (x < ELEMENTSOF(names))
 				names[x] = s;
 		}
-		if (k < 0 || (k = ctrl_read_u32(&rd, &caps)) < 0)
+		if (k < 0 || (k = ctrl_read_u32(rd, &caps)) < 0)
 			break;
 		if (nn > ELEMENTSOF(names))
 			nn = ELEMENTSOF(names);
 		if (arg_json) {
-			json_begin_object(&j);
-			json_key(&j, "peer");
-			json_string(&j, unique);
-			json_key(&j, "id");
-			json_uint(&j, id);
-			json_key(&j, "pid");
-			json_uint(&j, pid);
-			json_key(&j, "uid");
-			json_uint(&j, uid);
-			json_key(&j, "gid");
-			json_uint(&j, gid);
-			json_key(&j, "label");
-			json_string(&j, label);
-			json_key(&j, "names");
-			json_begin_array(&j);
+			json_begin_object(j);
+			json_key(j, "peer");
+			json_string(j, unique);
+			json_key(j, "id");
+			json_uint(j, id);
+			json_key(j, "pid");
+			json_uint(j, pid);
+			json_key(j, "uid");
+			json_uint(j, uid);
+			json_key(j, "gid");
+			json_uint(j, gid);
+			json_key(j, "label");
+			json_string(j, label);
+			json_key(j, "names");
+			json_begin_array(j);
 			for (uint32_t x = 0; x < nn; x++)
-				json_string(&j, names[x]);
-			json_end_array(&j);
-			json_key(&j, "caps");
-			json_uint(&j, caps);
-			json_end_object(&j);
+				json_string(j, names[x]);
+			json_end_array(j);
+			json_key(j, "caps");
+			json_uint(j, caps);
+			json_end_object(j);
 		} else {
 			printf("%-12s %8" PRIu32 " %6" PRIu32 " %6" PRIu32 " %5" PRIu32 " ", unique, pid,
 			       uid, gid, caps);
@@ -625,12 +609,27 @@ static int cmd_peers(brokerd_bus *bus, int argc, char **argv)
 			printf("\n");
 		}
 	}
+	return k;
+}
+
+static int cmd_peers(brokerd_bus *bus, int argc, char **argv)
+{
+	struct json j;
+	int k;
+
+	if (argc != 1)
+		return fail(NULL, "peers takes no arguments", -EINVAL);
+	json_init(&j, stdout);
+	if (arg_json)
+		json_begin_array(&j);
+	else
+		printf("%-12s %8s %6s %6s %5s %s\n", "PEER", "PID", "UID", "GID", "CAPS", "NAMES");
+	k = bus_list(bus, CTRL_OP_LIST_PEERS_PAGE, 0, arg_page_size, print_peers, &j);
 	if (arg_json) {
 		json_end_array(&j);
 		json_finish(&j);
 	}
-	ctrl_reply_done(&r);
-	return k < 0 ? fail(NULL, "ListPeers reply", k) : EXIT_OK;
+	return k < 0 ? fail(bus, "ListPeers", k) : EXIT_OK;
 }
 
 /* --- policy check ------------------------------------------------------------------- */
@@ -844,13 +843,14 @@ int main(int argc, char **argv)
 		{ "address", required_argument, NULL, 'a' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "page-size", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	brokerd_bus *bus = NULL;
 	int c, k;
 
-	while ((c = getopt_long(argc, argv, "+ja:t:n:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+ja:t:n:p:h", options, NULL)) >= 0) {
 		char *end;
 
 		switch (c) {
@@ -877,6 +877,16 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'p': {
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || optarg[0] == '-' || v > UINT32_MAX) {
+				fprintf(stderr, "brokerctl: invalid page size %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			arg_page_size = (uint32_t)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;

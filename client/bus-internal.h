@@ -172,7 +172,8 @@ struct ctrl_reply {
 void ctrl_reply_done(struct ctrl_reply *r);
 
 /* Sends a finished request and waits for its reply: 0, or -errno (a control
- * ERROR is mapped to an errno and kept in bus->error_name/message). */
+ * ERROR is mapped to an errno and kept in bus->error_name/message). With ret
+ * NULL it only sends: the reply is dropped when it comes. */
 int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret);
 int bus_ctrl_error_to_errno(const char *name);
 
@@ -183,6 +184,21 @@ struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char 
 			      const char *member, void *userdata);
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name);
+
+/*
+ * Paged listings, used by brokerctl: LIST_NAMES_PAGE or LIST_PEERS_PAGE
+ * (op) with flags, page_size entries a request (0: as many as fit), until
+ * the last page. page() gets each reply's entries: the reader is at the
+ * first of n, and it must read all n (or fail with -errno, which ends the
+ * listing). A brokerd without paging is asked LIST_NAMES / LIST_PEERS once.
+ */
+typedef int (*bus_list_page_t)(struct ctrl_reader *rd, uint32_t n, void *userdata);
+int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, bus_list_page_t page,
+	     void *userdata);
+/* Every name LIST_NAMES lists (flags as there) as a NULL-terminated array
+ * to free with strv_free(); returns how many. */
+int bus_list_names(brokerd_bus *bus, uint32_t flags, uint32_t page_size, char ***ret);
+char **strv_free(char **v);
 
 /* Monitoring (privileged), used by brokerctl monitor: the number of channels
  * brokerd announced, or -errno. */

@@ -27,6 +27,7 @@
 
 static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect);
 static void retired_close(brokerd_bus *bus, struct chan *c, void *owner);
+static int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait);
 static int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds,
 			     unsigned int n_fds);
 
@@ -186,7 +187,8 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	uint32_t serial;
 	int k;
 
-	memset(ret, 0, sizeof(*ret));
+	if (ret)
+		memset(ret, 0, sizeof(*ret));
 	bus->error_name[0] = bus->error_message[0] = 0;
 	if (!bus->connected || bus->ctrl_fd < 0)
 		return -ENOTCONN;
@@ -205,6 +207,8 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 		bus_disconnect(bus, true);
 		return -ECONNRESET;
 	}
+	if (!ret)
+		return 0;	/* its reply is dropped when it comes (serial mismatch, or no signal) */
 	for (;;) {
 		struct pollfd pfd = { .fd = bus->ctrl_fd, .events = POLLIN };
 		int fds[CTRL_FDS_MAX];
@@ -478,10 +482,8 @@ static void slot_destroy(struct brokerd_slot *s)
 	}
 	slot_unlink(s);
 	if (s->type == SLOT_SUBSCRIBE && b) {
-		if (b->n_subs > 0 && --b->n_subs == 0) {
-			chan_close(&bus->ring, b->sig_recv);
-			b->sig_recv = NULL;
-		}
+		if (b->n_subs > 0 && --b->n_subs == 0)
+			(void)bname_unsubscribe(bus, b, false);
 	}
 	if (s->type == SLOT_MONITOR) {
 		struct monitor_chan *m;
@@ -583,6 +585,30 @@ static int bname_subscribe(brokerd_bus *bus, struct bname *b)
 	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, b, &b->sig_recv);
 	ctrl_reply_done(&r);
 	return k;
+}
+
+/*
+ * Ends our subscription to b's signals: detaches the channel and tells
+ * brokerd, which stops counting it. With wait, brokerd's answer is awaited
+ * (0, or -errno); without (from a destructor), the request goes out and its
+ * reply is dropped. Disconnected, there is nobody to tell: a new brokerd
+ * knows nothing of it.
+ */
+static int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait)
+{
+	struct ctrl_reply r;
+	int k;
+
+	chan_close(&bus->ring, b->sig_recv);
+	b->sig_recv = NULL;
+	if (!bus->connected || !(bus->features & CTRL_FEATURE_CHANNELS))
+		return 0;
+	k = bus_ctrl_call_name(bus, CTRL_OP_UNSUBSCRIBE, b->name, wait ? &r : NULL);
+	if (k < 0 || !wait)
+		return k;
+	/* NOT_SUBSCRIBED is fine too: a reload may have revoked it already */
+	ctrl_reply_done(&r);
+	return 0;
 }
 
 static int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
@@ -1317,10 +1343,8 @@ _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, co
 	s = slot_new(bus, SLOT_SUBSCRIBE, name,
 		     member_filter && *member_filter ? member_filter : NULL, userdata);
 	if (!s) {
-		if (!b->n_subs) {
-			chan_close(&bus->ring, b->sig_recv);
-			b->sig_recv = NULL;
-		}
+		if (!b->n_subs)
+			(void)bname_unsubscribe(bus, b, false);
 		bname_gc(bus, b);
 		return -ENOMEM;
 	}
@@ -1331,6 +1355,32 @@ _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, co
 	if (ret_slot)
 		*ret_slot = s;
 	return 0;
+}
+
+_public_ int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name)
+{
+	struct brokerd_slot *s, *next;
+	struct bname *b;
+	int k;
+
+	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name))
+		return -EINVAL;
+	b = bname_get(bus, name, false);
+	if (!b || !b->n_subs)
+		return -ENOENT;
+	/* the caller's slots go quiet (it frees them), the bus's own go now */
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (s->type != SLOT_SUBSCRIBE || s->bname != b)
+			continue;
+		s->bname = NULL;
+		if (s->floating)
+			slot_destroy(s);
+	}
+	b->n_subs = 0;	/* not subscribed again after a reconnect */
+	k = bname_unsubscribe(bus, b, true);
+	bname_gc(bus, b);
+	return k;
 }
 
 /* --- Calls ------------------------------------------------------------------------- */
@@ -2060,6 +2110,113 @@ _public_ int brokerd_bus_run(brokerd_bus *bus)
 		k = bus->exit_code;
 	bus_unref(bus);
 	return k;
+}
+
+/* --- Listings -------------------------------------------------------------------------- */
+
+int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, bus_list_page_t page,
+	     void *userdata)
+{
+	char cursor[CTRL_CURSOR_MAX + 1] = "";
+	uint16_t old_op = op == CTRL_OP_LIST_NAMES_PAGE ? CTRL_OP_LIST_NAMES : CTRL_OP_LIST_PEERS;
+	bool paged = true;
+	int k;
+
+	if (!bus || bus->closed || !page || (op != CTRL_OP_LIST_NAMES_PAGE && op != CTRL_OP_LIST_PEERS_PAGE))
+		return -EINVAL;
+	if (!bus->connected)
+		return -ENOTCONN;
+	for (bool first = true;; first = false) {
+		struct ctrl_writer w;
+		struct ctrl_reply r;
+		struct ctrl_reader rd;
+		const char *next = "";
+		uint32_t n = 0;
+
+		k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, paged ? op : old_op, 0);
+		if (k < 0)
+			return k;
+		ctrl_write_u32(&w, flags);
+		if (paged) {
+			ctrl_write_u32(&w, page_size);
+			ctrl_write_string(&w, cursor);
+		}
+		k = bus_ctrl_call(bus, &w, &r);
+		ctrl_writer_deinit(&w);
+		if (k < 0 && paged && first && strcmp(bus->error_name, CTRL_ERROR_UNKNOWN_OP) == 0) {
+			paged = false;	/* a brokerd from before paging: one reply of at most 64 KiB */
+			continue;
+		}
+		if (k < 0)
+			return k;
+		ctrl_reader_init(&rd, &r.msg);
+		k = ctrl_read_array(&rd, &n);
+		if (k >= 0)
+			k = page(&rd, n, userdata);
+		if (k >= 0 && paged)
+			k = ctrl_read_string(&rd, &next, NULL);
+		/* a page that does not move on would make us loop forever */
+		if (k >= 0 && *next && (n == 0 || strlen(next) > CTRL_CURSOR_MAX || strcmp(next, cursor) == 0))
+			k = -EPROTO;
+		if (k >= 0)
+			snprintf(cursor, sizeof(cursor), "%s", next);
+		ctrl_reply_done(&r);
+		if (k < 0 || !paged || !*cursor)
+			return k < 0 ? k : 0;
+	}
+}
+
+struct name_list {
+	char **v;
+	size_t n;
+};
+
+static int name_list_page(struct ctrl_reader *rd, uint32_t n, void *userdata)
+{
+	struct name_list *l = userdata;
+	char **v = realloc(l->v, (l->n + n + 1) * sizeof(*v));
+	const char *s;
+	int k;
+
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	for (uint32_t i = 0; i < n; i++) {
+		k = ctrl_read_string(rd, &s, NULL);
+		if (k < 0)
+			return k;
+		l->v[l->n] = strdup(s);
+		if (!l->v[l->n])
+			return -ENOMEM;
+		l->v[++l->n] = NULL;
+	}
+	return 0;
+}
+
+int bus_list_names(brokerd_bus *bus, uint32_t flags, uint32_t page_size, char ***ret)
+{
+	struct name_list l = { 0 };
+	int k;
+
+	if (!ret)
+		return -EINVAL;
+	k = bus_list(bus, CTRL_OP_LIST_NAMES_PAGE, flags, page_size, name_list_page, &l);
+	if (k >= 0 && !l.v && !(l.v = calloc(1, sizeof(*l.v))))
+		k = -ENOMEM;
+	if (k < 0) {
+		strv_free(l.v);
+		return k;
+	}
+	*ret = l.v;
+	return l.n > INT32_MAX ? INT32_MAX : (int)l.n;
+}
+
+char **strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+	return NULL;
 }
 
 /* --- Monitoring ------------------------------------------------------------------------- */

@@ -238,6 +238,7 @@ static void test_arguments(void)
 	CHECK(brokerd_bus_emit_signal(NULL, "org.a.B", "M", NULL, 0) == -EINVAL);
 	CHECK(brokerd_bus_send_signal(NULL, ":1.1", "M", NULL, 0) == -EINVAL);
 	CHECK(brokerd_bus_subscribe(NULL, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_unsubscribe(NULL, "org.a.B") == -EINVAL);
 	CHECK(brokerd_bus_call(NULL, "org.a.B", "M", NULL, 0, 0, NULL) == -EINVAL);
 	CHECK(brokerd_bus_call_async(NULL, &slot, "org.a.B", "M", NULL, 0, 0, NULL, NULL) == -EINVAL);
 	CHECK(brokerd_bus_add_method(NULL, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
@@ -303,6 +304,9 @@ static void test_arguments_connected(brokerd_bus *bus)
 	CHECK(brokerd_bus_send_signal(bus, ":1.1", "M", NULL, 3) == -EINVAL);
 	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", "a,,b", noop_msg, NULL) == -EINVAL);
 	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
+	CHECK(brokerd_bus_unsubscribe(bus, NULL) == -EINVAL);
+	CHECK(brokerd_bus_unsubscribe(bus, ":1.1") == -EINVAL);
+	CHECK(brokerd_bus_unsubscribe(bus, "org.a.B") == -ENOENT);	/* never subscribed */
 	CHECK(brokerd_bus_call(bus, "org.a.B", "", NULL, 0, 0, NULL) == -EINVAL);
 	CHECK(brokerd_bus_call_async(bus, &slot, "x", "M", NULL, 0, 0, noop_reply, NULL) == -EINVAL);
 	CHECK(brokerd_bus_add_method(bus, &slot, "org.a.B", "1x", noop_msg, NULL) == -EINVAL);

@@ -4,8 +4,10 @@
  * against the real brokerd, run with --no-channels (the host kernel has no
  * IPC channels). Covers: names with D-Bus semantics (primary, queue,
  * DO_NOT_QUEUE, promotion), NameOwnerChanged watches, owner and credential
- * lookups, policy refusals, brokerctl's commands, --json and exit codes, and
- * reconnecting after brokerd is killed and started again.
+ * lookups, policy refusals, brokerctl's commands, --json and exit codes,
+ * listings fetched page by page (and in one piece from a brokerd that
+ * predates paging), and reconnecting after brokerd is killed and started
+ * again.
  *
  *   test-brokerd BROKERD BROKERCTL
  */
@@ -16,11 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <brokerd/brokerd.h>
+
+#include "ctrl.h"
 
 #define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); exit(1); } } while (0)
 #define CHECK_R(e, want) do { int _r = (e); if (_r != (want)) { fprintf(stderr, "%s:%d: %s = %d, want %d\n", __FILE__, __LINE__, #e, _r, (want)); exit(1); } } while (0)
@@ -74,6 +80,111 @@ static int ctl(char *out, size_t size, const char *args)
 	out[n] = 0;
 	status = pclose(p);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/*
+ * A brokerd from before paging: LIST_NAMES and LIST_PEERS in one reply,
+ * UnknownMethod for every op it does not know. Serves connections on path
+ * in a child until killed.
+ */
+static pid_t old_broker_start(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint8_t buf[CTRL_MSG_MAX];
+	int lfd, fd;
+	pid_t pid;
+
+	CHECK(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid > 0) {
+		close(lfd);
+		return pid;
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+		ssize_t n;
+
+		while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+			struct ctrl_message m;
+			struct ctrl_writer w;
+			const void *d;
+			size_t l, a, an;
+
+			CHECK(ctrl_message_decode(&m, buf, (size_t)n, 0) == 0);
+			ctrl_writer_init(&w, CTRL_TYPE_REPLY, m.hdr.code, m.hdr.serial);
+			switch (m.hdr.code) {
+			case CTRL_OP_HELLO:
+				ctrl_write_string(&w, ":1.1");
+				ctrl_write_u64(&w, 1);
+				ctrl_write_u32(&w, 0);
+				break;
+			case CTRL_OP_LIST_NAMES:
+				a = ctrl_write_array_open(&w);
+				ctrl_write_string(&w, "brokerd");
+				ctrl_write_string(&w, "org.old.Name");
+				ctrl_write_string(&w, ":1.1");
+				ctrl_write_array_close(&w, a, 3);
+				break;
+			case CTRL_OP_LIST_PEERS:
+				a = ctrl_write_array_open(&w);
+				ctrl_write_string(&w, ":1.1");
+				ctrl_write_u64(&w, 1);
+				ctrl_write_u32(&w, 4242);
+				ctrl_write_u32(&w, 0);
+				ctrl_write_u32(&w, 0);
+				ctrl_write_string(&w, "");
+				an = ctrl_write_array_open(&w);
+				ctrl_write_string(&w, "org.old.Name");
+				ctrl_write_array_close(&w, an, 1);
+				ctrl_write_u32(&w, 0);
+				ctrl_write_array_close(&w, a, 1);
+				break;
+			default:
+				ctrl_writer_deinit(&w);
+				CHECK(ctrl_writer_error(&w, m.hdr.code, m.hdr.serial, CTRL_ERROR_UNKNOWN_OP,
+							"unknown message type or op") == 0);
+				break;
+			}
+			CHECK(ctrl_writer_finish(&w, &d, &l) == 0);
+			CHECK(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
+			ctrl_writer_deinit(&w);
+		}
+		close(fd);
+	}
+	_exit(0);
+}
+
+/* brokerctl against a brokerd without paged listings: one LIST_NAMES / LIST_PEERS. */
+static void test_old_broker(void)
+{
+	char path[300], out[4096], arg[400];
+	pid_t pid;
+	int status;
+
+	snprintf(path, sizeof(path), "%s/old-socket", dir);
+	pid = old_broker_start(path);
+	snprintf(arg, sizeof(arg), "--address %s --page-size 1 list", path);
+	CHECK_R(ctl(out, sizeof(out), arg), 0);
+	CHECK(strstr(out, "\norg.old.Name ") && strstr(out, "\n:1.1 ") && count_lines(out) == 4);
+	snprintf(arg, sizeof(arg), "--address %s peers", path);
+	CHECK_R(ctl(out, sizeof(out), arg), 0);
+	CHECK(strstr(out, ":1.1") && strstr(out, "4242") && strstr(out, "org.old.Name"));
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	unlink(path);
 }
 
 static int noc_count;
@@ -201,6 +312,24 @@ int main(int argc, char **argv)
 	CHECK(strstr(out, "org.test.Name"));
 	CHECK_R(ctl(out, sizeof(out), "--json peers"), 0);
 	CHECK(out[0] == '[');
+	/* in pages of one entry: every entry all the same (brokerctl's own
+	 * connection differs from run to run, not the number of lines) */
+	{
+		char paged[8192];
+		const char *cmds[] = { "list", "peers", "--json list", "--json peers" };
+
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			snprintf(want, sizeof(want), "--page-size 1 %s", cmds[i]);
+			CHECK_R(ctl(out, sizeof(out), cmds[i]), 0);
+			CHECK_R(ctl(paged, sizeof(paged), want), 0);
+			CHECK(count_lines(out) == count_lines(paged));
+			CHECK(strstr(paged, ua) && strstr(paged, ub) && strstr(paged, "org.test.Name"));
+		}
+		CHECK(count_lines(out) == 1);	/* --json: one line */
+		CHECK(strstr(paged, "},{"));
+	}
+	CHECK_R(ctl(out, sizeof(out), "--page-size x list"), 2);
+	CHECK_R(ctl(out, sizeof(out), "--page-size -1 list"), 2);
 	CHECK_R(ctl(out, sizeof(out), "info"), 0);
 	CHECK(strstr(out, "Channels:    no"));
 	CHECK_R(ctl(out, sizeof(out), "--json info"), 0);
@@ -212,6 +341,8 @@ int main(int argc, char **argv)
 	CHECK_R(ctl(out, sizeof(out), "nonsense"), 2);
 	CHECK_R(ctl(out, sizeof(out), "--timeout x list"), 2);
 	CHECK_R(ctl(out, sizeof(out), "emit org.test.Name Changed"), 3);	/* owned by a */
+
+	test_old_broker();
 
 	/* releasing promotes the queued owner */
 	noc_count = 0;

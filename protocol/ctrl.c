@@ -76,6 +76,18 @@ static const struct ctrl_op_info ops[] = {
 		.name = "Quota", .request_sig = "u", .reply_sig = "a(ua(stt))",
 		.min_len = 4,
 	},
+	[CTRL_OP_UNSUBSCRIBE] = {
+		.name = "Unsubscribe", .request_sig = "s", .reply_sig = "u",
+		.min_len = 3,
+	},
+	[CTRL_OP_LIST_NAMES_PAGE] = {
+		.name = "ListNamesPage", .request_sig = "uus", .reply_sig = "ass",
+		.min_len = 11,
+	},
+	[CTRL_OP_LIST_PEERS_PAGE] = {
+		.name = "ListPeersPage", .request_sig = "uus", .reply_sig = "a(stuuusasu)s",
+		.min_len = 11,
+	},
 };
 _Static_assert(ELEMENTSOF(ops) == _CTRL_OP_MAX, "every op needs an entry in ops[]");
 

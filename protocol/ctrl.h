@@ -51,6 +51,9 @@ enum ctrl_op {
 	CTRL_OP_POLICY_CHECK,
 	CTRL_OP_RELOAD,
 	CTRL_OP_QUOTA,
+	CTRL_OP_UNSUBSCRIBE,
+	CTRL_OP_LIST_NAMES_PAGE,
+	CTRL_OP_LIST_PEERS_PAGE,
 	_CTRL_OP_MAX,
 };
 
@@ -91,8 +94,22 @@ enum ctrl_release_name_result {
 	CTRL_RELEASE_NOT_OWNER = 3,
 };
 
-/* LIST_NAMES flags */
+enum ctrl_unsubscribe_result {
+	CTRL_UNSUBSCRIBE_DONE = 1,		/* brokerd forgot the subscription */
+	CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED = 2,	/* there was none */
+};
+
+/* LIST_NAMES (and LIST_NAMES_PAGE) flags */
 #define CTRL_LIST_ACTIVATABLE		(1U << 0)	/* activatable names, not owned ones */
+
+/*
+ * LIST_NAMES_PAGE and LIST_PEERS_PAGE: a request names the page size (0: as
+ * many entries as fit in one reply) and a cursor ("" for the first page);
+ * the reply ends with the cursor of the next page ("" after the last).
+ * Cursors are opaque to clients (brokerd uses the last name listed) and
+ * never longer than a name.
+ */
+#define CTRL_CURSOR_MAX			CTRL_NAME_MAX
 
 /* OPEN_CALL flags and results */
 #define CTRL_CALL_NO_ACTIVATE		(1U << 0)	/* unowned: fail instead of activating */

@@ -304,9 +304,119 @@ static void test_every_op(void)
 	}
 }
 
+/* UNSUBSCRIBE: a name in, a result out, never an fd either way. */
+static void test_unsubscribe(void)
+{
+	const struct ctrl_op_info *i = ctrl_op_get(CTRL_OP_UNSUBSCRIBE);
+	struct ctrl_writer w;
+	struct ctrl_message m;
+	struct ctrl_reader r;
+	const void *d;
+	size_t l;
+	const char *s;
+	uint32_t u;
+
+	ASSERT(i && strcmp(i->name, "Unsubscribe") == 0 && !i->privileged && i->max_reply_fds == 0);
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_UNSUBSCRIBE, 11) == 0);
+	ctrl_write_string(&w, "org.example.Foo");
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && m.info == i && m.hdr.serial == 11);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && strcmp(s, "org.example.Foo") == 0);
+	ASSERT(ctrl_reader_at_end(&r));
+	ctrl_writer_deinit(&w);
+	/* a flags word after the name is not part of it */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_UNSUBSCRIBE, 11) == 0);
+	ctrl_write_string(&w, "org.example.Foo");
+	ctrl_write_u32(&w, 0);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+	ctrl_writer_deinit(&w);
+
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_UNSUBSCRIBE, 11) == 0);
+	ctrl_write_u32(&w, CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	ASSERT(ctrl_message_decode(&m, d, l, 1) == -ETOOMANYREFS);	/* no cap comes back */
+	ctrl_writer_deinit(&w);
+}
+
+/*
+ * The paged listings: (flags, page size, cursor) in; the entries and the
+ * next cursor out. A reply of the unpaged op is not one of the paged op.
+ */
+static void test_list_pages(void)
+{
+	struct ctrl_writer w;
+	struct ctrl_message m;
+	struct ctrl_reader r;
+	const void *d;
+	size_t l, a;
+	const char *s;
+	uint32_t u, n;
+
+	ASSERT(strcmp(ctrl_op_get(CTRL_OP_LIST_NAMES_PAGE)->name, "ListNamesPage") == 0);
+	ASSERT(strcmp(ctrl_op_get(CTRL_OP_LIST_PEERS_PAGE)->name, "ListPeersPage") == 0);
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_LIST_NAMES_PAGE, 3) == 0);
+	ctrl_write_u32(&w, CTRL_LIST_ACTIVATABLE);
+	ctrl_write_u32(&w, 2);
+	ctrl_write_string(&w, "org.example.B");
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == CTRL_LIST_ACTIVATABLE);
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == 2);
+	ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && strcmp(s, "org.example.B") == 0);
+	ASSERT(ctrl_reader_at_end(&r));
+	/* LIST_NAMES's request (flags only) is too short for the paged op */
+	ASSERT(ctrl_message_decode(&m, d, CTRL_HEADER_SIZE + 4, 0) < 0);
+	ctrl_writer_deinit(&w);
+
+	/* two names and the cursor of the next page */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_LIST_NAMES_PAGE, 3) == 0);
+	a = ctrl_write_array_open(&w);
+	ctrl_write_string(&w, "org.example.C");
+	ctrl_write_string(&w, "org.example.D");
+	ctrl_write_array_close(&w, a, 2);
+	ctrl_write_string(&w, "org.example.D");
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_array(&r, &n) == 0 && n == 2);
+	ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && strcmp(s, "org.example.C") == 0);
+	ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && strcmp(s, "org.example.D") == 0);
+	ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && strcmp(s, "org.example.D") == 0);
+	ASSERT(ctrl_reader_at_end(&r));
+	/* without the cursor it is LIST_NAMES's reply, not this one's */
+	ASSERT(ctrl_message_decode(&m, d, l - 16, 0) < 0);
+	ctrl_writer_deinit(&w);
+
+	/* the last page of peers: one entry, empty cursor */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_LIST_PEERS_PAGE, 4) == 0);
+	a = ctrl_write_array_open(&w);
+	ctrl_write_string(&w, ":1.7");
+	ctrl_write_u64(&w, 7);
+	ctrl_write_u32(&w, 100);
+	ctrl_write_u32(&w, 0);
+	ctrl_write_u32(&w, 0);
+	ctrl_write_string(&w, "");
+	size_t an = ctrl_write_array_open(&w);
+	ctrl_write_array_close(&w, an, 0);
+	ctrl_write_u32(&w, 3);
+	ctrl_write_array_close(&w, a, 1);
+	ctrl_write_string(&w, "");
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l - 3, 0) < 0);	/* cursor missing */
+	ctrl_writer_deinit(&w);
+}
+
 int main(void)
 {
 	test_table();
+	test_unsubscribe();
+	test_list_pages();
 	test_every_op();
 	test_roundtrip();
 	test_malformed();

@@ -4,17 +4,17 @@ _brokerctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local opts="--json --address --timeout --count --help"
+	local opts="--json --address --timeout --count --page-size --help"
 	local cmds="info list status call emit monitor peers policy quota"
 	local i cmd= nargs=0
 
 	case $prev in
 	--address|-a) _filedir; return ;;
-	--timeout|-t|--count|-n) return ;;
+	--timeout|-t|--count|-n|--page-size|-p) return ;;
 	esac
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		--address|-a|--timeout|-t|--count|-n) ((i++)) ;;
+		--address|-a|--timeout|-t|--count|-n|--page-size|-p) ((i++)) ;;
 		-*) ;;
 		*) if [[ -z $cmd ]]; then cmd=${words[i]}; else ((nargs++)); fi ;;
 		esac

@@ -151,6 +151,14 @@ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const cha
  */
 int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
 			  const char *member_filter, brokerd_msg_handler_t handler, void *userdata);
+/*
+ * Ends every subscription of this bus to name's signals: the bus detaches
+ * from the channel and brokerd forgets the subscription (it no longer counts
+ * against the uid's quotas and is not restored after a reconnect). Slots
+ * the bus owns (ret_slot was NULL) are freed; the caller's slots receive
+ * nothing more and are freed as usual. -ENOENT: no subscription to name.
+ */
+int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name);
 
 /* --- Methods --------------------------------------------------------------- */
 
