@@ -537,19 +537,15 @@ static int attach_fd(brokerd_bus *bus, int fd, unsigned int rights, unsigned int
 
 /*
  * We own b (or are queued in its pool): fds[0] receives its calls, fds[1]
- * sends its signals. New caps replace old ones: brokerd re-mints them after
- * a policy reload revoked the old channel.
+ * sends its signals. New caps replace old ones (a pool member promoted to
+ * primary owner gets its caps again).
  */
 static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r)
 {
 	struct chan *c;
 	int k = 0;
 
-	/*
-	 * A cap can already be stale when it arrives (brokerd recreated the
-	 * channel right after minting it, and a CapabilityRenewed follows): then
-	 * keep what we have, the renewal replaces it.
-	 */
+	/* A cap can be revoked before it arrives: then keep what we have. */
 	if (r->n_fds > 0) {
 		k = attach_fd(bus, reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b, &c);
 		if (k >= 0) {
@@ -1693,10 +1689,17 @@ static void dispatch_chan(brokerd_bus *bus, struct chan *c)
 		}
 		if (c->kind == CHAN_SIGNAL_RECV && (c->res == -ENOENT || c->res == -EPIPE) && b &&
 		    b->sig_recv == c) {
-			/* the channel was replaced after a policy reload */
+			/* the channel went away under us: subscribe again */
 			chan_close(&bus->ring, c);
 			b->sig_recv = NULL;
 			(void)bname_subscribe(bus, b);
+		} else if (c->res == -EACCES && b && (b->sig_recv == c || b->call_recv == c)) {
+			/* revoked: the slots stay, but go quiet */
+			chan_close(&bus->ring, c);
+			if (b->sig_recv == c)
+				b->sig_recv = NULL;
+			else
+				b->call_recv = NULL;
 		}
 		return;
 	}
@@ -1793,58 +1796,6 @@ static int monitor_add_chan(brokerd_bus *bus, const char *name, unsigned int kin
 	return 0;
 }
 
-/*
- * A policy reload recreated a channel of `name`. With fd (renewed): the new
- * cap has the rights of the old one, so it replaces the channel of that kind
- * whose rights it accepts, receiving side first. Without (revoked): what we
- * held of that kind is gone; subscription slots stay but go quiet.
- */
-static void bus_capability_changed(brokerd_bus *bus, const char *name, uint32_t kind, int *fd)
-{
-	struct bname *b = bname_get(bus, name, false);
-	struct chan **recv = NULL, **send = NULL;
-	unsigned int recv_kind = 0, send_kind = 0;
-	bool want_recv, want_send;
-	struct chan *c;
-
-	if (b && kind == CTRL_CHANNEL_CALL) {
-		recv = &b->call_recv, recv_kind = CHAN_CALL_RECV;
-		send = &b->call_send, send_kind = CHAN_CALL_SEND;
-	} else if (b && kind == CTRL_CHANNEL_SIGNAL) {
-		recv = &b->sig_recv, recv_kind = CHAN_SIGNAL_RECV;
-		send = &b->sig_send, send_kind = CHAN_SIGNAL_SEND;
-	}
-	if (!recv)
-		return;
-	if (!fd) {
-		if (kind == CTRL_CHANNEL_CALL) {
-			chan_close(&bus->ring, *send);	/* NameLost covers the owner side */
-			*send = NULL;
-		} else {
-			chan_close(&bus->ring, *recv);
-			*recv = NULL;
-		}
-		return;
-	}
-	/*
-	 * The cap has the rights of the one it replaces; which one that was we
-	 * may not hold any more (a stale cap that failed to attach), so go by
-	 * what we use the name for: receiving calls or signals, or sending.
-	 */
-	want_recv = *recv || (kind == CTRL_CHANNEL_CALL ? b->requested : b->n_subs > 0);
-	want_send = *send || (kind == CTRL_CHANNEL_CALL ? !b->requested : b->requested);
-	if (want_recv && chan_attach(&bus->ring, *fd, IOIPC_SUB_RECV, CHMSG_MAX, recv_kind, b, &c) >= 0) {
-		/* what was sent to the old channel before still arrives there */
-		chan_retire(bus, *recv);
-		*recv = c;
-		chan_arm(&bus->ring, c);
-	} else if (want_send && chan_attach(&bus->ring, *fd, IOIPC_SUB_SEND, 0, send_kind, b, &c) >= 0) {
-		chan_close(&bus->ring, *send);
-		*send = c;
-	}
-	/* fd is closed by the caller */
-}
-
 /* Takes ownership of fds. */
 static int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds,
 			     unsigned int n_fds)
@@ -1897,16 +1848,14 @@ static int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, i
 		}
 		break;
 	}
-	case CTRL_SIGNAL_CAPABILITY_RENEWED:
-	case CTRL_SIGNAL_CAPABILITY_REVOKED: {
-		uint32_t kind = 0;
-
-		if (ctrl_read_string(&r, &a, NULL) >= 0 && ctrl_read_u32(&r, &kind) >= 0)
-			bus_capability_changed(bus, a, kind,
-					       m.hdr.code == CTRL_SIGNAL_CAPABILITY_RENEWED && n_fds ?
-					       &fds[0] : NULL);
+	case CTRL_SIGNAL_CAPABILITY_REVOKED:
+		/*
+		 * The kernel has already detached what we attached through the
+		 * revoked caps: receives in flight end with -EACCES (see
+		 * dispatch_chan), sends fail and reopen through brokerd,
+		 * which then answers with the policy's verdict.
+		 */
 		break;
-	}
 	default:
 		break;
 	}
