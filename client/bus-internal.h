@@ -170,6 +170,9 @@ struct ctrl_reply {
 };
 
 void ctrl_reply_done(struct ctrl_reply *r);
+/* Takes fd i out of a reply so that ctrl_reply_done() does not close it: the
+ * fd, or -1 when the reply has none there. */
+int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i);
 
 /* Sends a finished request and waits for its reply: 0, or -errno (a control
  * ERROR is mapped to an errno and kept in bus->error_name/message). With ret

@@ -291,8 +291,7 @@ int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u
 	return k;
 }
 
-/* Takes fd i out of a reply so that ctrl_reply_done() does not close it. */
-static int reply_take_fd(struct ctrl_reply *r, unsigned int i)
+int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i)
 {
 	int fd;
 
@@ -568,14 +567,14 @@ static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_r
 
 	/* A cap can be revoked before it arrives: then keep what we have. */
 	if (r->n_fds > 0) {
-		k = attach_fd(bus, reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b, &c);
+		k = attach_fd(bus, ctrl_reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b, &c);
 		if (k >= 0) {
 			chan_retire(bus, b->call_recv);	/* calls already queued there still count */
 			b->call_recv = c;
 		}
 	}
 	if (r->n_fds > 1) {
-		int k2 = attach_fd(bus, reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b, &c);
+		int k2 = attach_fd(bus, ctrl_reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b, &c);
 
 		if (k2 >= 0) {
 			chan_close(&bus->ring, b->sig_send);
@@ -599,7 +598,7 @@ static int bname_subscribe(brokerd_bus *bus, struct bname *b)
 	k = bus_ctrl_request(bus, CTRL_OP_SUBSCRIBE, b->name, 0, &r);
 	if (k < 0)
 		return k;
-	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, b, &b->sig_recv);
+	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, b, &b->sig_recv);
 	ctrl_reply_done(&r);
 	return k;
 }
@@ -677,7 +676,7 @@ static int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait)
 	k = bus_ctrl_request(bus, CTRL_OP_OPEN_CALL, b->name, wait ? 0 : CTRL_CALL_NO_WAIT, &r);
 	if (k < 0)
 		return k;
-	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_CALL_SEND, b, &b->call_send);
+	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_CALL_SEND, b, &b->call_send);
 	ctrl_reply_done(&r);
 	return k;
 }
@@ -735,7 +734,7 @@ static int peer_get_by_name(brokerd_bus *bus, const char *name, struct peer **re
 		ctrl_reply_done(&r);
 		return -ENOMEM;
 	}
-	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_PEER_SEND, p, &p->send);
+	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_PEER_SEND, p, &p->send);
 	ctrl_reply_done(&r);
 	if (k < 0) {
 		free(p);
@@ -872,7 +871,7 @@ static int bus_hello(brokerd_bus *bus)
 	bus->features = features;
 	k = 0;
 	if (features & CTRL_FEATURE_CHANNELS)
-		k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
+		k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
 			      &bus->inbox);
 	ctrl_reply_done(&r);
 	return k;
@@ -1200,43 +1199,6 @@ _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char
 	}
 	ctrl_reply_done(&r);
 	return k < 0 ? k : 0;
-}
-
-_public_ int brokerd_bus_get_creds(brokerd_bus *bus, const char *name, struct brokerd_creds *ret)
-{
-	struct ctrl_reply r;
-	struct ctrl_reader rd;
-	uint32_t mask = 0, pid = 0, uid = 0, gid = 0;
-	int k;
-
-	if (!bus || bus->closed || !name || !ret ||
-	    (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name)))
-		return -EINVAL;
-	if (!bus->connected)
-		return -ENOTCONN;
-	k = bus_ctrl_request(bus, CTRL_OP_GET_CREDENTIALS, name, 0, &r);
-	if (k < 0)
-		return k;
-	ctrl_reader_init(&rd, &r.msg);
-	if (ctrl_read_u32(&rd, &mask) < 0 || ctrl_read_u32(&rd, &pid) < 0 ||
-	    ctrl_read_u32(&rd, &uid) < 0 || ctrl_read_u32(&rd, &gid) < 0)
-		k = -EPROTO;
-	ctrl_reply_done(&r);
-	if (k < 0)
-		return k;
-	memset(ret, 0, sizeof(*ret));
-	ret->pid = (mask & CTRL_CREDS_PID) ? (pid_t)pid : 0;
-	ret->uid = (mask & CTRL_CREDS_UID) ? (uid_t)uid : (uid_t)-1;
-	ret->gid = (mask & CTRL_CREDS_GID) ? (gid_t)gid : (gid_t)-1;
-	if (name[0] == ':') {
-		ctrl_unique_name_parse(name, &ret->id);
-	} else {
-		char owner[CTRL_UNIQUE_NAME_MAX];
-
-		if (brokerd_bus_get_name_owner(bus, name, owner, sizeof(owner)) >= 0)
-			ctrl_unique_name_parse(owner, &ret->id);
-	}
-	return 0;
 }
 
 /* --- Signals --------------------------------------------------------------------- */
