@@ -254,15 +254,33 @@ static int cmd_list(brokerd_bus *bus, int argc, char **argv)
 
 /* --- status ----------------------------------------------------------------------- */
 
+/* A member brokerd may not have reported (k < 0): null then. */
+static void json_member_id(struct json *j, const char *key, int k, uint32_t v)
+{
+	json_key(j, key);
+	if (k >= 0)
+		json_uint(j, v);
+	else
+		json_null(j);
+}
+
+static void brokerd_credentials_freep(brokerd_credentials **c)
+{
+	brokerd_credentials_free(*c);
+}
+
 static int cmd_status(brokerd_bus *bus, int argc, char **argv)
 {
-	struct ctrl_reply o = { 0 }, c = { 0 };
+	_cleanup_(brokerd_credentials_freep) brokerd_credentials *c = NULL;
+	struct ctrl_reply o = { 0 };
 	struct ctrl_reader rd;
 	const char *owner = NULL, *label = "";
-	uint32_t mask = 0, pid = 0, uid = 0, gid = 0, ngids = 0;
-	uint32_t gids[64];
+	const gid_t *gids = NULL;
+	pid_t pid = 0;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int k, kpid, kuid, kgid, ngids;
 	struct json j;
-	int k;
 
 	if (argc != 2)
 		return fail(NULL, "usage: status NAME", -EINVAL);
@@ -274,88 +292,54 @@ static int cmd_status(brokerd_bus *bus, int argc, char **argv)
 	ctrl_reader_init(&rd, &o.msg);
 	if (ctrl_read_string(&rd, &owner, NULL) < 0)
 		owner = "";
-	k = bus_ctrl_request(bus, CTRL_OP_GET_CREDENTIALS, argv[1], 0, &c);
+	k = brokerd_bus_get_credentials(bus, argv[1], &c);
 	if (k < 0) {
 		ctrl_reply_done(&o);
 		return fail(bus, "GetCredentials", k);
 	}
-	ctrl_reader_init(&rd, &c.msg);
-	k = ctrl_read_u32(&rd, &mask);
-	if (k >= 0)
-		k = ctrl_read_u32(&rd, &pid);
-	if (k >= 0)
-		k = ctrl_read_u32(&rd, &uid);
-	if (k >= 0)
-		k = ctrl_read_u32(&rd, &gid);
-	if (k >= 0)
-		k = ctrl_read_array(&rd, &ngids);
-	for (uint32_t i = 0; k >= 0 && i < ngids; i++) {
-		uint32_t g;
-
-		k = ctrl_read_u32(&rd, &g);
-		if (i < ELEMENTSOF(gids))
-			gids[i] = g;
-	}
-	if (ngids > ELEMENTSOF(gids))
-		ngids = ELEMENTSOF(gids);
-	if (k >= 0)
-		k = ctrl_read_string(&rd, &label, NULL);
-	if (k < 0) {
-		ctrl_reply_done(&o);
-		ctrl_reply_done(&c);
-		return fail(NULL, "GetCredentials reply", k);
-	}
+	kpid = brokerd_credentials_get_pid(c, &pid);
+	kuid = brokerd_credentials_get_uid(c, &uid);
+	kgid = brokerd_credentials_get_gid(c, &gid);
+	ngids = brokerd_credentials_get_groups(c, &gids);
+	(void)brokerd_credentials_get_label(c, &label);	/* stays "" without one */
 	if (arg_json) {
 		out_begin(&j);
 		json_member_string(&j, "name", argv[1]);
 		json_member_string(&j, "owner", owner);
-		json_key(&j, "pid");
-		if (mask & CTRL_CREDS_PID)
-			json_uint(&j, pid);
-		else
-			json_null(&j);
-		json_key(&j, "uid");
-		if (mask & CTRL_CREDS_UID)
-			json_uint(&j, uid);
-		else
-			json_null(&j);
-		json_key(&j, "gid");
-		if (mask & CTRL_CREDS_GID)
-			json_uint(&j, gid);
-		else
-			json_null(&j);
+		json_member_id(&j, "pid", kpid, (uint32_t)pid);
+		json_member_id(&j, "uid", kuid, uid);
+		json_member_id(&j, "gid", kgid, gid);
 		json_key(&j, "gids");
 		json_begin_array(&j);
-		for (uint32_t i = 0; i < ngids; i++)
+		for (int i = 0; i < ngids; i++)
 			json_uint(&j, gids[i]);
 		json_end_array(&j);
 		json_member_string(&j, "label", label);
 		json_key(&j, "pidfd");
-		json_bool(&j, c.n_fds > 0);
+		json_bool(&j, brokerd_credentials_get_pidfd(c) >= 0);
 		out_end(&j);
 	} else {
-		struct passwd *pw = (mask & CTRL_CREDS_UID) ? getpwuid(uid) : NULL;
+		struct passwd *pw = kuid >= 0 ? getpwuid(uid) : NULL;
 
 		printf("Name:   %s\n", argv[1]);
 		printf("Owner:  %s\n", owner[0] ? owner : "-");
-		if (mask & CTRL_CREDS_PID)
-			printf("PID:    %" PRIu32 "\n", pid);
-		if (mask & CTRL_CREDS_UID)
-			printf("UID:    %" PRIu32 "%s%s%s\n", uid, pw ? " (" : "",
+		if (kpid >= 0)
+			printf("PID:    %" PRIu32 "\n", (uint32_t)pid);
+		if (kuid >= 0)
+			printf("UID:    %" PRIu32 "%s%s%s\n", (uint32_t)uid, pw ? " (" : "",
 			       pw ? pw->pw_name : "", pw ? ")" : "");
-		if (mask & CTRL_CREDS_GID)
-			printf("GID:    %" PRIu32 "\n", gid);
-		if (mask & CTRL_CREDS_GIDS) {
+		if (kgid >= 0)
+			printf("GID:    %" PRIu32 "\n", (uint32_t)gid);
+		if (ngids >= 0) {
 			printf("Groups:");
-			for (uint32_t i = 0; i < ngids; i++)
-				printf(" %" PRIu32, gids[i]);
+			for (int i = 0; i < ngids; i++)
+				printf(" %" PRIu32, (uint32_t)gids[i]);
 			printf("\n");
 		}
-		if ((mask & CTRL_CREDS_LABEL) && label[0])
+		if (label[0])
 			printf("Label:  %s\n", label);
 	}
 	ctrl_reply_done(&o);
-	ctrl_reply_done(&c);
 	return EXIT_OK;
 }
 
