@@ -143,8 +143,10 @@ static int fail(brokerd_bus *bus, const char *what, int k)
 		struct json j;
 
 		out_begin(&j);
-		json_member_string(&j, "error", bus && bus->error_name[0] ? bus->error_name : strerror(-k));
-		json_member_string(&j, "message", bus && bus->error_message[0] ? bus->error_message : what);
+		json_member_string(&j, "error",
+				   bus && bus->error_name[0] ? bus->error_name : strerror(-k));
+		json_member_string(&j, "message",
+				   bus && bus->error_message[0] ? bus->error_message : what);
 		json_key(&j, "errno");
 		json_int(&j, -k);
 		out_end(&j);

@@ -4,10 +4,10 @@
  * against the real brokerd, run with --no-channels (the host kernel has no
  * IPC channels). Covers: names with D-Bus semantics (primary, queue,
  * DO_NOT_QUEUE, promotion), NameOwnerChanged watches, owner and credential
- * lookups (groups and pidfd as the kernel gave them to brokerd), policy refusals, brokerctl's commands, --json and exit codes,
- * listings fetched page by page (and in one piece from a brokerd that
- * predates paging), and reconnecting after brokerd is killed and started
- * again.
+ * lookups (groups and pidfd as the kernel gave them to brokerd), policy
+ * refusals, brokerctl's commands, --json and exit codes, listings fetched
+ * page by page (and in one piece from a brokerd that predates paging), and
+ * reconnecting after brokerd is killed and started again.
  *
  *   test-brokerd BROKERD BROKERCTL
  */
