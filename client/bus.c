@@ -586,21 +586,32 @@ static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_r
 	return k;
 }
 
-static int bname_subscribe(brokerd_bus *bus, struct bname *b)
+/*
+ * Asks brokerd for a capability for b (op: SUBSCRIBE or OPEN_CALL, with u
+ * as its flags) and attaches it as *chan, unless there is one already.
+ */
+static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint32_t u,
+			   unsigned int rights, unsigned int kind, struct chan **chan)
 {
 	struct ctrl_reply r;
 	int k;
 
-	if (b->sig_recv)
+	if (*chan)
 		return 0;
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
-	k = bus_ctrl_request(bus, CTRL_OP_SUBSCRIBE, b->name, 0, &r);
+	k = bus_ctrl_request(bus, op, b->name, u, &r);
 	if (k < 0)
 		return k;
-	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, b, &b->sig_recv);
+	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
 	ctrl_reply_done(&r);
 	return k;
+}
+
+static int bname_subscribe(brokerd_bus *bus, struct bname *b)
+{
+	return bname_open_chan(bus, b, CTRL_OP_SUBSCRIBE, 0, IOIPC_SUB_RECV, CHAN_SIGNAL_RECV,
+			       &b->sig_recv);
 }
 
 /*
@@ -666,19 +677,8 @@ static int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
  */
 static int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait)
 {
-	struct ctrl_reply r;
-	int k;
-
-	if (b->call_send)
-		return 0;
-	if (!(bus->features & CTRL_FEATURE_CHANNELS))
-		return -EOPNOTSUPP;
-	k = bus_ctrl_request(bus, CTRL_OP_OPEN_CALL, b->name, wait ? 0 : CTRL_CALL_NO_WAIT, &r);
-	if (k < 0)
-		return k;
-	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_CALL_SEND, b, &b->call_send);
-	ctrl_reply_done(&r);
-	return k;
+	return bname_open_chan(bus, b, CTRL_OP_OPEN_CALL, wait ? 0 : CTRL_CALL_NO_WAIT, IOIPC_SUB_SEND,
+			       CHAN_CALL_SEND, &b->call_send);
 }
 
 static struct peer *peer_find(brokerd_bus *bus, uint64_t id)
