@@ -6,13 +6,15 @@
  * --json for scripts; the exit code says what happened (see usage()).
  *
  * Bus introspection requests go through the library's internal
- * bus_ctrl_call(); calls, signals and monitoring through the public API.
+ * bus_ctrl_request() and bus_ctrl_call(); calls, signals and monitoring
+ * through the public API.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,21 +100,56 @@ static int errno_to_exit(int k)
 	}
 }
 
+/* --json output that is one object: out_begin(), its members, out_end(). */
+static void out_begin(struct json *j)
+{
+	json_init(j, stdout);
+	json_begin_object(j);
+}
+
+static void out_end(struct json *j)
+{
+	json_end_object(j);
+	json_finish(j);
+}
+
+/* A listing: a JSON array of what follows, or a table under this header. */
+__attribute__((format(printf, 2, 3)))
+static void listing_begin(struct json *j, const char *header, ...)
+{
+	va_list ap;
+
+	json_init(j, stdout);
+	if (arg_json) {
+		json_begin_array(j);
+		return;
+	}
+	va_start(ap, header);
+	vprintf(header, ap);
+	va_end(ap);
+}
+
+static void listing_end(struct json *j)
+{
+	if (arg_json) {
+		json_end_array(j);
+		json_finish(j);
+	}
+}
+
 static int fail(brokerd_bus *bus, const char *what, int k)
 {
 	if (arg_json) {
 		struct json j;
 
-		json_init(&j, stdout);
-		json_begin_object(&j);
-		json_key(&j, "error");
-		json_string(&j, bus && bus->error_name[0] ? bus->error_name : strerror(-k));
-		json_key(&j, "message");
-		json_string(&j, bus && bus->error_message[0] ? bus->error_message : what);
+		out_begin(&j);
+		json_member_string(&j, "error",
+				   bus && bus->error_name[0] ? bus->error_name : strerror(-k));
+		json_member_string(&j, "message",
+				   bus && bus->error_message[0] ? bus->error_message : what);
 		json_key(&j, "errno");
 		json_int(&j, -k);
-		json_end_object(&j);
-		json_finish(&j);
+		out_end(&j);
 	}
 	if (bus && bus->error_name[0])
 		fprintf(stderr, "brokerctl: %s: %s: %s\n", what, bus->error_name, bus->error_message);
@@ -133,25 +170,6 @@ static int bus_open(brokerd_bus **ret)
 	}
 	brokerd_bus_set_reconnect(*ret, 0);
 	return 0;
-}
-
-/* One control request: a string argument, or a u32 when s is NULL. */
-static int request(brokerd_bus *bus, uint16_t op, const char *s, uint32_t u,
-		   struct ctrl_reply *r)
-{
-	struct ctrl_writer w;
-	int k;
-
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, 0);
-	if (k < 0)
-		return k;
-	if (s)
-		ctrl_write_string(&w, s);
-	else
-		ctrl_write_u32(&w, u);
-	k = bus_ctrl_call(bus, &w, r);
-	ctrl_writer_deinit(&w);
-	return k;
 }
 
 /* Reads an "as" reply into a NULL-terminated array pointing into r. */
@@ -192,11 +210,7 @@ static int cmd_list(brokerd_bus *bus, int argc, char **argv)
 	n = bus_list_names(bus, 0, arg_page_size, &v);
 	if (n < 0)
 		return fail(bus, "ListNames", n);
-	json_init(&j, stdout);
-	if (arg_json)
-		json_begin_array(&j);
-	else
-		printf("%-40s %-12s %s\n", "NAME", "OWNER", "QUEUED");
+	listing_begin(&j, "%-40s %-12s %s\n", "NAME", "OWNER", "QUEUED");
 	for (int i = 0; i < n; i++) {
 		struct ctrl_reply o = { 0 }, q = { 0 };
 		struct ctrl_reader rd;
@@ -207,20 +221,18 @@ static int cmd_list(brokerd_bus *bus, int argc, char **argv)
 		if (v[i][0] == ':') {
 			owner = v[i];
 		} else {
-			if (request(bus, CTRL_OP_GET_NAME_OWNER, v[i], 0, &o) >= 0) {
+			if (bus_ctrl_request(bus, CTRL_OP_GET_NAME_OWNER, v[i], 0, &o) >= 0) {
 				ctrl_reader_init(&rd, &o.msg);
 				if (ctrl_read_string(&rd, &owner, NULL) < 0)
 					owner = "";
 			}
-			if (request(bus, CTRL_OP_LIST_QUEUED_OWNERS, v[i], 0, &q) >= 0)
+			if (bus_ctrl_request(bus, CTRL_OP_LIST_QUEUED_OWNERS, v[i], 0, &q) >= 0)
 				nq = read_strv(&q, &queued);
 		}
 		if (arg_json) {
 			json_begin_object(&j);
-			json_key(&j, "name");
-			json_string(&j, v[i]);
-			json_key(&j, "owner");
-			json_string(&j, owner);
+			json_member_string(&j, "name", v[i]);
+			json_member_string(&j, "owner", owner);
 			json_key(&j, "queued");
 			json_begin_array(&j);
 			/* the queue lists the primary owner first */
@@ -237,123 +249,99 @@ static int cmd_list(brokerd_bus *bus, int argc, char **argv)
 		ctrl_reply_done(&o);
 		ctrl_reply_done(&q);
 	}
-	if (arg_json) {
-		json_end_array(&j);
-		json_finish(&j);
-	}
+	listing_end(&j);
 	strv_free(v);
 	return EXIT_OK;
 }
 
 /* --- status ----------------------------------------------------------------------- */
 
+/* A member brokerd may not have reported (k < 0): null then. */
+static void json_member_id(struct json *j, const char *key, int k, uint32_t v)
+{
+	json_key(j, key);
+	if (k >= 0)
+		json_uint(j, v);
+	else
+		json_null(j);
+}
+
+static void brokerd_credentials_freep(brokerd_credentials **c)
+{
+	brokerd_credentials_free(*c);
+}
+
 static int cmd_status(brokerd_bus *bus, int argc, char **argv)
 {
-	struct ctrl_reply o = { 0 }, c = { 0 };
+	_cleanup_(brokerd_credentials_freep) brokerd_credentials *c = NULL;
+	struct ctrl_reply o = { 0 };
 	struct ctrl_reader rd;
 	const char *owner = NULL, *label = "";
-	uint32_t mask = 0, pid = 0, uid = 0, gid = 0, ngids = 0;
-	uint32_t gids[64];
+	const gid_t *gids = NULL;
+	pid_t pid = 0;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int k, kpid, kuid, kgid, ngids;
 	struct json j;
-	int k;
 
 	if (argc != 2)
 		return fail(NULL, "usage: status NAME", -EINVAL);
 	if (!ctrl_name_is_valid_wellknown(argv[1]) && !ctrl_name_is_valid_unique(argv[1]))
 		return fail(NULL, "invalid name", -EINVAL);
-	k = request(bus, CTRL_OP_GET_NAME_OWNER, argv[1], 0, &o);
+	k = bus_ctrl_request(bus, CTRL_OP_GET_NAME_OWNER, argv[1], 0, &o);
 	if (k < 0)
 		return fail(bus, argv[1], k);
 	ctrl_reader_init(&rd, &o.msg);
 	if (ctrl_read_string(&rd, &owner, NULL) < 0)
 		owner = "";
-	k = request(bus, CTRL_OP_GET_CREDENTIALS, argv[1], 0, &c);
+	k = brokerd_bus_get_credentials(bus, argv[1], &c);
 	if (k < 0) {
 		ctrl_reply_done(&o);
 		return fail(bus, "GetCredentials", k);
 	}
-	ctrl_reader_init(&rd, &c.msg);
-	k = ctrl_read_u32(&rd, &mask);
-	if (k >= 0)
-		k = ctrl_read_u32(&rd, &pid);
-	if (k >= 0)
-		k = ctrl_read_u32(&rd, &uid);
-	if (k >= 0)
-		k = ctrl_read_u32(&rd, &gid);
-	if (k >= 0)
-		k = ctrl_read_array(&rd, &ngids);
-	for (uint32_t i = 0; k >= 0 && i < ngids; i++) {
-		uint32_t g;
-
-		k = ctrl_read_u32(&rd, &g);
-		if (i < ELEMENTSOF(gids))
-			gids[i] = g;
-	}
-	if (ngids > ELEMENTSOF(gids))
-		ngids = ELEMENTSOF(gids);
-	if (k >= 0)
-		k = ctrl_read_string(&rd, &label, NULL);
-	if (k < 0) {
-		ctrl_reply_done(&o);
-		ctrl_reply_done(&c);
-		return fail(NULL, "GetCredentials reply", k);
-	}
+	kpid = brokerd_credentials_get_pid(c, &pid);
+	kuid = brokerd_credentials_get_uid(c, &uid);
+	kgid = brokerd_credentials_get_gid(c, &gid);
+	ngids = brokerd_credentials_get_groups(c, &gids);
+	(void)brokerd_credentials_get_label(c, &label);	/* stays "" without one */
 	if (arg_json) {
-		json_init(&j, stdout);
-		json_begin_object(&j);
-		json_key(&j, "name");
-		json_string(&j, argv[1]);
-		json_key(&j, "owner");
-		json_string(&j, owner);
-		json_key(&j, "pid");
-		if (mask & CTRL_CREDS_PID)
-			json_uint(&j, pid);
-		else
-			json_null(&j);
-		json_key(&j, "uid");
-		if (mask & CTRL_CREDS_UID)
-			json_uint(&j, uid);
-		else
-			json_null(&j);
-		json_key(&j, "gid");
-		if (mask & CTRL_CREDS_GID)
-			json_uint(&j, gid);
-		else
-			json_null(&j);
+		out_begin(&j);
+		json_member_string(&j, "name", argv[1]);
+		json_member_string(&j, "owner", owner);
+		json_member_id(&j, "pid", kpid, (uint32_t)pid);
+		json_member_id(&j, "uid", kuid, uid);
+		json_member_id(&j, "gid", kgid, gid);
 		json_key(&j, "gids");
 		json_begin_array(&j);
-		for (uint32_t i = 0; i < ngids; i++)
+		for (int i = 0; i < ngids; i++)
 			json_uint(&j, gids[i]);
 		json_end_array(&j);
-		json_key(&j, "label");
-		json_string(&j, label);
+		json_member_string(&j, "label", label);
 		json_key(&j, "pidfd");
-		json_bool(&j, c.n_fds > 0);
-		json_end_object(&j);
-		json_finish(&j);
+		json_bool(&j, brokerd_credentials_get_pidfd(c) >= 0);
+		out_end(&j);
 	} else {
-		struct passwd *pw = (mask & CTRL_CREDS_UID) ? getpwuid(uid) : NULL;
+		struct passwd *pw = kuid >= 0 ? getpwuid(uid) : NULL;
 
 		printf("Name:   %s\n", argv[1]);
 		printf("Owner:  %s\n", owner[0] ? owner : "-");
-		if (mask & CTRL_CREDS_PID)
-			printf("PID:    %" PRIu32 "\n", pid);
-		if (mask & CTRL_CREDS_UID)
-			printf("UID:    %" PRIu32 "%s%s%s\n", uid, pw ? " (" : "",
+		if (kpid >= 0)
+			printf("PID:    %" PRIu32 "\n", (uint32_t)pid);
+		if (kuid >= 0)
+			printf("UID:    %" PRIu32 "%s%s%s\n", (uint32_t)uid, pw ? " (" : "",
 			       pw ? pw->pw_name : "", pw ? ")" : "");
-		if (mask & CTRL_CREDS_GID)
-			printf("GID:    %" PRIu32 "\n", gid);
-		if (mask & CTRL_CREDS_GIDS) {
+		if (kgid >= 0)
+			printf("GID:    %" PRIu32 "\n", (uint32_t)gid);
+		if (ngids >= 0) {
 			printf("Groups:");
-			for (uint32_t i = 0; i < ngids; i++)
-				printf(" %" PRIu32, gids[i]);
+			for (int i = 0; i < ngids; i++)
+				printf(" %" PRIu32, (uint32_t)gids[i]);
 			printf("\n");
 		}
-		if ((mask & CTRL_CREDS_LABEL) && label[0])
+		if (label[0])
 			printf("Label:  %s\n", label);
 	}
 	ctrl_reply_done(&o);
-	ctrl_reply_done(&c);
 	return EXIT_OK;
 }
 
@@ -368,20 +356,14 @@ static void print_msg_json(struct json *j, brokerd_msg *m)
 	int t = brokerd_msg_get_type(m);
 
 	brokerd_msg_get_body(m, &body, &size);
-	json_key(j, "type");
-	json_string(j, types[t >= 1 && t <= 4 ? t : 0]);
-	json_key(j, "sender");
-	json_string(j, brokerd_msg_get_sender(m));
+	json_member_string(j, "type", types[t >= 1 && t <= 4 ? t : 0]);
+	json_member_string(j, "sender", brokerd_msg_get_sender(m));
 	if (brokerd_msg_get_creds(m, &cr) >= 0) {
-		json_key(j, "pid");
-		json_uint(j, (uint64_t)cr.pid);
-		json_key(j, "uid");
-		json_uint(j, cr.uid);
-		json_key(j, "gid");
-		json_uint(j, cr.gid);
+		json_member_uint(j, "pid", (uint64_t)cr.pid);
+		json_member_uint(j, "uid", cr.uid);
+		json_member_uint(j, "gid", cr.gid);
 	}
-	json_key(j, t == BROKERD_MSG_ERROR ? "error" : "member");
-	json_string(j, brokerd_msg_get_member(m));
+	json_member_string(j, t == BROKERD_MSG_ERROR ? "error" : "member", brokerd_msg_get_member(m));
 	json_key(j, "body");
 	json_string_len(j, body, size);
 }
@@ -407,11 +389,9 @@ static int cmd_call(brokerd_bus *bus, int argc, char **argv)
 	if (arg_json) {
 		struct json j;
 
-		json_init(&j, stdout);
-		json_begin_object(&j);
+		out_begin(&j);
 		print_msg_json(&j, reply);
-		json_end_object(&j);
-		json_finish(&j);
+		out_end(&j);
 	} else if (k == -EREMOTEIO) {
 		fprintf(stderr, "brokerctl: %s: %.*s\n", brokerd_msg_get_error_name(reply),
 			(int)size, (const char *)body);
@@ -447,12 +427,10 @@ static int cmd_emit(brokerd_bus *bus, int argc, char **argv)
 	if (arg_json) {
 		struct json j;
 
-		json_init(&j, stdout);
-		json_begin_object(&j);
+		out_begin(&j);
 		json_key(&j, "emitted");
 		json_bool(&j, true);
-		json_end_object(&j);
-		json_finish(&j);
+		out_end(&j);
 	}
 	return EXIT_OK;
 }
@@ -472,15 +450,11 @@ static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, br
 	if (arg_json) {
 		struct json j;
 
-		json_init(&j, stdout);
-		json_begin_object(&j);
-		json_key(&j, "channel");
-		json_string(&j, k);
-		json_key(&j, "name");
-		json_string(&j, name);
+		out_begin(&j);
+		json_member_string(&j, "channel", k);
+		json_member_string(&j, "name", name);
 		print_msg_json(&j, m);
-		json_end_object(&j);
-		json_finish(&j);
+		out_end(&j);
 	} else {
 		struct brokerd_creds cr = { 0 };
 		const void *body;
@@ -581,25 +555,18 @@ static int print_peers(struct ctrl_reader *rd, uint32_t n, void *userdata)
 			nn = ELEMENTSOF(names);
 		if (arg_json) {
 			json_begin_object(j);
-			json_key(j, "peer");
-			json_string(j, unique);
-			json_key(j, "id");
-			json_uint(j, id);
-			json_key(j, "pid");
-			json_uint(j, pid);
-			json_key(j, "uid");
-			json_uint(j, uid);
-			json_key(j, "gid");
-			json_uint(j, gid);
-			json_key(j, "label");
-			json_string(j, label);
+			json_member_string(j, "peer", unique);
+			json_member_uint(j, "id", id);
+			json_member_uint(j, "pid", pid);
+			json_member_uint(j, "uid", uid);
+			json_member_uint(j, "gid", gid);
+			json_member_string(j, "label", label);
 			json_key(j, "names");
 			json_begin_array(j);
 			for (uint32_t x = 0; x < nn; x++)
 				json_string(j, names[x]);
 			json_end_array(j);
-			json_key(j, "caps");
-			json_uint(j, caps);
+			json_member_uint(j, "caps", caps);
 			json_end_object(j);
 		} else {
 			printf("%-12s %8" PRIu32 " %6" PRIu32 " %6" PRIu32 " %5" PRIu32 " ", unique, pid,
@@ -619,16 +586,9 @@ static int cmd_peers(brokerd_bus *bus, int argc, char **argv)
 
 	if (argc != 1)
 		return fail(NULL, "peers takes no arguments", -EINVAL);
-	json_init(&j, stdout);
-	if (arg_json)
-		json_begin_array(&j);
-	else
-		printf("%-12s %8s %6s %6s %5s %s\n", "PEER", "PID", "UID", "GID", "CAPS", "NAMES");
+	listing_begin(&j, "%-12s %8s %6s %6s %5s %s\n", "PEER", "PID", "UID", "GID", "CAPS", "NAMES");
 	k = bus_list(bus, CTRL_OP_LIST_PEERS_PAGE, 0, arg_page_size, print_peers, &j);
-	if (arg_json) {
-		json_end_array(&j);
-		json_finish(&j);
-	}
+	listing_end(&j);
 	return k < 0 ? fail(bus, "ListPeers", k) : EXIT_OK;
 }
 
@@ -688,20 +648,13 @@ static int cmd_policy(brokerd_bus *bus, int argc, char **argv)
 	if (arg_json) {
 		struct json j;
 
-		json_init(&j, stdout);
-		json_begin_object(&j);
-		json_key(&j, "uid");
-		json_uint(&j, uid);
-		json_key(&j, "name");
-		json_string(&j, argv[3]);
-		json_key(&j, "action");
-		json_string(&j, argv[4]);
-		json_key(&j, "decision");
-		json_string(&j, decision == CTRL_POLICY_ALLOW ? "allow" : "deny");
-		json_key(&j, "rule");
-		json_string(&j, why);
-		json_end_object(&j);
-		json_finish(&j);
+		out_begin(&j);
+		json_member_uint(&j, "uid", uid);
+		json_member_string(&j, "name", argv[3]);
+		json_member_string(&j, "action", argv[4]);
+		json_member_string(&j, "decision", decision == CTRL_POLICY_ALLOW ? "allow" : "deny");
+		json_member_string(&j, "rule", why);
+		out_end(&j);
 	} else {
 		printf("%s: uid %" PRIu32 " %s %s (%s)\n",
 		       decision == CTRL_POLICY_ALLOW ? "allow" : "deny", uid, argv[4], argv[3], why);
@@ -728,16 +681,12 @@ static int cmd_quota(brokerd_bus *bus, int argc, char **argv)
 		else if (parse_uid(argv[1], &uid) < 0)
 			return fail(NULL, "unknown user", -EINVAL);
 	}
-	k = request(bus, CTRL_OP_QUOTA, NULL, uid, &r);
+	k = bus_ctrl_request(bus, CTRL_OP_QUOTA, NULL, uid, &r);
 	if (k < 0)
 		return fail(bus, "Quota", k);
 	ctrl_reader_init(&rd, &r.msg);
 	k = ctrl_read_array(&rd, &n);
-	json_init(&j, stdout);
-	if (arg_json)
-		json_begin_array(&j);
-	else
-		printf("%8s %-14s %12s %12s\n", "UID", "QUOTA", "USED", "LIMIT");
+	listing_begin(&j, "%8s %-14s %12s %12s\n", "UID", "QUOTA", "USED", "LIMIT");
 	for (uint32_t i = 0; k >= 0 && i < n; i++) {
 		uint32_t u, nq = 0;
 
@@ -745,8 +694,7 @@ static int cmd_quota(brokerd_bus *bus, int argc, char **argv)
 			break;
 		if (arg_json) {
 			json_begin_object(&j);
-			json_key(&j, "uid");
-			json_uint(&j, u);
+			json_member_uint(&j, "uid", u);
 			json_key(&j, "quotas");
 			json_begin_object(&j);
 		}
@@ -760,10 +708,8 @@ static int cmd_quota(brokerd_bus *bus, int argc, char **argv)
 			if (arg_json) {
 				json_key(&j, name);
 				json_begin_object(&j);
-				json_key(&j, "used");
-				json_uint(&j, used);
-				json_key(&j, "limit");
-				json_uint(&j, limit);
+				json_member_uint(&j, "used", used);
+				json_member_uint(&j, "limit", limit);
 				json_end_object(&j);
 			} else {
 				printf("%8" PRIu32 " %-14s %12" PRIu64 " %12" PRIu64 "\n", u, name, used,
@@ -775,10 +721,7 @@ static int cmd_quota(brokerd_bus *bus, int argc, char **argv)
 			json_end_object(&j);
 		}
 	}
-	if (arg_json) {
-		json_end_array(&j);
-		json_finish(&j);
-	}
+	listing_end(&j);
 	ctrl_reply_done(&r);
 	return k < 0 ? fail(NULL, "Quota reply", k) : EXIT_OK;
 }
@@ -795,20 +738,15 @@ static int cmd_info(brokerd_bus *bus, int argc, char **argv)
 	if (arg_json) {
 		struct json j;
 
-		json_init(&j, stdout);
-		json_begin_object(&j);
-		json_key(&j, "address");
-		json_string(&j, bus->path);
-		json_key(&j, "unique_name");
-		json_string(&j, bus->unique_name);
-		json_key(&j, "protocol");
-		json_uint(&j, CTRL_VERSION);
+		out_begin(&j);
+		json_member_string(&j, "address", bus->path);
+		json_member_string(&j, "unique_name", bus->unique_name);
+		json_member_uint(&j, "protocol", CTRL_VERSION);
 		json_key(&j, "channels");
 		json_bool(&j, channels);
 		json_key(&j, "badges");
 		json_bool(&j, badges);
-		json_end_object(&j);
-		json_finish(&j);
+		out_end(&j);
 	} else {
 		printf("Address:     %s\n", bus->path);
 		printf("Unique name: %s\n", bus->unique_name);

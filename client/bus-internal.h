@@ -170,12 +170,23 @@ struct ctrl_reply {
 };
 
 void ctrl_reply_done(struct ctrl_reply *r);
+/* Takes fd i out of a reply so that ctrl_reply_done() does not close it: the
+ * fd, or -1 when the reply has none there. */
+int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i);
 
 /* Sends a finished request and waits for its reply: 0, or -errno (a control
  * ERROR is mapped to an errno and kept in bus->error_name/message). With ret
  * NULL it only sends: the reply is dropped when it comes. */
 int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret);
 int bus_ctrl_error_to_errno(const char *name);
+/*
+ * A request of one of the common shapes, by the op's request signature:
+ * "s" (name), "u" (u), "su" (name, then u) or "" (neither; the unused
+ * argument is ignored). -EINVAL for an op of any other shape. Then as
+ * bus_ctrl_call().
+ */
+int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u,
+		     struct ctrl_reply *ret);
 
 brokerd_bus *bus_ref(brokerd_bus *bus);
 brokerd_bus *bus_unref(brokerd_bus *bus);

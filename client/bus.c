@@ -268,23 +268,30 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	}
 }
 
-/* The common request shape: one name in, the reply out. */
-static int bus_ctrl_call_name(brokerd_bus *bus, uint16_t op, const char *name, struct ctrl_reply *ret)
+int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u,
+		     struct ctrl_reply *ret)
 {
+	const struct ctrl_op_info *info = ctrl_op_get(op);
+	const char *sig = info ? info->request_sig : NULL;
 	struct ctrl_writer w;
 	int k;
 
+	if (!sig || (strcmp(sig, "") && strcmp(sig, "s") && strcmp(sig, "u") && strcmp(sig, "su")) ||
+	    (sig[0] == 's' && !name))
+		return -EINVAL;
 	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, 0);
 	if (k < 0)
 		return k;
-	ctrl_write_string(&w, name);
+	if (sig[0] == 's')
+		ctrl_write_string(&w, name);
+	if (strchr(sig, 'u'))
+		ctrl_write_u32(&w, u);
 	k = bus_ctrl_call(bus, &w, ret);
 	ctrl_writer_deinit(&w);
 	return k;
 }
 
-/* Takes fd i out of a reply so that ctrl_reply_done() does not close it. */
-static int reply_take_fd(struct ctrl_reply *r, unsigned int i)
+int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i)
 {
 	int fd;
 
@@ -455,6 +462,27 @@ struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char 
 	return s;
 }
 
+/* Gives s to the caller through ret_slot, or to the bus (floating) without one. */
+static int slot_hand_out(struct brokerd_slot *s, brokerd_slot **ret_slot)
+{
+	s->floating = !ret_slot;
+	if (ret_slot)
+		*ret_slot = s;
+	return 0;
+}
+
+static void monitors_clear(brokerd_bus *bus)
+{
+	struct monitor_chan *m;
+
+	while ((m = bus->monitors)) {
+		bus->monitors = m->next;
+		chan_close(&bus->ring, m->chan);
+		free(m->name);
+		free(m);
+	}
+}
+
 static void slot_unlink(struct brokerd_slot *s)
 {
 	brokerd_bus *bus = s->bus;
@@ -485,16 +513,8 @@ static void slot_destroy(struct brokerd_slot *s)
 		if (b->n_subs > 0 && --b->n_subs == 0)
 			(void)bname_unsubscribe(bus, b, false);
 	}
-	if (s->type == SLOT_MONITOR) {
-		struct monitor_chan *m;
-
-		while ((m = bus->monitors)) {
-			bus->monitors = m->next;
-			chan_close(&bus->ring, m->chan);
-			free(m->name);
-			free(m);
-		}
-	}
+	if (s->type == SLOT_MONITOR)
+		monitors_clear(bus);
 	s->bname = NULL;
 	bname_gc(bus, b);
 	free(s->name);
@@ -547,14 +567,14 @@ static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_r
 
 	/* A cap can be revoked before it arrives: then keep what we have. */
 	if (r->n_fds > 0) {
-		k = attach_fd(bus, reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b, &c);
+		k = attach_fd(bus, ctrl_reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b, &c);
 		if (k >= 0) {
 			chan_retire(bus, b->call_recv);	/* calls already queued there still count */
 			b->call_recv = c;
 		}
 	}
 	if (r->n_fds > 1) {
-		int k2 = attach_fd(bus, reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b, &c);
+		int k2 = attach_fd(bus, ctrl_reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b, &c);
 
 		if (k2 >= 0) {
 			chan_close(&bus->ring, b->sig_send);
@@ -566,21 +586,32 @@ static int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_r
 	return k;
 }
 
-static int bname_subscribe(brokerd_bus *bus, struct bname *b)
+/*
+ * Asks brokerd for a capability for b (op: SUBSCRIBE or OPEN_CALL, with u
+ * as its flags) and attaches it as *chan, unless there is one already.
+ */
+static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint32_t u,
+			   unsigned int rights, unsigned int kind, struct chan **chan)
 {
 	struct ctrl_reply r;
 	int k;
 
-	if (b->sig_recv)
+	if (*chan)
 		return 0;
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
-	k = bus_ctrl_call_name(bus, CTRL_OP_SUBSCRIBE, b->name, &r);
+	k = bus_ctrl_request(bus, op, b->name, u, &r);
 	if (k < 0)
 		return k;
-	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, b, &b->sig_recv);
+	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
 	ctrl_reply_done(&r);
 	return k;
+}
+
+static int bname_subscribe(brokerd_bus *bus, struct bname *b)
+{
+	return bname_open_chan(bus, b, CTRL_OP_SUBSCRIBE, 0, IOIPC_SUB_RECV, CHAN_SIGNAL_RECV,
+			       &b->sig_recv);
 }
 
 /*
@@ -599,7 +630,7 @@ static int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait)
 	b->sig_recv = NULL;
 	if (!bus->connected || !(bus->features & CTRL_FEATURE_CHANNELS))
 		return 0;
-	k = bus_ctrl_call_name(bus, CTRL_OP_UNSUBSCRIBE, b->name, wait ? &r : NULL);
+	k = bus_ctrl_request(bus, CTRL_OP_UNSUBSCRIBE, b->name, 0, wait ? &r : NULL);
 	if (k < 0 || !wait)
 		return k;
 	/* NOT_SUBSCRIBED is fine too: a reload may have revoked it already */
@@ -609,19 +640,12 @@ static int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait)
 
 static int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
 {
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	struct ctrl_reader rd;
 	uint32_t result = 0;
 	int k;
 
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_REQUEST_NAME, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_string(&w, b->name);
-	ctrl_write_u32(&w, flags);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
+	k = bus_ctrl_request(bus, CTRL_OP_REQUEST_NAME, b->name, flags, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -653,26 +677,8 @@ static int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
  */
 static int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait)
 {
-	struct ctrl_writer w;
-	struct ctrl_reply r;
-	int k;
-
-	if (b->call_send)
-		return 0;
-	if (!(bus->features & CTRL_FEATURE_CHANNELS))
-		return -EOPNOTSUPP;
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_string(&w, b->name);
-	ctrl_write_u32(&w, wait ? 0 : CTRL_CALL_NO_WAIT);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
-	if (k < 0)
-		return k;
-	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_CALL_SEND, b, &b->call_send);
-	ctrl_reply_done(&r);
-	return k;
+	return bname_open_chan(bus, b, CTRL_OP_OPEN_CALL, wait ? 0 : CTRL_CALL_NO_WAIT, IOIPC_SUB_SEND,
+			       CHAN_CALL_SEND, &b->call_send);
 }
 
 static struct peer *peer_find(brokerd_bus *bus, uint64_t id)
@@ -709,7 +715,7 @@ static int peer_get_by_name(brokerd_bus *bus, const char *name, struct peer **re
 	}
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
-	k = bus_ctrl_call_name(bus, CTRL_OP_OPEN_INBOX, name, &r);
+	k = bus_ctrl_request(bus, CTRL_OP_OPEN_INBOX, name, 0, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -728,7 +734,7 @@ static int peer_get_by_name(brokerd_bus *bus, const char *name, struct peer **re
 		ctrl_reply_done(&r);
 		return -ENOMEM;
 	}
-	k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_PEER_SEND, p, &p->send);
+	k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_PEER_SEND, p, &p->send);
 	ctrl_reply_done(&r);
 	if (k < 0) {
 		free(p);
@@ -821,16 +827,7 @@ static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 	retired_close(bus, NULL, NULL);
 	for (struct bname *b = bus->names; b; b = b->next)
 		bname_close_chans(bus, b);
-	{
-		struct monitor_chan *m;
-
-		while ((m = bus->monitors)) {
-			bus->monitors = m->next;
-			chan_close(&bus->ring, m->chan);
-			free(m->name);
-			free(m);
-		}
-	}
+	monitors_clear(bus);
 	bus->unique_name[0] = 0;
 	bus->id = 0;
 	if (schedule_reconnect && bus->reconnect && !bus->closed) {
@@ -853,7 +850,6 @@ static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 
 static int bus_hello(brokerd_bus *bus)
 {
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	struct ctrl_reader rd;
 	const char *unique = NULL;
@@ -861,12 +857,7 @@ static int bus_hello(brokerd_bus *bus)
 	uint32_t features = 0;
 	int k;
 
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_HELLO, 0);
-	if (k < 0)
-		return k;
-	ctrl_write_u32(&w, CTRL_HELLO_NAME_EVENTS);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
+	k = bus_ctrl_request(bus, CTRL_OP_HELLO, NULL, CTRL_HELLO_NAME_EVENTS, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -880,7 +871,7 @@ static int bus_hello(brokerd_bus *bus)
 	bus->features = features;
 	k = 0;
 	if (features & CTRL_FEATURE_CHANNELS)
-		k = attach_fd(bus, reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
+		k = attach_fd(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
 			      &bus->inbox);
 	ctrl_reply_done(&r);
 	return k;
@@ -1147,7 +1138,7 @@ _public_ int brokerd_bus_release_name(brokerd_bus *bus, const char *name)
 		b->call_recv = b->sig_send = NULL;
 		bname_gc(bus, b);
 	}
-	k = bus_ctrl_call_name(bus, CTRL_OP_RELEASE_NAME, name, &r);
+	k = bus_ctrl_request(bus, CTRL_OP_RELEASE_NAME, name, 0, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -1178,10 +1169,7 @@ _public_ int brokerd_bus_watch_name(brokerd_bus *bus, brokerd_slot **ret_slot, c
 	if (!s)
 		return -ENOMEM;
 	s->handler.name = handler;
-	s->floating = !ret_slot;
-	if (ret_slot)
-		*ret_slot = s;
-	return 0;
+	return slot_hand_out(s, ret_slot);
 }
 
 _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char *buf, size_t size)
@@ -1196,7 +1184,7 @@ _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;
-	k = bus_ctrl_call_name(bus, CTRL_OP_GET_NAME_OWNER, name, &r);
+	k = bus_ctrl_request(bus, CTRL_OP_GET_NAME_OWNER, name, 0, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
@@ -1211,43 +1199,6 @@ _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char
 	}
 	ctrl_reply_done(&r);
 	return k < 0 ? k : 0;
-}
-
-_public_ int brokerd_bus_get_creds(brokerd_bus *bus, const char *name, struct brokerd_creds *ret)
-{
-	struct ctrl_reply r;
-	struct ctrl_reader rd;
-	uint32_t mask = 0, pid = 0, uid = 0, gid = 0;
-	int k;
-
-	if (!bus || bus->closed || !name || !ret ||
-	    (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name)))
-		return -EINVAL;
-	if (!bus->connected)
-		return -ENOTCONN;
-	k = bus_ctrl_call_name(bus, CTRL_OP_GET_CREDENTIALS, name, &r);
-	if (k < 0)
-		return k;
-	ctrl_reader_init(&rd, &r.msg);
-	if (ctrl_read_u32(&rd, &mask) < 0 || ctrl_read_u32(&rd, &pid) < 0 ||
-	    ctrl_read_u32(&rd, &uid) < 0 || ctrl_read_u32(&rd, &gid) < 0)
-		k = -EPROTO;
-	ctrl_reply_done(&r);
-	if (k < 0)
-		return k;
-	memset(ret, 0, sizeof(*ret));
-	ret->pid = (mask & CTRL_CREDS_PID) ? (pid_t)pid : 0;
-	ret->uid = (mask & CTRL_CREDS_UID) ? (uid_t)uid : (uid_t)-1;
-	ret->gid = (mask & CTRL_CREDS_GID) ? (gid_t)gid : (gid_t)-1;
-	if (name[0] == ':') {
-		ctrl_unique_name_parse(name, &ret->id);
-	} else {
-		char owner[CTRL_UNIQUE_NAME_MAX];
-
-		if (brokerd_bus_get_name_owner(bus, name, owner, sizeof(owner)) >= 0)
-			ctrl_unique_name_parse(owner, &ret->id);
-	}
-	return 0;
 }
 
 /* --- Signals --------------------------------------------------------------------- */
@@ -1321,10 +1272,7 @@ _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, co
 		if (!s)
 			return -ENOMEM;
 		s->handler.msg = handler;
-		s->floating = !ret_slot;
-		if (ret_slot)
-			*ret_slot = s;
-		return 0;
+		return slot_hand_out(s, ret_slot);
 	}
 	if (!bus->connected)
 		return -ENOTCONN;
@@ -1347,10 +1295,7 @@ _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, co
 	s->handler.msg = handler;
 	s->bname = b;
 	b->n_subs++;
-	s->floating = !ret_slot;
-	if (ret_slot)
-		*ret_slot = s;
-	return 0;
+	return slot_hand_out(s, ret_slot);
 }
 
 _public_ int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name)
@@ -1446,10 +1391,7 @@ _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, c
 		slot_destroy(s);
 		return k < 0 ? k : 0;
 	}
-	s->floating = !ret_slot;
-	if (ret_slot)
-		*ret_slot = s;
-	return 0;
+	return slot_hand_out(s, ret_slot);
 }
 
 struct sync_call {
@@ -1526,10 +1468,7 @@ _public_ int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, c
 	if (!s)
 		return -ENOMEM;
 	s->handler.msg = handler;
-	s->floating = !ret_slot;
-	if (ret_slot)
-		*ret_slot = s;
-	return 0;
+	return slot_hand_out(s, ret_slot);
 }
 
 static int msg_send_reply(brokerd_msg *call, int type, const char *member, const void *body,
@@ -2174,7 +2113,6 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 		      bus_monitor_handler_t handler, void *userdata)
 {
 	struct brokerd_slot *s;
-	struct ctrl_writer w;
 	struct ctrl_reply r;
 	int k;
 
@@ -2189,12 +2127,7 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 	if (!s)
 		return -ENOMEM;
 	s->handler.monitor = handler;
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_MONITOR, 0);
-	if (k >= 0) {
-		ctrl_write_u32(&w, 0);
-		k = bus_ctrl_call(bus, &w, &r);
-		ctrl_writer_deinit(&w);
-	}
+	k = bus_ctrl_request(bus, CTRL_OP_MONITOR, NULL, 0, &r);
 	if (k < 0) {
 		slot_destroy(s);
 		return k;
@@ -2207,8 +2140,6 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 		k = ctrl_read_u32(&rd, &n) < 0 ? 0 : (int)(n > INT32_MAX ? INT32_MAX : n);
 	}
 	ctrl_reply_done(&r);
-	s->floating = !ret_slot;
-	if (ret_slot)
-		*ret_slot = s;
+	slot_hand_out(s, ret_slot);
 	return k;	/* channels announced; each comes as a MonitorChannel signal */
 }

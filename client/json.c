@@ -159,6 +159,18 @@ void json_null(struct json *j)
 	fputs("null", j->f);
 }
 
+void json_member_string(struct json *j, const char *key, const char *s)
+{
+	json_key(j, key);
+	json_string(j, s);
+}
+
+void json_member_uint(struct json *j, const char *key, uint64_t v)
+{
+	json_key(j, key);
+	json_uint(j, v);
+}
+
 void json_finish(struct json *j)
 {
 	fputc('\n', j->f);

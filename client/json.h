@@ -33,6 +33,9 @@ void json_int(struct json *j, int64_t v);
 void json_uint(struct json *j, uint64_t v);
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
+/* a key and its value: what objects are mostly made of */
+void json_member_string(struct json *j, const char *key, const char *s);
+void json_member_uint(struct json *j, const char *key, uint64_t v);
 /* ends the document with a newline */
 void json_finish(struct json *j);
 

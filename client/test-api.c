@@ -3,12 +3,15 @@
  * test-api.c - host tests of libbrokerd's public API through the shared
  * library: every entry point rejects bad arguments with -EINVAL, and the
  * control-plane half (connect, unique name, names, NameOwnerChanged watches,
- * the epoll fd, sd_event, reconnect after the broker goes away) works against
+ * credentials with their pidfd and label and without them, the epoll fd,
+ * sd_event, reconnect after the broker goes away) works against
  * a fake broker in a child process that speaks protocol/ctrl.h but offers no
  * channels (the host kernel has none; channel paths are tested in the guest).
  */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <systemd/sd-event.h>
@@ -37,13 +41,34 @@ struct fake {
 	int n_names;
 };
 
+/* Sends w with the fds written to it (closed here, as brokerd does). */
 static void fake_send(int fd, struct ctrl_writer *w)
 {
+	union {
+		struct cmsghdr cmsg;
+		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
+	} control = { 0 };
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	const void *d;
 	size_t l;
 
 	CHECK(ctrl_writer_finish(w, &d, &l) == 0);
-	CHECK(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
+	iov = (struct iovec){ .iov_base = (void *)d, .iov_len = l };
+	if (w->n_fds) {
+		struct cmsghdr *c;
+
+		mh.msg_control = &control;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * w->n_fds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * w->n_fds);
+		memcpy(CMSG_DATA(c), w->fds, sizeof(int) * w->n_fds);
+	}
+	CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)l);
+	for (unsigned int i = 0; i < w->n_fds; i++)
+		close(w->fds[i]);
 	ctrl_writer_deinit(w);
 }
 
@@ -70,6 +95,51 @@ static void fake_noc(int fd, const char *name, const char *old, const char *new)
 	ctrl_write_string(&w, name);
 	ctrl_write_string(&w, old);
 	ctrl_write_string(&w, new);
+	fake_send(fd, &w);
+}
+
+#define FAKE_LABEL "brokerd-test"
+static const uint32_t fake_gids[] = { 10, 2100, 4294967294U };
+
+/*
+ * GET_CREDENTIALS: "org.test.Bare" has pid, uid and gid only;
+ * "org.test.Liar" claims a label and a pidfd and sends neither;
+ * "org.test.Extra" sends a pidfd its mask does not announce; every other
+ * name has everything, with a pidfd of this process.
+ */
+static void fake_credentials(int fd, const struct ctrl_message *m, const char *name)
+{
+	uint32_t mask = CTRL_CREDS_PID | CTRL_CREDS_UID | CTRL_CREDS_GID;
+	const char *label = "";
+	bool with_gids = false, send_fd = false;
+	struct ctrl_writer w;
+	size_t a;
+
+	if (strcmp(name, "org.test.Liar") == 0) {
+		mask |= CTRL_CREDS_LABEL | CTRL_CREDS_PIDFD;
+	} else if (strcmp(name, "org.test.Extra") == 0) {
+		send_fd = true;
+	} else if (strcmp(name, "org.test.Bare") != 0) {
+		mask |= CTRL_CREDS_GIDS | CTRL_CREDS_PIDFD | CTRL_CREDS_LABEL;
+		with_gids = send_fd = true;
+		label = FAKE_LABEL;
+	}
+	ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_GET_CREDENTIALS, m->hdr.serial);
+	ctrl_write_u32(&w, mask);
+	ctrl_write_u32(&w, 4242);
+	ctrl_write_u32(&w, 2001);
+	ctrl_write_u32(&w, 2100);
+	a = ctrl_write_array_open(&w);
+	for (size_t i = 0; with_gids && i < sizeof(fake_gids) / sizeof(fake_gids[0]); i++)
+		ctrl_write_u32(&w, fake_gids[i]);
+	ctrl_write_array_close(&w, a, with_gids ? sizeof(fake_gids) / sizeof(fake_gids[0]) : 0);
+	ctrl_write_string(&w, label);
+	if (send_fd) {
+		int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+
+		CHECK(pidfd >= 0);
+		ctrl_write_fd(&w, pidfd);
+	}
 	fake_send(fd, &w);
 }
 
@@ -157,6 +227,14 @@ static void fake_serve(struct fake *f, int fd)
 			ctrl_write_string(&w, f->owner[i]);
 			fake_send(fd, &w);
 			break;
+		case CTRL_OP_GET_CREDENTIALS:
+			ctrl_read_string(&r, &s, NULL);
+			if (strcmp(s, "org.test.Nobody") == 0)
+				fake_error(fd, CTRL_OP_GET_CREDENTIALS, m.hdr.serial,
+					   CTRL_ERROR_NAME_HAS_NO_OWNER, s);
+			else
+				fake_credentials(fd, &m, s);
+			break;
 		default:
 			fake_error(fd, m.hdr.code, m.hdr.serial, CTRL_ERROR_NOT_SUPPORTED, "fake");
 			break;
@@ -206,6 +284,11 @@ static void test_arguments(void)
 	brokerd_bus *bus = NULL;
 	brokerd_slot *slot = NULL;
 	struct brokerd_creds cr;
+	brokerd_credentials *creds = NULL;
+	const gid_t *gids;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
 	const char *s;
 	const void *body;
 	size_t size;
@@ -235,6 +318,14 @@ static void test_arguments(void)
 	CHECK(brokerd_bus_watch_name(NULL, &slot, NULL, NULL, NULL) == -EINVAL);
 	CHECK(brokerd_bus_get_name_owner(NULL, "org.a.B", buf, sizeof(buf)) == -EINVAL);
 	CHECK(brokerd_bus_get_creds(NULL, "org.a.B", &cr) == -EINVAL);
+	CHECK(brokerd_bus_get_credentials(NULL, "org.a.B", &creds) == -EINVAL);
+	CHECK(brokerd_credentials_free(NULL) == NULL);
+	CHECK(brokerd_credentials_get_pid(NULL, &pid) == -EINVAL);
+	CHECK(brokerd_credentials_get_uid(NULL, &uid) == -EINVAL);
+	CHECK(brokerd_credentials_get_gid(NULL, &gid) == -EINVAL);
+	CHECK(brokerd_credentials_get_groups(NULL, &gids) == -EINVAL);
+	CHECK(brokerd_credentials_get_pidfd(NULL) == -EINVAL);
+	CHECK(brokerd_credentials_get_label(NULL, &s) == -EINVAL);
 	CHECK(brokerd_bus_emit_signal(NULL, "org.a.B", "M", NULL, 0) == -EINVAL);
 	CHECK(brokerd_bus_send_signal(NULL, ":1.1", "M", NULL, 0) == -EINVAL);
 	CHECK(brokerd_bus_subscribe(NULL, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
@@ -283,6 +374,7 @@ static void on_state(brokerd_bus *bus, int state, void *u)
 /* invalid arguments on a live bus */
 static void test_arguments_connected(brokerd_bus *bus)
 {
+	brokerd_credentials *creds = NULL;
 	brokerd_slot *slot = NULL;
 	char buf[4];
 
@@ -313,6 +405,109 @@ static void test_arguments_connected(brokerd_bus *bus)
 	CHECK(brokerd_bus_add_method(bus, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
 	CHECK(brokerd_bus_attach_event(bus, NULL, 0) == -EINVAL);
 	CHECK(slot == NULL);
+	CHECK(brokerd_bus_get_credentials(bus, NULL, &creds) == -EINVAL);
+	CHECK(brokerd_bus_get_credentials(bus, "bad name", &creds) == -EINVAL);
+	CHECK(brokerd_bus_get_credentials(bus, "org.a.B", NULL) == -EINVAL);
+	CHECK(creds == NULL);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	CHECK(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * Whether fd is a pidfd of a running child of ours: waitid() on a pidfd of
+ * any other process fails with ECHILD. The fake broker is our only child.
+ */
+static bool pidfd_is_running_child(int fd)
+{
+	siginfo_t si = { 0 };
+
+	if (waitid(P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0)
+		return false;
+	return si.si_pid == 0;	/* not exited */
+}
+
+static void test_credentials(brokerd_bus *bus)
+{
+	brokerd_credentials *c = NULL;
+	struct brokerd_creds cr;
+	const gid_t *gids;
+	const char *label;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	int fds, pidfd;
+
+	/* the check tells a pidfd of the fake from one of another process */
+	pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	CHECK(pidfd >= 0 && !pidfd_is_running_child(pidfd));
+	close(pidfd);
+	fds = count_fds();
+
+	/* everything, and the pidfd is the broker's (the fake's own process) */
+	CHECK(brokerd_bus_get_credentials(bus, ":1.1", &c) == 0);
+	CHECK(brokerd_credentials_get_pid(c, &pid) == 0 && pid == 4242);
+	CHECK(brokerd_credentials_get_uid(c, &uid) == 0 && uid == 2001);
+	CHECK(brokerd_credentials_get_gid(c, &gid) == 0 && gid == 2100);
+	CHECK(brokerd_credentials_get_groups(c, &gids) == 3);
+	CHECK(gids[0] == 10 && gids[1] == 2100 && gids[2] == (gid_t)4294967294U);
+	CHECK(brokerd_credentials_get_label(c, &label) == 0 && strcmp(label, FAKE_LABEL) == 0);
+	pidfd = brokerd_credentials_get_pidfd(c);
+	CHECK(pidfd >= 0);
+	CHECK(brokerd_credentials_get_pidfd(c) == pidfd);	/* the same, not a new one */
+	CHECK(fcntl(pidfd, F_GETFD) == FD_CLOEXEC);
+	CHECK(pidfd_is_running_child(pidfd));
+	CHECK(count_fds() == fds + 1);
+	/* owned by the object: freeing it closes the fd */
+	CHECK(brokerd_credentials_free(c) == NULL);
+	CHECK(fcntl(pidfd, F_GETFD) < 0 && errno == EBADF);
+	CHECK(count_fds() == fds);
+
+	/* only pid, uid and gid: the rest is -ENODATA, not 0 or "" */
+	c = NULL;
+	CHECK(brokerd_bus_get_credentials(bus, "org.test.Bare", &c) == 0);
+	CHECK(brokerd_credentials_get_pid(c, &pid) == 0 && pid == 4242);
+	CHECK(brokerd_credentials_get_uid(c, &uid) == 0 && uid == 2001);
+	CHECK(brokerd_credentials_get_gid(c, &gid) == 0 && gid == 2100);
+	gids = (const gid_t *)1;
+	CHECK(brokerd_credentials_get_groups(c, &gids) == -ENODATA);
+	CHECK(gids == (const gid_t *)1);
+	label = "untouched";
+	CHECK(brokerd_credentials_get_label(c, &label) == -ENODATA);
+	CHECK(strcmp(label, "untouched") == 0);
+	CHECK(brokerd_credentials_get_pidfd(c) == -ENODATA);
+	brokerd_credentials_free(c);
+
+	/* a mask that promises what the reply does not hold */
+	CHECK(brokerd_bus_get_credentials(bus, "org.test.Liar", &c) == 0);
+	CHECK(brokerd_credentials_get_label(c, &label) == -ENODATA);
+	CHECK(brokerd_credentials_get_pidfd(c) == -ENODATA);
+	brokerd_credentials_free(c);
+
+	/* an fd the mask does not announce is not handed out, and not leaked */
+	CHECK(brokerd_bus_get_credentials(bus, "org.test.Extra", &c) == 0);
+	CHECK(brokerd_credentials_get_pidfd(c) == -ENODATA);
+	CHECK(count_fds() == fds);
+	brokerd_credentials_free(c);
+
+	c = NULL;
+	CHECK(brokerd_bus_get_credentials(bus, "org.test.Nobody", &c) == -ENXIO);
+	CHECK(c == NULL);
+
+	/* the fixed-size struct from the same reply; its pidfd is not leaked */
+	CHECK(brokerd_bus_get_creds(bus, ":1.1", &cr) == 0);
+	CHECK(cr.pid == 4242 && cr.uid == 2001 && cr.gid == 2100 && cr.id == 1);
+	CHECK(count_fds() == fds);
+	CHECK(brokerd_bus_get_creds(bus, "org.test.Nobody", &cr) == -ENXIO);
 }
 
 static void pump(brokerd_bus *bus, int *flag, int want)
@@ -354,6 +549,7 @@ static void test_fake_broker(const char *path)
 	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, 3) == -ENOBUFS);
 	CHECK(brokerd_bus_get_name_owner(bus, "org.test.Nobody", owner, sizeof(owner)) == -ENXIO);
 	CHECK(brokerd_bus_request_name(bus, "org.test.Denied", 0) == -EACCES);
+	test_credentials(bus);
 
 	/* no channels on this fake: channel operations say so, and nothing leaks */
 	CHECK(brokerd_bus_emit_signal(bus, "org.test.A", "M", NULL, 0) == -EOPNOTSUPP);

@@ -4,10 +4,10 @@
  * against the real brokerd, run with --no-channels (the host kernel has no
  * IPC channels). Covers: names with D-Bus semantics (primary, queue,
  * DO_NOT_QUEUE, promotion), NameOwnerChanged watches, owner and credential
- * lookups, policy refusals, brokerctl's commands, --json and exit codes,
- * listings fetched page by page (and in one piece from a brokerd that
- * predates paging), and reconnecting after brokerd is killed and started
- * again.
+ * lookups (groups and pidfd as the kernel gave them to brokerd), policy
+ * refusals, brokerctl's commands, --json and exit codes, listings fetched
+ * page by page (and in one piece from a brokerd that predates paging), and
+ * reconnecting after brokerd is killed and started again.
  *
  *   test-brokerd BROKERD BROKERCTL
  */
@@ -211,6 +211,51 @@ static void pump(brokerd_bus *bus, int *count, int want)
 
 static int states;
 
+/* brokerd's credentials for name are this process's (it connected as us). */
+static void check_credentials(brokerd_bus *bus, const char *name)
+{
+	brokerd_credentials *c = NULL;
+	gid_t mine[256];
+	const gid_t *gids;
+	const char *label;
+	char path[64], line[256];
+	pid_t pid = 0, fd_pid = 0;
+	uid_t uid;
+	gid_t gid;
+	int n, fd;
+	FILE *f;
+
+	CHECK_R(brokerd_bus_get_credentials(bus, name, &c), 0);
+	CHECK_R(brokerd_credentials_get_pid(c, &pid), 0);
+	CHECK(pid == getpid());
+	CHECK_R(brokerd_credentials_get_uid(c, &uid), 0);
+	CHECK(uid == getuid());
+	CHECK_R(brokerd_credentials_get_gid(c, &gid), 0);
+	CHECK(gid == getgid());
+	n = getgroups(256, mine);
+	CHECK(n >= 0);
+	CHECK_R(brokerd_credentials_get_groups(c, &gids), n);
+	for (int i = 0; i < n; i++)
+		CHECK(gids[i] == mine[i]);
+	/* SO_PEERPIDFD (Linux 6.5); SO_PEERSEC only under a security module */
+	fd = brokerd_credentials_get_pidfd(c);
+	if (fd == -ENODATA) {
+		printf("# (kernel without SO_PEERPIDFD: no pidfd)\n");
+	} else {
+		CHECK(fd >= 0);
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		f = fopen(path, "re");
+		CHECK(f);
+		while (fgets(line, sizeof(line), f) && sscanf(line, "Pid: %d", &fd_pid) != 1)
+			;
+		fclose(f);
+		CHECK(fd_pid == getpid());
+	}
+	n = brokerd_credentials_get_label(c, &label);
+	CHECK(n == -ENODATA || (n == 0 && label[0]));
+	brokerd_credentials_free(c);
+}
+
 static void on_state(brokerd_bus *bus, int state, void *u)
 {
 	if (state == BROKERD_STATE_CONNECTED)
@@ -261,6 +306,8 @@ int main(int argc, char **argv)
 	CHECK_R(brokerd_bus_get_creds(b, "org.test.Name", &creds), 0);
 	CHECK(creds.pid == getpid() && creds.uid == getuid() && creds.gid == getgid());
 	CHECK(creds.id && strcmp(owner + 3, strrchr(ua, '.') + 1) == 0);
+	check_credentials(b, "org.test.Name");
+	check_credentials(b, ua);
 	CHECK_R(brokerd_bus_request_name(a, "org.test.Forbidden", 0), -EACCES);
 	CHECK_R(brokerd_bus_request_name(a, "org.other.Name", 0), getuid() == 0 ?
 		BROKERD_NAME_PRIMARY_OWNER : -EACCES);

@@ -52,6 +52,8 @@ static void doc_nested(struct json *j)
 	json_begin_object(j);
 	json_key(j, "a");
 	json_uint(j, 1);
+	json_member_string(j, "b", "x");
+	json_member_uint(j, "c", 2);
 	json_end_object(j);
 	json_end_array(j);
 	json_end_object(j);
@@ -75,7 +77,7 @@ int main(void)
 	s = render(doc_nested);
 	assert(strcmp(s, "{\"name\":\"org.example.Foo\",\"owners\":[\":1.1\",\":1.2\"],"
 			 "\"uid\":2001,\"delta\":-3,\"ok\":true,\"none\":null,\"empty\":[],"
-			 "\"objs\":[{},{\"a\":1}]}\n") == 0);
+			 "\"objs\":[{},{\"a\":1,\"b\":\"x\",\"c\":2}]}\n") == 0);
 	free(s);
 
 	s = render(doc_escape);

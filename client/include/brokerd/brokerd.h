@@ -203,6 +203,28 @@ int brokerd_msg_reply_error(brokerd_msg *call, const char *error_name, const cha
 /* Credentials brokerd recorded at connect for a unique or well-known name. */
 int brokerd_bus_get_creds(brokerd_bus *bus, const char *name, struct brokerd_creds *ret);
 
+/*
+ * All of them, for deciding what a peer may do (what D-Bus's
+ * GetConnectionCredentials answers): pid, uid, gid, supplementary groups,
+ * a pidfd of the process that connected (owned by the object: dup() it to
+ * keep it) and its security label (SO_PEERSEC, e.g. a Smack label). A
+ * well-known name stands for its primary owner. Each getter returns
+ * -ENODATA for what brokerd did not report.
+ */
+typedef struct brokerd_credentials brokerd_credentials;
+
+int brokerd_bus_get_credentials(brokerd_bus *bus, const char *name, brokerd_credentials **ret);
+brokerd_credentials *brokerd_credentials_free(brokerd_credentials *creds);
+int brokerd_credentials_get_pid(brokerd_credentials *creds, pid_t *ret);
+int brokerd_credentials_get_uid(brokerd_credentials *creds, uid_t *ret);
+int brokerd_credentials_get_gid(brokerd_credentials *creds, gid_t *ret);
+/* Returns how many; *ret (NULL when none) lives as long as creds. */
+int brokerd_credentials_get_groups(brokerd_credentials *creds, const gid_t **ret);
+/* Returns the pidfd itself. */
+int brokerd_credentials_get_pidfd(brokerd_credentials *creds);
+/* *ret lives as long as creds. */
+int brokerd_credentials_get_label(brokerd_credentials *creds, const char **ret);
+
 #ifdef __cplusplus
 }
 #endif

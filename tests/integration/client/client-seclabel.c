@@ -9,6 +9,10 @@
  * what let her reach brokerd). A label taken after connecting changes
  * nothing: brokerd keeps the one of the connect. brokerctl status shows the
  * same labels. A reply without a label fails; a kernel without Smack skips.
+ *
+ * All through the public brokerd_bus_get_credentials(), which also has to
+ * give each peer's pid, uid, gid and supplementary groups, and a pidfd that
+ * refers to the peer's process (its fdinfo names the pid).
  */
 #include "testlib.h"
 
@@ -81,52 +85,78 @@ static brokerd_bus *open_bus(void)
 	return bus;
 }
 
-/* The label brokerd reports for name; fails the test when there is none. */
-static void creds_label(brokerd_bus *bus, const char *name, char *buf, size_t size)
-{
-	uint32_t mask = 0, u, n = 0;
-	struct ctrl_writer w;
-	struct ctrl_reply r;
-	struct ctrl_reader rd;
-	const char *label = NULL;
-	int k;
+/* Who a peer is: what brokerd must report for it. */
+struct identity {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[64];
+	int n_groups;
+	const char *label;
+};
 
-	CHECK_R(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_GET_CREDENTIALS, 0), 0);
-	ctrl_write_string(&w, name);
-	k = bus_ctrl_call(bus, &w, &r);
-	ctrl_writer_deinit(&w);
-	if (k < 0)
-		FAIL("GET_CREDENTIALS %s: %s", name, strerror(-k));
-	ctrl_reader_init(&rd, &r.msg);
-	k = ctrl_read_u32(&rd, &mask);
-	for (int i = 0; k >= 0 && i < 3; i++)	/* pid, uid, gid */
-		k = ctrl_read_u32(&rd, &u);
-	if (k >= 0)
-		k = ctrl_read_array(&rd, &n);
-	for (uint32_t i = 0; k >= 0 && i < n; i++)
-		k = ctrl_read_u32(&rd, &u);
-	if (k >= 0)
-		k = ctrl_read_string(&rd, &label, NULL);
-	if (k < 0)
-		FAIL("GET_CREDENTIALS %s: reply does not parse: %s", name, strerror(-k));
-	if (!(mask & CTRL_CREDS_LABEL) || !label[0])
-		FAIL("brokerd reports no security label for %s (mask 0x%x, label \"%s\")",
-		     name, mask, label);
-	snprintf(buf, size, "%s", label);
-	ctrl_reply_done(&r);
-}
-
-/* brokerd's label for name must be want, and brokerctl status must say so too. */
-static void check_label(brokerd_bus *bus, const char *name, const char *want)
+/* The pid a pidfd refers to, from its fdinfo ("Pid:\t<pid>"). */
+static pid_t pidfd_pid(int fd)
 {
-	char got[256], cmd[256], out[1024], key[300];
-	size_t n;
+	char path[64], line[256];
+	pid_t pid = -1;
 	FILE *f;
 
-	creds_label(bus, name, got, sizeof(got));
-	t_log("%s: brokerd reports label \"%s\"", name, got);
-	if (strcmp(got, want) != 0)
-		FAIL("%s: brokerd reports label \"%s\", want \"%s\"", name, got, want);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		FAIL("%s: %m", path);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	return pid;
+}
+
+/* brokerd's credentials for name must be want's, and brokerctl status must
+ * show the same label. */
+static void check_credentials(brokerd_bus *bus, const char *name, const struct identity *want)
+{
+	brokerd_credentials *c = NULL;
+	char cmd[256], out[1024], key[300];
+	const gid_t *groups;
+	const char *label;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	size_t n;
+	FILE *f;
+	int k;
+
+	k = brokerd_bus_get_credentials(bus, name, &c);
+	if (k < 0)
+		FAIL("brokerd_bus_get_credentials(%s): %s", name, strerror(-k));
+	k = brokerd_credentials_get_label(c, &label);
+	if (k < 0)
+		FAIL("brokerd reports no security label for %s: %s", name, strerror(-k));
+	t_log("%s: brokerd reports label \"%s\"", name, label);
+	if (strcmp(label, want->label) != 0)
+		FAIL("%s: brokerd reports label \"%s\", want \"%s\"", name, label, want->label);
+	CHECK_R(brokerd_credentials_get_pid(c, &pid), 0);
+	CHECK_R(brokerd_credentials_get_uid(c, &uid), 0);
+	CHECK_R(brokerd_credentials_get_gid(c, &gid), 0);
+	if (pid != want->pid || uid != want->uid || gid != want->gid)
+		FAIL("%s: brokerd reports pid %d uid %u gid %u, want %d %u %u", name, (int)pid,
+		     (unsigned)uid, (unsigned)gid, (int)want->pid, (unsigned)want->uid,
+		     (unsigned)want->gid);
+	CHECK_R(brokerd_credentials_get_groups(c, &groups), want->n_groups);
+	for (int i = 0; i < want->n_groups; i++)
+		if (groups[i] != want->groups[i])
+			FAIL("%s: group %d is %u, want %u", name, i, (unsigned)groups[i],
+			     (unsigned)want->groups[i]);
+	/* the guest kernel has SO_PEERPIDFD (6.5) */
+	k = brokerd_credentials_get_pidfd(c);
+	if (k < 0)
+		FAIL("%s: no pidfd: %s", name, strerror(-k));
+	if (pidfd_pid(k) != want->pid)
+		FAIL("%s: the pidfd refers to pid %d, want %d", name, (int)pidfd_pid(k),
+		     (int)want->pid);
+	brokerd_credentials_free(c);
 
 	snprintf(cmd, sizeof(cmd), "brokerctl --json status %s", name);
 	f = popen(cmd, "re");
@@ -136,9 +166,21 @@ static void check_label(brokerd_bus *bus, const char *name, const char *want)
 	out[n] = 0;
 	if (pclose(f) != 0)
 		FAIL("%s failed: %s", cmd, out);
-	snprintf(key, sizeof(key), "\"label\":\"%s\"", want);
+	snprintf(key, sizeof(key), "\"label\":\"%s\"", want->label);
 	if (!strstr(out, key))
 		FAIL("%s: no %s in %s", cmd, key, out);
+}
+
+/* This process as it is now (peers it forks inherit it until they change). */
+static void identity_self(struct identity *id, const char *label)
+{
+	id->pid = getpid();
+	id->uid = getuid();
+	id->gid = getgid();
+	id->n_groups = getgroups(sizeof(id->groups) / sizeof(id->groups[0]), id->groups);
+	if (id->n_groups < 0)
+		FAIL("getgroups: %m");
+	id->label = label;
 }
 
 struct labeled_peer {
@@ -173,21 +215,30 @@ static int peer(void *arg)
 	return 0;
 }
 
-/* Starts a peer, checks brokerd's label for it, lets it go. */
-static void check_peer(brokerd_bus *bus, const struct labeled_peer *p, const char *want)
+/* Starts a peer, checks brokerd's credentials for it, lets it go. */
+static void check_peer(brokerd_bus *bus, const struct labeled_peer *p, const char *label)
 {
+	struct identity want;
 	char name[128];
 	pid_t pid;
 	int k;
 
-	pid = t_fork(peer, (void *)p);
+	identity_self(&want, label);
+	if (p->uid) {
+		/* as t_become() makes it */
+		want.uid = p->uid;
+		want.gid = p->uid == UID_ALICE ? GID_USERS : p->uid;
+		want.groups[0] = GID_USERS;
+		want.n_groups = p->uid == UID_ALICE ? 1 : 0;
+	}
+	pid = want.pid = t_fork(peer, (void *)p);
 	k = t_hear(to_parent[0], name, sizeof(name), 10000);
 	if (k < 0) {
 		FAIL("peer (uid %u%s) did not connect: %s (exit %d)", (unsigned)p->uid,
 		     p->relabel_after ? ", relabeled after connect" : "", strerror(-k),
 		     t_wait(pid, 1000));
 	}
-	check_label(bus, name, want);
+	check_credentials(bus, name, &want);
 	t_say(to_peer[1], "done");
 	CHECK_R(t_wait(pid, 10000), 0);
 }
@@ -196,6 +247,7 @@ int main(void)
 {
 	static const struct labeled_peer root = { 0, false }, alice = { UID_ALICE, false },
 				 late = { 0, true };
+	struct identity self;
 	char mine[256];
 	const char *me;
 	brokerd_bus *bus;
@@ -212,7 +264,8 @@ int main(void)
 	bus = open_bus();
 	CHECK_R(brokerd_bus_get_unique_name(bus, &me), 0);
 	t_log("this test runs as \"%s\"", mine);
-	check_label(bus, me, mine);
+	identity_self(&self, mine);
+	check_credentials(bus, me, &self);
 
 	/*
 	 * (b) a process under another label. PID 1, which made brokerd's
