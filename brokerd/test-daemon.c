@@ -83,6 +83,16 @@ static void reload(void)
 }
 
 /* Run fn in a child with uid/gid (and supplementary group USERS_GID for alice). */
+/* Drops root for uid, with alice's supplementary group for alice. */
+static void become(uid_t uid)
+{
+	gid_t g = USERS_GID;
+
+	TC_ASSERT(setgroups(uid == ALICE ? 1 : 0, &g) == 0);
+	TC_ASSERT(setresgid(uid, uid, uid) == 0);
+	TC_ASSERT(setresuid(uid, uid, uid) == 0);
+}
+
 static void as_user(uid_t uid, void (*fn)(void))
 {
 	pid_t pid = fork();
@@ -90,11 +100,7 @@ static void as_user(uid_t uid, void (*fn)(void))
 
 	TC_ASSERT(pid >= 0);
 	if (pid == 0) {
-		gid_t g = USERS_GID;
-
-		TC_ASSERT(setgroups(uid == ALICE ? 1 : 0, &g) == 0);
-		TC_ASSERT(setresgid(uid, uid, uid) == 0);
-		TC_ASSERT(setresuid(uid, uid, uid) == 0);
+		become(uid);
 		fn();
 		fflush(stdout);
 		_exit(0);
@@ -558,11 +564,8 @@ static void test_reload(void)
 	TC_ASSERT(pipe(p) == 0);
 	pid = fork();
 	if (pid == 0) {
-		gid_t g = USERS_GID;
-
 		close(p[0]);
-		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
-			  setresuid(ALICE, ALICE, ALICE) == 0);
+		become(ALICE);
 		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
 		TC_ASSERT(tc_call(&alice, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Revoked", 0) == 0);
 		TC_EXPECT_REPLY(&m);
@@ -1210,14 +1213,12 @@ static void test_revocation(void)
 	TC_ASSERT(pipe(p) == 0);
 	pid = fork();
 	if (pid == 0) {
-		gid_t g = USERS_GID;
 		struct io_uring aring;
 		struct io_uring_cqe *cqe;
 		uint8_t buf[256];
 
 		close(p[0]);
-		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
-			  setresuid(ALICE, ALICE, ALICE) == 0);
+		become(ALICE);
 		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
 		TC_ASSERT(tc_call(&alice, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
 		TC_EXPECT_REPLY(&m);
@@ -1413,12 +1414,10 @@ static void test_channels_more(void)
 	if (pid == 0) {
 		struct tc alice;
 		struct io_uring aring;
-		gid_t g = USERS_GID;
 
 		close(p[0]);
 		close(q[1]);
-		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
-			  setresuid(ALICE, ALICE, ALICE) == 0);
+		become(ALICE);
 		TC_ASSERT(io_uring_queue_init(8, &aring, 0) == 0);
 		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
 		TC_ASSERT(tc_call(&alice, CTRL_OP_OPEN_CALL, &m, "su", N, 0) == 0);
@@ -1554,11 +1553,8 @@ static void test_revocation_inbox(void)
 	TC_ASSERT(pipe(p) == 0);
 	pid = fork();
 	if (pid == 0) {
-		gid_t g = USERS_GID;
-
 		close(p[0]);
-		TC_ASSERT(setgroups(1, &g) == 0 && setresgid(ALICE, ALICE, ALICE) == 0 &&
-			  setresuid(ALICE, ALICE, ALICE) == 0);
+		become(ALICE);
 		revoke_inbox_main(target.unique, p[1]);
 	}
 	close(p[1]);
