@@ -42,8 +42,12 @@ struct bname {
 	unsigned int req_flags;
 };
 
-/* A receiving channel replaced by a renewed capability: still drained of
- * what was sent to it before, closed when its receive fails (-EPIPE). */
+/*
+ * A call channel subscription replaced by a new cap for the same name (a pool
+ * member promoted to primary owner): it keeps receiving, so that no call it
+ * already took is lost, until its receive fails (revoked: -EACCES) or the
+ * name or the connection goes.
+ */
 struct retired {
 	struct retired *next;
 	struct chan *chan;
