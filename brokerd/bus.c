@@ -28,16 +28,16 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
-#include "bus.h"
-#include "channel.h"
-#include "ctrl.h"
-#include "log.h"
-#include "message.h"
-#include "policy.h"
-#include "quota.h"
-#include "registry.h"
-#include "service.h"
-#include "util.h"
+#include "brokerd/bus.h"
+#include "brokerd/channel.h"
+#include "protocol/ctrl.h"
+#include "brokerd/log.h"
+#include "protocol/message.h"
+#include "brokerd/policy.h"
+#include "brokerd/quota.h"
+#include "brokerd/registry.h"
+#include "brokerd/service.h"
+#include "brokerd/util.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "channel.h"
-#include "log.h"
+#include "brokerd/channel.h"
+#include "brokerd/log.h"
 
 int chanmgr_init(struct chanmgr *m)
 {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioipc.h"
+#include "protocol/ioipc.h"
 
 #define CHANNEL_SLOTS		32
 #define CHANNEL_MSG_MAX		8192

@@ -8,7 +8,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
-#include "log.h"
+#include "brokerd/log.h"
 
 static int max_level = LOG_INFO;
 

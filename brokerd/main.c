@@ -17,10 +17,10 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
-#include "bus.h"
-#include "ctrl.h"
-#include "log.h"
-#include "util.h"
+#include "brokerd/bus.h"
+#include "protocol/ctrl.h"
+#include "brokerd/log.h"
+#include "brokerd/util.h"
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;

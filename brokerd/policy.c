@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctrl.h"
-#include "policy.h"
-#include "util.h"
+#include "protocol/ctrl.h"
+#include "brokerd/policy.h"
+#include "brokerd/util.h"
 
 enum policy_context {
 	CTX_DEFAULT,

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "quota.h"
+#include "brokerd/quota.h"
 
 #define POLICY_DIR_ETC		"/etc/brokerd/policy.d"
 #define POLICY_DIR_VENDOR	"/usr/share/brokerd/policy.d"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quota.h"
-#include "util.h"
+#include "brokerd/quota.h"
+#include "brokerd/util.h"
 
 struct quota_uid {
 	uid_t uid;

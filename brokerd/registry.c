@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry.h"
-#include "util.h"
+#include "brokerd/registry.h"
+#include "brokerd/util.h"
 
 struct registry_name {
 	char *name;

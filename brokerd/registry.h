@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ctrl.h"
+#include "protocol/ctrl.h"
 
 struct registry;
 struct registry_name;

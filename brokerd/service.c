@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctrl.h"
-#include "service.h"
-#include "util.h"
+#include "protocol/ctrl.h"
+#include "brokerd/service.h"
+#include "brokerd/util.h"
 
 struct service_set {
 	struct service *s;

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctrl.h"
+#include "protocol/ctrl.h"
 
 #define TC_ASSERT(x) do { if (!(x)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #x); fflush(stdout); exit(1); } } while (0)
 #define TC_ASSERT_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); if (_a != _b) { \

@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <grp.h>
 
-#include "test-client.h"
-#include "message.h"
-#include "ioipc.h"
+#include "brokerd/test-client.h"
+#include "protocol/message.h"
+#include "protocol/ioipc.h"
 
 #define ALICE 2001
 #define BOB 2002

@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "macro.h"
+#include "util/macro.h"
 
 /*
  * Config parsers (policy, service files) report "FILE:LINE: what" into err

@@ -20,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "bus-internal.h"
-#include "json.h"
-#include "util.h"
+#include "client/bus-internal.h"
+#include "client/json.h"
+#include "client/util.h"
 
 enum {
 	EXIT_OK = 0,

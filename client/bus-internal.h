@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 #include "brokerd/brokerd.h"
-#include "chan.h"
-#include "ctrl.h"
-#include "message.h"
+#include "client/chan.h"
+#include "protocol/ctrl.h"
+#include "protocol/message.h"
 
 /* chan kinds */
 enum {

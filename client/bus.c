@@ -22,8 +22,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "bus-internal.h"
-#include "util.h"
+#include "client/bus-internal.h"
+#include "client/util.h"
 
 static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect);
 static void retired_close(brokerd_bus *bus, struct chan *c, void *owner);

@@ -13,7 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "chan.h"
+#include "client/chan.h"
 
 /* user_data tags in the low bits; chans and send ops are 8-byte aligned */
 #define TAG_RECV	0UL

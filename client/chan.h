@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <liburing.h>
 
-#include "ioipc.h"
+#include "protocol/ioipc.h"
 
 struct chan {
 	uint32_t sub_id;

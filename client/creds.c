@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bus-internal.h"
-#include "util.h"
+#include "client/bus-internal.h"
+#include "client/util.h"
 
 struct brokerd_credentials {
 	uint32_t mask;		/* CTRL_CREDS_*: what brokerd reported */

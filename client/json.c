@@ -5,7 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "json.h"
+#include "client/json.h"
 
 void json_init(struct json *j, FILE *f)
 {

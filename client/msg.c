@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus-internal.h"
-#include "util.h"
+#include "client/bus-internal.h"
+#include "client/util.h"
 
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name)

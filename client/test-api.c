@@ -27,7 +27,7 @@
 
 #include <brokerd/brokerd.h>
 
-#include "ctrl.h"
+#include "protocol/ctrl.h"
 
 #define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); exit(1); } } while (0)
 

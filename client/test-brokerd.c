@@ -26,7 +26,7 @@
 
 #include <brokerd/brokerd.h>
 
-#include "ctrl.h"
+#include "protocol/ctrl.h"
 
 #define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); exit(1); } } while (0)
 #define CHECK_R(e, want) do { int _r = (e); if (_r != (want)) { fprintf(stderr, "%s:%d: %s = %d, want %d\n", __FILE__, __LINE__, #e, _r, (want)); exit(1); } } while (0)

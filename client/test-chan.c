@@ -15,7 +15,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "chan.h"
+#include "client/chan.h"
 
 static struct chan *fake_received(size_t buf_payload, int res, uint32_t len, const char *payload)
 {

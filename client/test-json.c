@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "client/json.h"
 
 static char *render(void (*fn)(struct json *))
 {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util.h"
+#include "client/util.h"
 
 static void test_filter_valid(void)
 {

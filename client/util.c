@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "util.h"
+#include "client/util.h"
 
 static bool is_alpha(char c)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "macro.h"
+#include "util/macro.h"
 
 #define _public_ __attribute__((visibility("default")))
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctrl.h"
-#include "macro.h"
+#include "protocol/ctrl.h"
+#include "util/macro.h"
 
 
 static const struct ctrl_op_info ops[] = {

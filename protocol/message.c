@@ -7,9 +7,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "ctrl.h"
-#include "message.h"
-#include "macro.h"
+#include "protocol/ctrl.h"
+#include "protocol/message.h"
+#include "util/macro.h"
 
 
 /* What each type requires of its fields. */

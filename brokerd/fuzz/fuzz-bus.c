@@ -14,8 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bus.h"
-#include "log.h"
+#include "brokerd/bus.h"
+#include "brokerd/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

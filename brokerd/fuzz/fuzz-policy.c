@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
-#include "service.h"
+#include "brokerd/policy.h"
+#include "brokerd/service.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

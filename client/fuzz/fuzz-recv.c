@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus-internal.h"
+#include "client/bus-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ctrl.h"
+#include "protocol/ctrl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

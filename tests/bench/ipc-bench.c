@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioipc.h"
+#include "protocol/ioipc.h"
 
 #define MAX_MSG		(32 * 1024)
 

@@ -8,7 +8,7 @@
  * refused by policy; a subscriber of the name's broadcast signals sees none
  * of this.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Direct"
 

@@ -7,7 +7,7 @@
  * match sees nothing but Done. Senders are checked against the kernel-stamped
  * unique name of the publisher.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Late"
 

@@ -7,7 +7,7 @@
  * bob's call fails with -EACCES before anything reaches the service. Also:
  * name-owner-changed notifications, error replies and unknown members.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Calls"
 

@@ -6,7 +6,7 @@
  * and every argument must be recorded by exactly one worker. How the calls
  * spread over the workers is logged.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Pool"
 #define WORKERS 3

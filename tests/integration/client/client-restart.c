@@ -7,7 +7,7 @@
  * owns its name again, the subscriber is subscribed again, and calls and
  * signals flow as before. Pending calls fail with -ECONNRESET, not a hang.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Restart"
 

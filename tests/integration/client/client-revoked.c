@@ -11,7 +11,7 @@
  * sent before the reload reached both: nothing queued for those still
  * allowed is lost.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Revoke"
 #define POLICY_BASE "[default]\nallow own org.brokerd.test.*\n"

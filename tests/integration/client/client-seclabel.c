@@ -14,7 +14,7 @@
  * give each peer's pid, uid, gid and supplementary groups, and a pidfd that
  * refers to the peer's process (its fdinfo names the pid).
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define LABEL "brokerd-test"
 #define SMACK_LOAD "/sys/fs/smackfs/load2"

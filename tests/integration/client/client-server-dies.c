@@ -6,7 +6,7 @@
  * seconds (brokerd reports the owner gone and the library fails the calls
  * pending on that name), and an asynchronous call likewise.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Dies"
 

@@ -6,7 +6,7 @@
  * gets -ETIMEDOUT in its callback, and the bus keeps working: a Fast call
  * afterwards is answered, and a late reply to a timed-out call is ignored.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Timeout"
 

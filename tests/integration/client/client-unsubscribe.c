@@ -7,7 +7,7 @@
  * call says -ENOENT; freeing the last slot of a name tells brokerd too; after
  * `systemctl restart brokerd` only the subscription still held comes back.
  */
-#include "testlib.h"
+#include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Unsub"
 #define KEPT "org.brokerd.test.Unsub.Kept"

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus-internal.h"
+#include "client/bus-internal.h"
 
 #define UID_ALICE	2001
 #define UID_BOB		2002
