@@ -691,7 +691,7 @@ static void test_writer_errors(void)
 	ASSERT(body == NULL && len == 0);
 }
 
-/* Arrays of 64 MiB are the most the writer builds. */
+/* Arrays of 64 MiB and bodies of 128 MiB are the most the writer builds. */
 static void test_array_limit(void)
 {
 	_cleanup_writer_ struct dbus_writer w;
@@ -714,6 +714,13 @@ static void test_array_limit(void)
 	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
 	ASSERT_INT(len, ==, DBUS_ARRAY_MAX + 4);
 	ASSERT_INT(dbus_body_validate("ay", body, len, DBUS_NATIVE_ENDIAN, 0), ==, 0);
+	dbus_writer_deinit(&w);
+
+	/* two of them and their lengths pass 128 MiB: refused before growing */
+	ASSERT_INT(dbus_writer_init(&w, "ayay"), ==, 0);
+	ASSERT_INT(dbus_writer_append_array(&w, 'y', bytes, DBUS_ARRAY_MAX), ==, 0);
+	ASSERT_INT(dbus_writer_append_array(&w, 'y', bytes, DBUS_ARRAY_MAX), ==, -EMSGSIZE);
+	ASSERT(w.cap <= DBUS_MESSAGE_MAX);
 }
 
 int main(void)
