@@ -1,34 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /* test-dbus-signature.c - unit tests of dbus-signature.c. */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "protocol/dbus-signature.h"
+#include "util/macro.h"
 #include "util/test.h"
 
 static void test_types(void)
 {
-	const char *basic = "ybnqiuxtdsogh";
+	/* code, alignment, fixed size, basic */
+	static const struct { char code; unsigned int align, size; bool basic; } types[] = {
+		{ 'y', 1, 1, true }, { 'b', 4, 4, true }, { 'n', 2, 2, true }, { 'q', 2, 2, true },
+		{ 'i', 4, 4, true }, { 'u', 4, 4, true }, { 'x', 8, 8, true }, { 't', 8, 8, true },
+		{ 'd', 8, 8, true }, { 'h', 4, 4, true }, { 's', 4, 0, true }, { 'o', 4, 0, true },
+		{ 'g', 1, 0, true }, { 'a', 4, 0, false }, { 'v', 1, 0, false }, { '(', 8, 0, false },
+		{ '{', 8, 0, false }, { 'r', 0, 0, false }, { 'e', 0, 0, false }, { 0, 0, 0, false },
+	};
 
-	for (const char *c = basic; *c; c++) {
-		ASSERT(dbus_type_is_basic(*c));
-		ASSERT(dbus_type_alignment(*c) > 0);
+	for (size_t i = 0; i < ELEMENTSOF(types); i++) {
+		ASSERT_INT(dbus_type_alignment(types[i].code), ==, types[i].align);
+		ASSERT_INT(dbus_type_fixed_size(types[i].code), ==, types[i].size);
+		ASSERT(dbus_type_is_fixed(types[i].code) == (types[i].size > 0));
+		ASSERT(dbus_type_is_basic(types[i].code) == types[i].basic);
 	}
-	ASSERT(!dbus_type_is_basic('v') && !dbus_type_is_basic('a') && !dbus_type_is_basic('('));
-	ASSERT(!dbus_type_is_fixed('s') && dbus_type_is_fixed('h') && dbus_type_is_fixed('d'));
-	ASSERT_INT(dbus_type_alignment('y'), ==, 1);
-	ASSERT_INT(dbus_type_alignment('g'), ==, 1);
-	ASSERT_INT(dbus_type_alignment('v'), ==, 1);
-	ASSERT_INT(dbus_type_alignment('n'), ==, 2);
-	ASSERT_INT(dbus_type_alignment('b'), ==, 4);
-	ASSERT_INT(dbus_type_alignment('s'), ==, 4);
-	ASSERT_INT(dbus_type_alignment('a'), ==, 4);
-	ASSERT_INT(dbus_type_alignment('t'), ==, 8);
-	ASSERT_INT(dbus_type_alignment('('), ==, 8);
-	ASSERT_INT(dbus_type_alignment('{'), ==, 8);
-	ASSERT_INT(dbus_type_alignment('r'), ==, 0);
-	ASSERT_INT(dbus_type_fixed_size('s'), ==, 0);
-	ASSERT_INT(dbus_type_fixed_size('x'), ==, 8);
 }
 
 static void test_valid(void)
@@ -43,13 +39,13 @@ static void test_valid(void)
 		"a{s(i})", "z", "(a)",
 	};
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(good); i++) {
 		if (!dbus_signature_is_valid(good[i])) {
 			fprintf(stderr, "rejected %s\n", good[i]);
 			ASSERT(0);
 		}
 	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		if (dbus_signature_is_valid(bad[i])) {
 			fprintf(stderr, "accepted %s\n", bad[i]);
 			ASSERT(0);
@@ -136,9 +132,9 @@ static void test_object_path(void)
 	static const char *const good[] = { "/", "/a", "/org/freedesktop/DBus", "/_1/A_b/9" };
 	static const char *const bad[] = { "", "a", "//", "/a/", "/a//b", "/a-b", "/a.b", "/ä" };
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(good); i++)
 		ASSERT(dbus_object_path_is_valid(good[i]));
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
 		ASSERT(!dbus_object_path_is_valid(bad[i]));
 	ASSERT_INT(dbus_object_path_validate("/a\0b", 4), ==, -EINVAL);
 }
@@ -156,9 +152,9 @@ static void test_string(void)
 		"\xe2\x82", "a\xc3(",
 	};
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(good); i++)
 		ASSERT_INT(dbus_string_validate(good[i], strlen(good[i])), ==, 0);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		if (dbus_string_validate(bad[i], strlen(bad[i])) != -EINVAL) {
 			fprintf(stderr, "accepted bad UTF-8 #%zu\n", i);
 			ASSERT(0);
