@@ -281,10 +281,10 @@ static void entry_free(struct registry *r, struct registry_owner *o)
 }
 
 static void notify_owner(struct registry *r, struct registry_name *n, struct registry_peer *old,
-			 struct registry_peer *new)
+			 struct registry_peer *new, struct registry_peer *requester)
 {
 	if (old != new && r->ops && r->ops->owner_changed)
-		r->ops->owner_changed(r->userdata, n->name, old, new);
+		r->ops->owner_changed(r->userdata, n->name, old, new, requester);
 }
 
 int registry_name_request(struct registry *r, struct registry_peer *p, const char *name, uint32_t flags)
@@ -313,7 +313,7 @@ int registry_name_request(struct registry *r, struct registry_peer *p, const cha
 		queue_insert_after(e, NULL);
 		if (r->ops && r->ops->entry_changed)
 			r->ops->entry_changed(r->userdata, p, n->name, +1);
-		notify_owner(r, n, NULL, p);
+		notify_owner(r, n, NULL, p, p);
 		return CTRL_NAME_PRIMARY_OWNER;
 	}
 	if ((flags & CTRL_NAME_REPLACE_EXISTING) && (primary->flags & CTRL_NAME_ALLOW_REPLACEMENT)) {
@@ -337,7 +337,7 @@ int registry_name_request(struct registry *r, struct registry_peer *p, const cha
 			queue_unlink(primary);
 			entry_free(r, primary);
 		}
-		notify_owner(r, n, old, p);
+		notify_owner(r, n, old, p, p);
 		return CTRL_NAME_PRIMARY_OWNER;
 	}
 	if (flags & CTRL_NAME_DO_NOT_QUEUE) {
@@ -369,7 +369,7 @@ static void entry_release(struct registry *r, struct registry_owner *e)
 	queue_unlink(e);
 	entry_free(r, e);
 	if (was_primary)
-		notify_owner(r, n, old, n->head ? n->head->peer : NULL);
+		notify_owner(r, n, old, n->head ? n->head->peer : NULL, NULL);
 	name_drop_if_empty(r, n);
 }
 
@@ -517,4 +517,15 @@ const char *registry_peer_entry_name(struct registry_peer *p, unsigned int i, bo
 	if (primary)
 		*primary = o->name->head == o;
 	return o->name->name;
+}
+
+const char *registry_peer_owned_next(struct registry_peer *p, unsigned int *i)
+{
+	for (;;) {
+		bool primary;
+		const char *nm = registry_peer_entry_name(p, (*i)++, &primary);
+
+		if (!nm || primary)
+			return nm;
+	}
 }

@@ -12,7 +12,8 @@
 static char events[4096];
 static int entries;
 
-static void on_owner(void *ud, const char *name, struct registry_peer *o, struct registry_peer *n)
+static void on_owner(void *ud, const char *name, struct registry_peer *o, struct registry_peer *n,
+		     struct registry_peer *requester)
 {
 	char buf[256];
 
