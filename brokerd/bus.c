@@ -80,7 +80,7 @@ static int conn_read(struct bus_conn *c)
 			}
 		}
 		driver_dispatch(c, buf, (size_t)n, n_fds,
-			      (mh.msg_flags & MSG_TRUNC) || (size_t)n > CTRL_MSG_MAX);
+				(mh.msg_flags & MSG_TRUNC) || (size_t)n > CTRL_MSG_MAX);
 	}
 	return 0;
 }

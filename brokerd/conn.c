@@ -214,7 +214,7 @@ int conn_reply_quota(struct bus_conn *c, const struct ctrl_message *m, enum quot
 
 	log_quota(c->peer ? c->peer->unique_name : NULL, c->cred.uid, quota_kind_to_string(k), used, limit);
 	return conn_reply_error(c, m, CTRL_ERROR_QUOTA_EXCEEDED, "%s: uid %u uses %llu of %llu",
-			   quota_kind_to_string(k), c->cred.uid, used, limit);
+				quota_kind_to_string(k), c->cred.uid, used, limit);
 }
 
 int conn_reply_init(struct ctrl_writer *w, const struct ctrl_message *m)

@@ -132,14 +132,14 @@ static int deny(struct bus_conn *c, const struct ctrl_message *m, enum policy_ac
 	log_full(LOG_NOTICE, conn_name(c), c->cred.uid, "denied %s %s to %s (uid %u): %s",
 		 policy_action_to_string(a), name, conn_name(c), c->cred.uid, why);
 	return conn_reply_error(c, m, CTRL_ERROR_ACCESS_DENIED, "uid %u may not %s %s: %s", c->cred.uid,
-			   policy_action_to_string(a), name, why);
+				policy_action_to_string(a), name, why);
 }
 
 static int no_channels(struct bus_conn *c, const struct ctrl_message *m)
 {
 	return conn_reply_error(c, m, CTRL_ERROR_NOT_SUPPORTED,
-			   "this kernel has no io_uring IPC channels (or no capability minting): %s",
-			   strerror(-c->bus->chanmgr.probe_error));
+				"this kernel has no io_uring IPC channels (or no capability minting): %s",
+				strerror(-c->bus->chanmgr.probe_error));
 }
 
 /* --- unique ids across restarts ------------------------------------------ */
@@ -464,7 +464,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	svc = owned ? NULL : service_set_find(b->services, name);
 	if (!owned && (!svc || (flags & CTRL_CALL_NO_ACTIVATE)))
 		return conn_reply_error(c, m, svc ? CTRL_ERROR_NAME_HAS_NO_OWNER : CTRL_ERROR_SERVICE_UNKNOWN,
-				   "%s has no owner%s", name, svc ? "" : " and is not activatable");
+					"%s has no owner%s", name, svc ? "" : " and is not activatable");
 
 	r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
 	if (r == -EDQUOT)
@@ -561,7 +561,7 @@ static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, stru
 		return no_channels(c, m);
 	if (!b->chanmgr.monitor)
 		return conn_reply_error(c, m, CTRL_ERROR_NOT_SUPPORTED,
-				   "this kernel cannot mint monitor capabilities (IOIPC_SUB_MONITOR)");
+					"this kernel cannot mint monitor capabilities (IOIPC_SUB_MONITOR)");
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	/* Count first: the reply comes before the MonitorChannel signals. */
@@ -679,9 +679,9 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 	r = h->handle(c, &m, &rd);
 	if (r == -EMSGSIZE && !c->dead)
 		conn_reply_error(c, &m, CTRL_ERROR_FAILED, "%s: the reply would exceed %d bytes", m.info->name,
-			    CTRL_MSG_MAX);
+				 CTRL_MSG_MAX);
 	else if (r < 0 && r != -ENOBUFS && !c->dead)
 		conn_reply_error(c, &m, r == -ENOMEM ? CTRL_ERROR_NO_MEMORY : CTRL_ERROR_FAILED, "%s failed: %s",
-			    m.info->name, strerror(-r));
+				 m.info->name, strerror(-r));
 	grant_revoke_pending(c->bus);
 }
