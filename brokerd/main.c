@@ -20,7 +20,7 @@
 #include "brokerd/bus.h"
 #include "protocol/ctrl.h"
 #include "brokerd/log.h"
-#include "brokerd/util.h"
+#include "util/macro.h"
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;

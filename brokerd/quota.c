@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "brokerd/quota.h"
-#include "brokerd/util.h"
+#include "util/macro.h"
 
 struct quota_uid {
 	uid_t uid;

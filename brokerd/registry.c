@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "brokerd/registry.h"
-#include "brokerd/util.h"
+#include "util/macro.h"
 
 struct registry_name {
 	char *name;

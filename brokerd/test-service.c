@@ -43,6 +43,15 @@ int main(void)
 	bad("[Service]\nExec=/bin/sh\n", "/d/org.x.Echo.service:2: unknown key 'Exec'");
 	bad("[Service]\nName\n", "/d/org.x.Echo.service:2: expected KEY=VALUE");
 	bad("[Unit]\n", "/d/org.x.Echo.service:1: unknown section [Unit]");
+	/* comments are whole lines starting with '#' or ';'; in a value '#' is kept */
+	bad("; c\n[Service]\n  # c\nName=org.x.Echo # c\n",
+	    "/d/org.x.Echo.service:4: invalid name 'org.x.Echo # c'");
+	{
+		static char long_line[2048] = "[Service]\nName=";
+
+		memset(long_line + strlen(long_line), 'x', 1100);
+		bad(long_line, "/d/org.x.Echo.service:2: line too long");
+	}
 	printf("test-service: ok\n");
 	return 0;
 }
