@@ -25,6 +25,7 @@
 #include "brokerd/registry.h"
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
+#include "util/array.h"
 #include "util/macro.h"
 
 /* --- channels and grants ------------------------------------------------- */
@@ -99,15 +100,8 @@ static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 			return 0;
 		}
 	}
-	if (ch->n_grants == ch->cap_grants) {
-		size_t cap = ch->cap_grants ? ch->cap_grants * 2 : 4;
-		struct grant *g = realloc(ch->grants, cap * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		ch->grants = g;
-		ch->cap_grants = cap;
-	}
+	if (ARRAY_RESERVE(ch->grants, ch->cap_grants, ch->n_grants + 1) < 0)
+		return -ENOMEM;
 	ch->grants[ch->n_grants++] = (struct grant){ .peer_id = peer_id, .rights = rights };
 	return 0;
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "brokerd/registry.h"
-#include "util/macro.h"
+#include "util/array.h"
 
 struct registry_name {
 	char *name;
@@ -99,21 +99,14 @@ static struct registry_name *name_find(struct registry *r, const char *name)
 
 static struct registry_name *name_get(struct registry *r, const char *name)
 {
-	struct registry_name *n, **a;
+	struct registry_name *n;
 	bool found;
 	size_t i = name_index(r, name, &found);
 
 	if (found)
 		return r->names[i];
-	if (r->n_names == r->cap_names) {
-		size_t cap = r->cap_names ? r->cap_names * 2 : 16;
-
-		a = realloc(r->names, cap * sizeof(*a));
-		if (!a)
-			return NULL;
-		r->names = a;
-		r->cap_names = cap;
-	}
+	if (ARRAY_RESERVE(r->names, r->cap_names, r->n_names + 1) < 0)
+		return NULL;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
@@ -407,19 +400,12 @@ uint64_t registry_next_id(struct registry *r)
 
 int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret)
 {
-	struct registry_peer *p, **a;
+	struct registry_peer *p;
 
 	if (!r || !ret)
 		return -EINVAL;
-	if (r->n_peers == r->cap_peers) {
-		size_t cap = r->cap_peers ? r->cap_peers * 2 : 16;
-
-		a = realloc(r->peers, cap * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		r->peers = a;
-		r->cap_peers = cap;
-	}
+	if (ARRAY_RESERVE(r->peers, r->cap_peers, r->n_peers + 1) < 0)
+		return -ENOMEM;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
