@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
+#include "util/socket.h"
 
 /* --- calls waiting for an activation ------------------------------------- */
 
@@ -280,39 +280,27 @@ static int on_activator_timeout(sd_event_source *s, uint64_t usec, void *userdat
 
 static int activator_start(struct bus *b, const struct service *svc)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
 	struct activator_req *q;
 	char line[300];
-	int fd, r;
+	int r;
 
-	if (strlen(b->activator_path) >= sizeof(sa.sun_path))
-		return -EINVAL;
-	strcpy(sa.sun_path, b->activator_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = unix_connect(b->activator_path, SOCK_STREAM);
 	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
+		return fd;
 	snprintf(line, sizeof(line), "%s\n", svc->name);
-	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
-		close(fd);
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
 		return -EIO;
-	}
-	fcntl(fd, F_SETFL, O_NONBLOCK);
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
 	q = calloc(1, sizeof(*q) + strlen(svc->name) + 1);
-	if (!q) {
-		close(fd);
+	if (!q)
 		return -ENOMEM;
-	}
 	q->bus = b;
-	q->fd = fd;
+	q->fd = TAKE_FD(fd);
 	strcpy(q->name, svc->name);
 	q->next = b->activator_reqs;
 	b->activator_reqs = q;
-	r = sd_event_add_io(b->event, &q->src, fd, EPOLLIN, on_activator_io, q);
+	r = sd_event_add_io(b->event, &q->src, q->fd, EPOLLIN, on_activator_io, q);
 	if (r >= 0)
 		r = sd_event_add_time_relative(b->event, &q->timer, CLOCK_MONOTONIC, b->activation_timeout, 0,
 					       on_activator_timeout, q);

@@ -18,9 +18,10 @@
 #include <unistd.h>
 
 #include "brokerd/bus.h"
-#include "protocol/ctrl.h"
 #include "brokerd/log.h"
+#include "protocol/ctrl.h"
 #include "util/macro.h"
+#include "util/socket.h"
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
@@ -116,7 +117,7 @@ static int parse_argv(int argc, char **argv)
 /* The socket from brokerd.socket, or one we bind ourselves. */
 static int listen_socket(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	int n, fd;
 
 	n = sd_listen_fds(true);
@@ -132,11 +133,10 @@ static int listen_socket(void)
 		log_info("using the socket passed by systemd");
 		return SD_LISTEN_FDS_START;
 	}
-	if (strlen(arg_address) >= sizeof(sa.sun_path)) {
+	if (unix_address(&sa, arg_address) < 0) {
 		log_error("address too long: %s", arg_address);
 		return -EINVAL;
 	}
-	strcpy(sa.sun_path, arg_address);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
