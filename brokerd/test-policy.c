@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 #include "brokerd/policy.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static const char text[] =
 	"# test policy\n"
@@ -90,10 +89,7 @@ static void expect_error(const char *t, const char *msg)
 
 	ASSERT(policy_new(&p) == 0);
 	ASSERT(policy_parse_string(p, "bad.conf", t, err, sizeof(err)) == -EINVAL);
-	if (strcmp(err, msg) != 0) {
-		fprintf(stderr, "got '%s', want '%s'\n", err, msg);
-		abort();
-	}
+	ASSERT_STR(err, msg);
 	ASSERT(policy_rule_count(p) == 0);
 	policy_free(p);
 }

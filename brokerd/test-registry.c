@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "brokerd/registry.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static char events[4096];
 static int entries;
@@ -28,7 +27,7 @@ static void on_entry(void *ud, struct registry_peer *p, const char *name, int de
 
 static const struct registry_ops ops = { .owner_changed = on_owner, .entry_changed = on_entry };
 
-#define EXPECT_EVENTS(s) do { ASSERT(strcmp(events, s) == 0); events[0] = 0; } while (0)
+#define EXPECT_EVENTS(s) do { ASSERT_STR(events, s); events[0] = 0; } while (0)
 
 static void test_basic(void)
 {

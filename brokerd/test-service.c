@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "brokerd/service.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static void bad(const char *text, const char *msg)
 {
@@ -15,10 +14,7 @@ static void bad(const char *text, const char *msg)
 	char err[256] = "";
 
 	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service", text, err, sizeof(err)) == -EINVAL);
-	if (strcmp(err, msg) != 0) {
-		fprintf(stderr, "got '%s' want '%s'\n", err, msg);
-		abort();
-	}
+	ASSERT_STR(err, msg);
 }
 
 int main(void)
