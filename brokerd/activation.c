@@ -57,7 +57,7 @@ static void activation_reply(struct bus *b, struct activation *a, const char *er
 
 	m.info = ctrl_op_get(CTRL_OP_OPEN_CALL);
 	if (error) {
-		conn_reply_error(a->conn, &m, error, "%s", msg);
+		(void)conn_reply_error(a->conn, &m, error, "%s", msg);
 		return;
 	}
 	if (conn_reply_init(&w, &m) < 0)
@@ -66,12 +66,13 @@ static void activation_reply(struct bus *b, struct activation *a, const char *er
 	if (n && n->call) {
 		fd = cap_mint(b, n->call, a->conn, IOIPC_SUB_SEND);
 		if (fd < 0) {
-			conn_reply_error(a->conn, &m, CTRL_ERROR_FAILED, "cannot mint capability: %s", strerror(-fd));
+			(void)conn_reply_error(a->conn, &m, CTRL_ERROR_FAILED, "cannot mint capability: %s",
+					       strerror(-fd));
 			return;
 		}
 		ctrl_write_fd(&w, fd);
 	}
-	conn_send(a->conn, &w);
+	(void)conn_send(a->conn, &w);
 }
 
 /*

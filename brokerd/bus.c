@@ -250,7 +250,7 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 		uint32_t id;
 
 		if (chanmgr_create(&b->chanmgr, IOIPC_F_BROADCAST | IOIPC_F_LOSSY, &id) == 0) {
-			chanmgr_destroy(&b->chanmgr, id);
+			(void)chanmgr_destroy(&b->chanmgr, id);
 			b->lossy = IOIPC_F_LOSSY;
 		} else {
 			log_warning("kernel has no IOIPC_F_LOSSY: a subscriber that stops reading blocks its publisher");

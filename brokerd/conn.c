@@ -83,14 +83,14 @@ static int conn_sendmsg(struct bus_conn *c, const void *data, size_t len, const 
 void conn_kill(struct bus_conn *c)
 {
 	c->dead = true;
-	shutdown(c->fd, SHUT_RDWR);
-	sd_event_source_set_io_events(c->src, EPOLLIN);
+	(void)shutdown(c->fd, SHUT_RDWR);
+	(void)sd_event_source_set_io_events(c->src, EPOLLIN);
 }
 
 static void conn_update_events(struct bus_conn *c)
 {
 	/* Pause input while output is queued: a client that does not read cannot make us buffer. */
-	sd_event_source_set_io_events(c->src, c->out_head ? EPOLLOUT : EPOLLIN);
+	(void)sd_event_source_set_io_events(c->src, c->out_head ? EPOLLOUT : EPOLLIN);
 }
 
 /* Send a finished writer's message; fds in w are borrowed (the caller closes them). */
@@ -167,6 +167,7 @@ int conn_flush(struct bus_conn *c)
 		c->out_head = o->next;
 		if (!c->out_head)
 			c->out_tail = NULL;
+		BUG_ON(c->out_len == 0);
 		c->out_len--;
 		out_msg_free(o);
 	}

@@ -83,7 +83,7 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		int n = chmsg_encode(&m, buf, sizeof(buf));
 
 		if (n > 0)
-			chanmgr_send(&b->chanmgr, b->bus_signal->id, buf, (size_t)n);
+			(void)chanmgr_send(&b->chanmgr, b->bus_signal->id, buf, (size_t)n);
 	}
 
 	b->gc_needed = true;
@@ -166,7 +166,7 @@ static void ids_reserve(struct bus *b)
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)(next + ID_BLOCK));
-	fputs(buf, f);
+	(void)fputs(buf, f);
 	if (fclose(f) != 0 || rename(tmp, b->state_path) < 0) {
 		log_warning("cannot update %s: %s", b->state_path, strerror(errno));
 		b->state_path = NULL;
@@ -185,8 +185,8 @@ void driver_ids_load(struct bus *b)
 	f = fopen(b->state_path, "re");
 	if (f) {
 		if (fscanf(f, "%llu", &v) == 1 && v > 1)
-			registry_next_id_set(b->registry, v);
-		fclose(f);
+			(void)registry_next_id_set(b->registry, v);
+		(void)fclose(f);
 	}
 	log_info("unique names start at :1.%llu", (unsigned long long)registry_next_id(b->registry));
 	ids_reserve(b);
@@ -528,6 +528,7 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	t = p->userdata;
+	BUG_ON(!t);	/* every peer is a connection's */
 	/* A well-known name needs "send" on it, a unique name see inbox_send_allowed(). */
 	if (ctrl_name_is_valid_wellknown(name))
 		ok = conn_allowed(c, POLICY_SEND, name, why, sizeof(why));
@@ -576,7 +577,7 @@ static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, stru
 		return r;
 	c->monitor = true;
 	log_full(LOG_NOTICE, conn_name(c), c->cred.uid, "%s became a monitor", conn_name(c));
-	monitor_announce_all(b, c);
+	(void)monitor_announce_all(b, c);
 	return 0;
 }
 
@@ -636,7 +637,7 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 
 	r = truncated ? -EMSGSIZE : ctrl_message_decode(&m, buf, len, n_fds);
 	if (truncated)
-		ctrl_message_decode(&m, buf, CTRL_HEADER_SIZE, 0);	/* for the serial only */
+		(void)ctrl_message_decode(&m, buf, CTRL_HEADER_SIZE, 0);	/* for the serial only */
 	if (r == 0 && m.hdr.type != CTRL_TYPE_REQUEST)
 		r = -EBADMSG;
 	if (r < 0) {
@@ -663,25 +664,26 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 		if (!m.info)
 			m.hdr.code = 0;
 		log_full(LOG_DEBUG, conn_name(c), c->cred.uid, "bad message from %s: %s", conn_name(c), why);
-		conn_reply_error(c, &m, e, "%s", why);
+		(void)conn_reply_error(c, &m, e, "%s", why);
 		return;
 	}
 	h = &handlers[m.hdr.code];
+	BUG_ON(!h->handle);	/* the decoder knows only ops that handlers[] has */
 	if (!c->peer && !h->before_hello) {
-		conn_reply_error(c, &m, CTRL_ERROR_NO_HELLO, "send HELLO first");
+		(void)conn_reply_error(c, &m, CTRL_ERROR_NO_HELLO, "send HELLO first");
 		return;
 	}
 	if (m.info->privileged && !conn_privileged(c)) {
-		conn_reply_error(c, &m, CTRL_ERROR_ACCESS_DENIED, "%s is for root only", m.info->name);
+		(void)conn_reply_error(c, &m, CTRL_ERROR_ACCESS_DENIED, "%s is for root only", m.info->name);
 		return;
 	}
 	ctrl_reader_init(&rd, &m);
 	r = h->handle(c, &m, &rd);
 	if (r == -EMSGSIZE && !c->dead)
-		conn_reply_error(c, &m, CTRL_ERROR_FAILED, "%s: the reply would exceed %d bytes", m.info->name,
-				 CTRL_MSG_MAX);
+		(void)conn_reply_error(c, &m, CTRL_ERROR_FAILED, "%s: the reply would exceed %d bytes",
+				       m.info->name, CTRL_MSG_MAX);
 	else if (r < 0 && r != -ENOBUFS && !c->dead)
-		conn_reply_error(c, &m, r == -ENOMEM ? CTRL_ERROR_NO_MEMORY : CTRL_ERROR_FAILED, "%s failed: %s",
-				 m.info->name, strerror(-r));
+		(void)conn_reply_error(c, &m, r == -ENOMEM ? CTRL_ERROR_NO_MEMORY : CTRL_ERROR_FAILED,
+				       "%s failed: %s", m.info->name, strerror(-r));
 	grant_revoke_pending(c->bus);
 }

@@ -37,7 +37,7 @@ struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 	if (!ch)
 		return NULL;
 	if (b->chanmgr.available)
-		chanmgr_destroy(&b->chanmgr, ch->id);
+		(void)chanmgr_destroy(&b->chanmgr, ch->id);
 	quota_release(b->quota, ch->charged_uid, QUOTA_CHANNELS, 1);
 	quota_release(b->quota, ch->charged_uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
 	free(ch->grants);
@@ -58,6 +58,7 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 	struct bus_channel *ch;
 	int r;
 
+	BUG_ON((unsigned int)kind >= ELEMENTSOF(flags));
 	if (quota_charge(b->quota, uid, QUOTA_CHANNELS, 1) < 0) {
 		*failed_quota = QUOTA_CHANNELS;
 		return -EDQUOT;
@@ -148,6 +149,7 @@ int cap_mint(struct bus *b, struct bus_channel *ch, struct bus_conn *c, uint32_t
 {
 	int fd, r;
 
+	BUG_ON(!c->peer);	/* the badge is the id HELLO assigns */
 	fd = chanmgr_mint(&b->chanmgr, ch->id, rights, c->peer->id);
 	if (fd < 0) {
 		log_error("cannot mint capability on %s for %s: %s", ch->name, conn_name(c), strerror(-fd));
@@ -401,7 +403,7 @@ static void bus_revoke(struct bus *b)
 				break;
 			log_full(LOG_NOTICE, p->unique_name, c->cred.uid, "%s may no longer own %s: %s",
 				 p->unique_name, copy, why);
-			registry_name_release(b->registry, p, copy);
+			(void)registry_name_release(b->registry, p, copy);
 		}
 	}
 	for (struct bus_name *n = b->names; n; n = n->next)

@@ -159,11 +159,11 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	char err[512], status[256];
 
 	log_notice("SIGHUP: reloading policy and activation files");
-	sd_notify(0, "RELOADING=1");
+	(void)sd_notify(0, "RELOADING=1");
 	if (bus_reload(b, err, sizeof(err)) < 0)
 		log_error("reload failed, previous policy kept: %s", err);
 	bus_status(b, status, sizeof(status));
-	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+	(void)sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 	return 0;
 }
 
@@ -173,8 +173,8 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	char status[256];
 
 	bus_status(b, status, sizeof(status));
-	sd_notifyf(0, "STATUS=%s", status);
-	sd_event_source_set_time_relative(s, 5 * 1000000ULL);
+	(void)sd_notifyf(0, "STATUS=%s", status);
+	(void)sd_event_source_set_time_relative(s, 5 * 1000000ULL);
 	return 0;
 }
 
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	sigaddset(&ss, SIGHUP);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
-	sigprocmask(SIG_BLOCK, &ss, NULL);
+	(void)sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	r = sd_event_default(&event);
@@ -235,17 +235,17 @@ int main(int argc, char **argv)
 	r = bus_listen(bus, fd);
 	if (r < 0)
 		goto out;
-	sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
-	sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
-	sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
-	sd_event_set_watchdog(event, true);	/* WATCHDOG=1 at half of WatchdogSec= */
+	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
+	(void)sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+	(void)sd_event_set_watchdog(event, true);	/* WATCHDOG=1 at half of WatchdogSec= */
 	sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_status_timer, bus);
 
 	bus_status(bus, status, sizeof(status));
-	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+	(void)sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 	log_info("brokerd ready: %s", status);
 	r = sd_event_loop(event);
-	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
+	(void)sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 out:
 	bus_free(bus);
 	sd_event_unref(event);

@@ -376,11 +376,11 @@ static int read_file(const char *path, char **ret)
 	for (;;) {
 		/* Room for 4 KiB more at least, in a buffer of at most 16 MiB. */
 		if (len + 4096 > (1 << 24)) {
-			fclose(f);
+			(void)fclose(f);
 			return -EFBIG;
 		}
 		if (ARRAY_RESERVE(buf, cap, len + 4096) < 0) {
-			fclose(f);
+			(void)fclose(f);
 			return -ENOMEM;
 		}
 		size_t k = fread(buf + len, 1, cap - len - 1, f);
@@ -389,7 +389,7 @@ static int read_file(const char *path, char **ret)
 		if (k == 0)
 			break;
 	}
-	fclose(f);
+	(void)fclose(f);
 	buf[len] = 0;
 	if (strlen(buf) != len)
 		return -EBADMSG;

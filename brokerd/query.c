@@ -141,7 +141,7 @@ int query_handle_queued_owners(struct bus_conn *c, const struct ctrl_message *m,
 	_cleanup_free_ struct registry_peer **q = calloc(n, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	registry_name_queue(c->bus->registry, name, q, n);
+	(void)registry_name_queue(c->bus->registry, name, q, n);
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
@@ -188,6 +188,7 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	t = p->userdata;
+	BUG_ON(!t);	/* every peer is a connection's */
 	if (t->pidfd >= 0) {
 		fd = fcntl(t->pidfd, F_DUPFD_CLOEXEC, 3);
 		if (fd >= 0)
@@ -224,6 +225,7 @@ static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t ro
 	size_t an, end, size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(t->label ? t->label : "") + 4 + 4;
 	uint32_t k = 0;
 
+	BUG_ON(!t);
 	for (unsigned int i = 0; (nm = registry_peer_owned_next(p, &i));)
 		size += string_size(nm);
 	if (size > room && !first)

@@ -12,6 +12,7 @@
 
 #include "brokerd/registry.h"
 #include "util/array.h"
+#include "util/macro.h"
 
 struct registry_name {
 	char *name;
@@ -267,6 +268,7 @@ static void entry_free(struct registry *r, struct registry_owner *o)
 		p->owners = o->pnext;
 	if (o->pnext)
 		o->pnext->pprev = o->pprev;
+	BUG_ON(p->n_owners == 0);
 	p->n_owners--;
 	if (r->ops && r->ops->entry_changed)
 		r->ops->entry_changed(r->userdata, p, o->name->name, -1);

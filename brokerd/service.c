@@ -179,7 +179,7 @@ int service_set_load(struct service_set **ret, const char *const *dirs, unsigned
 			if (!f)
 				continue;
 			k = fread(text, 1, sizeof(text) - 1, f);
-			fclose(f);
+			(void)fclose(f);
 			text[k] = 0;
 			if (service_parse_string(&s, path, text, err, err_len) < 0) {
 				if (n_bad)
