@@ -40,7 +40,7 @@ struct bus_channel {
 	char *name;		/* well-known name, unique name (inbox) or "brokerd" */
 	uid_t charged_uid;
 	struct grant *grants;
-	size_t n_grants, cap_grants;
+	size_t n_grants, alloc_grants;
 };
 
 /* A well-known name's channels; owners and queues are the registry's. */

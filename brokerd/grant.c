@@ -101,7 +101,7 @@ static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 			return 0;
 		}
 	}
-	if (ARRAY_RESERVE(ch->grants, ch->cap_grants, ch->n_grants + 1) < 0)
+	if (ARRAY_RESERVE(ch->grants, ch->alloc_grants, ch->n_grants + 1) < 0)
 		return -ENOMEM;
 	ch->grants[ch->n_grants++] = (struct grant){ .peer_id = peer_id, .rights = rights };
 	return 0;

@@ -41,10 +41,10 @@ struct policy_uid_limit {
 
 struct policy {
 	struct policy_rule *rules;
-	size_t n_rules, cap_rules;
+	size_t n_rules, alloc_rules;
 	uint64_t limit[_QUOTA_MAX];
 	struct policy_uid_limit *uid_limits;
-	size_t n_uid_limits, cap_uid_limits;
+	size_t n_uid_limits, alloc_uid_limits;
 };
 
 static const char *const action_names[] = {
@@ -201,10 +201,10 @@ struct policy_parser {
 	uint32_t ctx_id;
 	bool have_section, in_limits, limits_uid;
 	struct policy_rule *rules;
-	size_t n_rules, cap_rules;
+	size_t n_rules, alloc_rules;
 	uint64_t limit[_QUOTA_MAX];
 	struct policy_uid_limit *uid_limits;
-	size_t n_uid_limits, cap_uid_limits;
+	size_t n_uid_limits, alloc_uid_limits;
 };
 
 #define parser_fail(pp, ...) line_fail((pp)->err, (pp)->err_len, (pp)->file, (pp)->line, __VA_ARGS__)
@@ -270,7 +270,7 @@ static int parse_limit(struct policy_parser *pp, char **w, size_t nw)
 		pp->limit[k] = v;
 		return 0;
 	}
-	if (ARRAY_RESERVE(pp->uid_limits, pp->cap_uid_limits, pp->n_uid_limits + 1) < 0)
+	if (ARRAY_RESERVE(pp->uid_limits, pp->alloc_uid_limits, pp->n_uid_limits + 1) < 0)
 		return -ENOMEM;
 	pp->uid_limits[pp->n_uid_limits++] = (struct policy_uid_limit){ pp->ctx_id, (enum quota_kind)k, v };
 	return 0;
@@ -301,7 +301,7 @@ static int parse_rule(struct policy_parser *pp, char **w, size_t nw)
 	}
 	rule.file = strdup(pp->file);
 	if ((strcmp(w[2], "*") != 0 && !rule.name) || !rule.file ||
-	    ARRAY_RESERVE(pp->rules, pp->cap_rules, pp->n_rules + 1) < 0) {
+	    ARRAY_RESERVE(pp->rules, pp->alloc_rules, pp->n_rules + 1) < 0) {
 		free(rule.name);
 		free(rule.file);
 		return -ENOMEM;
@@ -313,8 +313,8 @@ static int parse_rule(struct policy_parser *pp, char **w, size_t nw)
 /* Moves what pp parsed into p: all of it, or on -ENOMEM nothing. */
 static int parser_commit(struct policy_parser *pp, struct policy *p)
 {
-	if (ARRAY_RESERVE(p->rules, p->cap_rules, p->n_rules + pp->n_rules) < 0 ||
-	    ARRAY_RESERVE(p->uid_limits, p->cap_uid_limits, p->n_uid_limits + pp->n_uid_limits) < 0)
+	if (ARRAY_RESERVE(p->rules, p->alloc_rules, p->n_rules + pp->n_rules) < 0 ||
+	    ARRAY_RESERVE(p->uid_limits, p->alloc_uid_limits, p->n_uid_limits + pp->n_uid_limits) < 0)
 		return -ENOMEM;
 	if (pp->n_rules)
 		memcpy(p->rules + p->n_rules, pp->rules, pp->n_rules * sizeof(*pp->rules));
@@ -368,7 +368,7 @@ static int cmp_str(const void *a, const void *b)
 static int read_file(const char *path, char **ret)
 {
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
+	size_t len = 0, alloc = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
@@ -379,11 +379,11 @@ static int read_file(const char *path, char **ret)
 			(void)fclose(f);
 			return -EFBIG;
 		}
-		if (ARRAY_RESERVE(buf, cap, len + 4096) < 0) {
+		if (ARRAY_RESERVE(buf, alloc, len + 4096) < 0) {
 			(void)fclose(f);
 			return -ENOMEM;
 		}
-		size_t k = fread(buf + len, 1, cap - len - 1, f);
+		size_t k = fread(buf + len, 1, alloc - len - 1, f);
 
 		len += k;
 		if (k == 0)
@@ -401,7 +401,7 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 {
 	_cleanup_(policy_freep) struct policy *p = NULL;
 	char **names = NULL, **paths = NULL;
-	size_t n = 0, cap_names = 0, cap_paths = 0;
+	size_t n = 0, alloc_names = 0, alloc_paths = 0;
 	int r;
 
 	if (!ret || !dirs)
@@ -431,7 +431,7 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 				dup = dup || strcmp(names[i], de->d_name) == 0;
 			if (dup)
 				continue;
-			if (ARRAY_RESERVE(names, cap_names, n + 1) < 0 || ARRAY_RESERVE(paths, cap_paths, n + 1) < 0) {
+			if (ARRAY_RESERVE(names, alloc_names, n + 1) < 0 || ARRAY_RESERVE(paths, alloc_paths, n + 1) < 0) {
 				closedir(dir);
 				r = -ENOMEM;
 				goto out;

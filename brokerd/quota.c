@@ -17,7 +17,7 @@ struct quota_uid {
 struct quota {
 	uint64_t limit[_QUOTA_MAX];
 	struct quota_uid *uids;
-	size_t n_uids, cap_uids;
+	size_t n_uids, alloc_uids;
 };
 
 static const struct {
@@ -100,7 +100,7 @@ static struct quota_uid *uid_get(struct quota *q, uid_t uid)
 
 	if (u)
 		return u;
-	if (ARRAY_RESERVE(q->uids, q->cap_uids, q->n_uids + 1) < 0)
+	if (ARRAY_RESERVE(q->uids, q->alloc_uids, q->n_uids + 1) < 0)
 		return NULL;
 	u = &q->uids[q->n_uids++];
 	memset(u, 0, sizeof(*u));

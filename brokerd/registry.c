@@ -32,9 +32,9 @@ struct registry {
 	void *userdata;
 	uint64_t next_id;
 	struct registry_peer **peers;
-	size_t n_peers, cap_peers;
+	size_t n_peers, alloc_peers;
 	struct registry_name **names;
-	size_t n_names, cap_names;
+	size_t n_names, alloc_names;
 };
 
 int registry_new(struct registry **ret, const struct registry_ops *ops, void *userdata)
@@ -106,7 +106,7 @@ static struct registry_name *name_get(struct registry *r, const char *name)
 
 	if (found)
 		return r->names[i];
-	if (ARRAY_RESERVE(r->names, r->cap_names, r->n_names + 1) < 0)
+	if (ARRAY_RESERVE(r->names, r->alloc_names, r->n_names + 1) < 0)
 		return NULL;
 	n = calloc(1, sizeof(*n));
 	if (!n)
@@ -406,7 +406,7 @@ int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret)
 
 	if (!r || !ret)
 		return -EINVAL;
-	if (ARRAY_RESERVE(r->peers, r->cap_peers, r->n_peers + 1) < 0)
+	if (ARRAY_RESERVE(r->peers, r->alloc_peers, r->n_peers + 1) < 0)
 		return -ENOMEM;
 	p = calloc(1, sizeof(*p));
 	if (!p)

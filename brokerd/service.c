@@ -13,7 +13,7 @@
 
 struct service_set {
 	struct service *s;
-	size_t n, cap;
+	size_t n, alloc;
 };
 
 void service_deinit(struct service *s)
@@ -190,7 +190,7 @@ int service_set_load(struct service_set **ret, const char *const *dirs, unsigned
 				service_deinit(&s);
 				continue;
 			}
-			if (ARRAY_RESERVE(set->s, set->cap, set->n + 1) < 0) {
+			if (ARRAY_RESERVE(set->s, set->alloc, set->n + 1) < 0) {
 				service_deinit(&s);
 				closedir(dir);
 				service_set_free(set);
