@@ -552,7 +552,7 @@ static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, stru
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	struct bus *b = c->bus;
-	uint32_t flags, n = 0;
+	uint32_t flags;
 	int r;
 
 	ctrl_read_u32(rd, &flags);
@@ -566,21 +566,15 @@ static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, stru
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	/* Count first: the reply comes before the MonitorChannel signals. */
-	n += b->bus_signal ? 1 : 0;
-	for (struct bus_name *bn = b->names; bn; bn = bn->next)
-		n += (bn->call ? 1 : 0) + (bn->signal ? 1 : 0);
-	for (struct bus_conn *o = b->conns; o; o = o->next)
-		n += o->inbox ? 1 : 0;
-	ctrl_write_u32(&w, n);
+	ctrl_write_u32(&w, monitor_channel_count(b));
 	r = conn_send(c, &w);
 	if (r < 0)
 		return r;
 	c->monitor = true;
 	log_full(LOG_NOTICE, conn_name(c), c->cred.uid, "%s became a monitor", conn_name(c));
-	(void)monitor_announce_all(b, c);
+	monitor_announce_all(b, c);
 	return 0;
 }
-
 
 static int handle_reload(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
 {

@@ -245,33 +245,32 @@ static void monitor_announce(struct bus *b, struct bus_channel *ch, struct bus_c
 			monitor_send(b, ch, c);
 }
 
-unsigned int monitor_announce_all(struct bus *b, struct bus_conn *c)
+unsigned int monitor_channel_count(struct bus *b)
 {
-	unsigned int n = 0;
+	unsigned int count = b->bus_signal ? 1 : 0;
 
+	for (struct bus_name *n = b->names; n; n = n->next)
+		count += (n->call ? 1 : 0) + (n->signal ? 1 : 0);
+	for (struct bus_conn *o = b->conns; o; o = o->next)
+		count += o->inbox ? 1 : 0;
+	return count;
+}
+
+void monitor_announce_all(struct bus *b, struct bus_conn *c)
+{
 	if (!b->chanmgr.available)
-		return 0;
-	if (b->bus_signal) {
+		return;
+	if (b->bus_signal)
 		monitor_send(b, b->bus_signal, c);
-		n++;
+	for (struct bus_name *n = b->names; n; n = n->next) {
+		if (n->call)
+			monitor_send(b, n->call, c);
+		if (n->signal)
+			monitor_send(b, n->signal, c);
 	}
-	for (struct bus_name *bn = b->names; bn; bn = bn->next) {
-		if (bn->call) {
-			monitor_send(b, bn->call, c);
-			n++;
-		}
-		if (bn->signal) {
-			monitor_send(b, bn->signal, c);
-			n++;
-		}
-	}
-	for (struct bus_conn *o = b->conns; o; o = o->next) {
-		if (o->inbox) {
+	for (struct bus_conn *o = b->conns; o; o = o->next)
+		if (o->inbox)
 			monitor_send(b, o->inbox, c);
-			n++;
-		}
-	}
-	return n;
 }
 
 /*

@@ -41,8 +41,10 @@ int bus_name_get(struct bus *b, const char *name, uid_t uid, int *failed_quota, 
 /* Frees n and its channels (n must be unlinked). Returns NULL. */
 struct bus_name *bus_name_free(struct bus *b, struct bus_name *n);
 
-/* Sends c a MonitorChannel signal per existing channel; returns how many. */
-unsigned int monitor_announce_all(struct bus *b, struct bus_conn *c);
+/* How many channels there are for a monitor to watch. */
+unsigned int monitor_channel_count(struct bus *b);
+/* Sends c a MonitorChannel signal (with a monitor cap) per existing channel. */
+void monitor_announce_all(struct bus *b, struct bus_conn *c);
 
 /* May c send to peer t's inbox by its unique name (needs "send" on a name t owns)? */
 bool inbox_send_allowed(struct bus_conn *c, struct registry_peer *t, char *why, size_t why_len);
