@@ -34,7 +34,7 @@ int chanmgr_init(struct chanmgr *m)
 		close(fd);
 	fd = chanmgr_mint(m, id, IOIPC_SUB_RECV, 1);
 	r = fd < 0 ? 0 : chanmgr_revoke(m, id, IOIPC_SUB_RECV, 1);
-	ioipc_channel_destroy(&m->ring, id);
+	(void)ioipc_channel_destroy(&m->ring, id);
 	if (fd < 0) {
 		m->probe_error = fd;
 		m->probe_step = "minting a capability (IOIPC_REGISTER_MINT)";

@@ -18,9 +18,10 @@
 #include <unistd.h>
 
 #include "brokerd/bus.h"
-#include "protocol/ctrl.h"
 #include "brokerd/log.h"
-#include "brokerd/util.h"
+#include "protocol/ctrl.h"
+#include "util/macro.h"
+#include "util/socket.h"
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
@@ -116,7 +117,7 @@ static int parse_argv(int argc, char **argv)
 /* The socket from brokerd.socket, or one we bind ourselves. */
 static int listen_socket(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	int n, fd;
 
 	n = sd_listen_fds(true);
@@ -132,11 +133,10 @@ static int listen_socket(void)
 		log_info("using the socket passed by systemd");
 		return SD_LISTEN_FDS_START;
 	}
-	if (strlen(arg_address) >= sizeof(sa.sun_path)) {
+	if (unix_address(&sa, arg_address) < 0) {
 		log_error("address too long: %s", arg_address);
 		return -EINVAL;
 	}
-	strcpy(sa.sun_path, arg_address);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -159,11 +159,11 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	char err[512], status[256];
 
 	log_notice("SIGHUP: reloading policy and activation files");
-	sd_notify(0, "RELOADING=1");
+	(void)sd_notify(0, "RELOADING=1");
 	if (bus_reload(b, err, sizeof(err)) < 0)
 		log_error("reload failed, previous policy kept: %s", err);
 	bus_status(b, status, sizeof(status));
-	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+	(void)sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 	return 0;
 }
 
@@ -173,8 +173,8 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	char status[256];
 
 	bus_status(b, status, sizeof(status));
-	sd_notifyf(0, "STATUS=%s", status);
-	sd_event_source_set_time_relative(s, 5 * 1000000ULL);
+	(void)sd_notifyf(0, "STATUS=%s", status);
+	(void)sd_event_source_set_time_relative(s, 5 * 1000000ULL);
 	return 0;
 }
 
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	sigaddset(&ss, SIGHUP);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
-	sigprocmask(SIG_BLOCK, &ss, NULL);
+	(void)sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	r = sd_event_default(&event);
@@ -235,17 +235,17 @@ int main(int argc, char **argv)
 	r = bus_listen(bus, fd);
 	if (r < 0)
 		goto out;
-	sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
-	sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
-	sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
-	sd_event_set_watchdog(event, true);	/* WATCHDOG=1 at half of WatchdogSec= */
+	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
+	(void)sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+	(void)sd_event_set_watchdog(event, true);	/* WATCHDOG=1 at half of WatchdogSec= */
 	sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_status_timer, bus);
 
 	bus_status(bus, status, sizeof(status));
-	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+	(void)sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 	log_info("brokerd ready: %s", status);
 	r = sd_event_loop(event);
-	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
+	(void)sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 out:
 	bus_free(bus);
 	sd_event_unref(event);

@@ -4,14 +4,15 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/ctrl.h"
 #include "brokerd/policy.h"
-#include "brokerd/util.h"
+#include "protocol/ctrl.h"
+#include "util/array.h"
+#include "util/lines.h"
+#include "util/macro.h"
 
 enum policy_context {
 	CTX_DEFAULT,
@@ -40,10 +41,10 @@ struct policy_uid_limit {
 
 struct policy {
 	struct policy_rule *rules;
-	size_t n_rules, cap_rules;
+	size_t n_rules, alloc_rules;
 	uint64_t limit[_QUOTA_MAX];
 	struct policy_uid_limit *uid_limits;
-	size_t n_uid_limits;
+	size_t n_uid_limits, alloc_uid_limits;
 };
 
 static const char *const action_names[] = {
@@ -190,214 +191,172 @@ static bool name_pattern_is_valid(const char *s)
 	return ctrl_name_is_valid_wellknown(s);
 }
 
-static int rule_add(struct policy_rule **rules, size_t *n, size_t *cap, const struct policy_rule *r)
-{
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 32;
-		struct policy_rule *a = realloc(*rules, c * sizeof(*a));
+/* One file being parsed: what it adds goes into the policy only when all of it parsed. */
+struct policy_parser {
+	const char *file;
+	unsigned int line;
+	char *err;
+	size_t err_len;
+	enum policy_context ctx;	/* the section's, for rules */
+	uint32_t ctx_id;
+	bool have_section, in_limits, limits_uid;
+	struct policy_rule *rules;
+	size_t n_rules, alloc_rules;
+	uint64_t limit[_QUOTA_MAX];
+	struct policy_uid_limit *uid_limits;
+	size_t n_uid_limits, alloc_uid_limits;
+};
 
-		if (!a)
-			return -ENOMEM;
-		*rules = a;
-		*cap = c;
+#define parser_fail(pp, ...) line_fail((pp)->err, (pp)->err_len, (pp)->file, (pp)->line, __VA_ARGS__)
+
+static void parser_deinit(struct policy_parser *pp)
+{
+	rules_free(pp->rules, pp->n_rules);
+	free(pp->rules);
+	free(pp->uid_limits);
+}
+
+/* "[default]", "[mandatory]", "[user X]", "[group X]", "[limits]", "[limits user X]" */
+static int parse_section(struct policy_parser *pp, char *l)
+{
+	size_t ll = strlen(l), nw;
+	char *w[4];
+
+	if (l[ll - 1] != ']')
+		return parser_fail(pp, "section header without ']'");
+	l[ll - 1] = 0;
+	nw = split(l + 1, w, 3);
+	pp->in_limits = pp->limits_uid = false;
+	pp->have_section = true;
+	if (nw == 3 && strcmp(w[0], "limits") == 0 && strcmp(w[1], "user") == 0) {
+		pp->in_limits = pp->limits_uid = true;
+		if (parse_id(w[2], true, &pp->ctx_id) < 0)
+			return parser_fail(pp, "unknown user '%s'", w[2]);
+	} else if (nw == 1 && strcmp(w[0], "default") == 0) {
+		pp->ctx = CTX_DEFAULT;
+	} else if (nw == 1 && strcmp(w[0], "mandatory") == 0) {
+		pp->ctx = CTX_MANDATORY;
+	} else if (nw == 1 && strcmp(w[0], "limits") == 0) {
+		pp->in_limits = true;
+	} else if (nw == 2 && (strcmp(w[0], "user") == 0 || strcmp(w[0], "group") == 0)) {
+		bool user = w[0][0] == 'u';
+
+		pp->ctx = user ? CTX_USER : CTX_GROUP;
+		if (parse_id(w[1], user, &pp->ctx_id) < 0)
+			return parser_fail(pp, "unknown %s '%s'", w[0], w[1]);
+	} else {
+		return parser_fail(pp, "unknown section (want default, mandatory, limits, limits user X, user X, group X)");
 	}
-	(*rules)[(*n)++] = *r;
+	return 0;
+}
+
+/* "QUOTA VALUE" in [limits] or [limits user X] */
+static int parse_limit(struct policy_parser *pp, char **w, size_t nw)
+{
+	unsigned long long v;
+	char *end;
+	int k;
+
+	if (nw != 2)
+		return parser_fail(pp, "expected 'QUOTA VALUE'");
+	k = quota_kind_from_string(w[0]);
+	if (k < 0)
+		return parser_fail(pp, "unknown quota '%s'", w[0]);
+	errno = 0;
+	v = strtoull(w[1], &end, 10);
+	if (errno || *end || w[1][0] < '0' || w[1][0] > '9')
+		return parser_fail(pp, "invalid number '%s'", w[1]);
+	if (!pp->limits_uid) {
+		pp->limit[k] = v;
+		return 0;
+	}
+	if (ARRAY_RESERVE(pp->uid_limits, pp->alloc_uid_limits, pp->n_uid_limits + 1) < 0)
+		return -ENOMEM;
+	pp->uid_limits[pp->n_uid_limits++] = (struct policy_uid_limit){ pp->ctx_id, (enum quota_kind)k, v };
+	return 0;
+}
+
+/* "allow|deny ACTION NAME" in a rule section */
+static int parse_rule(struct policy_parser *pp, char **w, size_t nw)
+{
+	struct policy_rule rule = { .ctx = pp->ctx, .id = pp->ctx_id, .line = pp->line };
+
+	if (nw != 3)
+		return parser_fail(pp, "expected 'allow|deny ACTION NAME'");
+	if (strcmp(w[0], "allow") == 0)
+		rule.allow = true;
+	else if (strcmp(w[0], "deny") != 0)
+		return parser_fail(pp, "expected allow or deny, got '%s'", w[0]);
+	if (strcmp(w[1], "*") == 0)
+		rule.action = -1;
+	else if ((rule.action = policy_action_from_string(w[1])) < 0)
+		return parser_fail(pp, "unknown action '%s' (own, send, receive, *)", w[1]);
+	if (!name_pattern_is_valid(w[2]))
+		return parser_fail(pp, "invalid name '%s'", w[2]);
+	if (strcmp(w[2], "*") != 0) {
+		size_t nl = strlen(w[2]);
+
+		rule.prefix = nl > 2 && strcmp(w[2] + nl - 2, ".*") == 0;
+		rule.name = strndup(w[2], rule.prefix ? nl - 2 : nl);
+	}
+	rule.file = strdup(pp->file);
+	if ((strcmp(w[2], "*") != 0 && !rule.name) || !rule.file ||
+	    ARRAY_RESERVE(pp->rules, pp->alloc_rules, pp->n_rules + 1) < 0) {
+		free(rule.name);
+		free(rule.file);
+		return -ENOMEM;
+	}
+	pp->rules[pp->n_rules++] = rule;
+	return 0;
+}
+
+/* Moves what pp parsed into p: all of it, or on -ENOMEM nothing. */
+static int parser_commit(struct policy_parser *pp, struct policy *p)
+{
+	if (ARRAY_RESERVE(p->rules, p->alloc_rules, p->n_rules + pp->n_rules) < 0 ||
+	    ARRAY_RESERVE(p->uid_limits, p->alloc_uid_limits, p->n_uid_limits + pp->n_uid_limits) < 0)
+		return -ENOMEM;
+	if (pp->n_rules)
+		memcpy(p->rules + p->n_rules, pp->rules, pp->n_rules * sizeof(*pp->rules));
+	p->n_rules += pp->n_rules;
+	pp->n_rules = 0;	/* p owns their strings now */
+	if (pp->n_uid_limits)
+		memcpy(p->uid_limits + p->n_uid_limits, pp->uid_limits, pp->n_uid_limits * sizeof(*pp->uid_limits));
+	p->n_uid_limits += pp->n_uid_limits;
+	memcpy(p->limit, pp->limit, sizeof(p->limit));
 	return 0;
 }
 
 int policy_parse_string(struct policy *p, const char *file, const char *text, char *err, size_t err_len)
 {
-	struct policy_rule *rules = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t limit[_QUOTA_MAX];
-	struct policy_uid_limit *uid_limits = NULL;
-	size_t n_uid_limits = 0;
-	enum policy_context ctx = CTX_DEFAULT;
-	bool in_limits = false, limits_uid = false, have_section = false;
-	uint32_t ctx_id = 0;
-	unsigned int line = 0;
-	const char *s = text;
-	int r = 0;
+	struct policy_parser pp = { .file = file, .err = err, .err_len = err_len, .ctx = CTX_DEFAULT };
+	struct line_reader lr;
+	char *l, *w[4];
+	size_t nw;
+	int r;
 
 	if (!p || !file || !text)
 		return -EINVAL;
-	memcpy(limit, p->limit, sizeof(limit));
-
-	while (*s) {
-		char buf[1024], *w[4], *l;
-		const char *eol = strchr(s, '\n');
-		size_t len = eol ? (size_t)(eol - s) : strlen(s);
-		size_t nw;
-
-		line++;
-		if (len >= sizeof(buf)) {
-			r = parse_fail(err, err_len, file, line, "line too long");
-			goto out;
-		}
-		memcpy(buf, s, len);
-		buf[len] = 0;
-		s += len + (eol ? 1 : 0);
-		if (memchr(buf, 0, len)) {
-			r = parse_fail(err, err_len, file, line, "NUL byte");
-			goto out;
-		}
-		l = strchr(buf, '#');
-		if (l)
-			*l = 0;
-		for (l = buf + strlen(buf); l > buf && (l[-1] == ' ' || l[-1] == '\t' || l[-1] == '\r'); l--)
-			l[-1] = 0;
-		l = buf;
-		while (*l == ' ' || *l == '\t')
-			l++;
-		if (!*l)
-			continue;
-
+	memcpy(pp.limit, p->limit, sizeof(pp.limit));
+	line_reader_init(&lr, text, NULL, '#');
+	while ((r = line_reader_next(&lr, &l)) > 0) {
+		pp.line = lr.line;
 		if (*l == '[') {
-			size_t ll = strlen(l);
-
-			if (l[ll - 1] != ']') {
-				r = parse_fail(err, err_len, file, line, "section header without ']'");
-				goto out;
-			}
-			l[ll - 1] = 0;
-			nw = split(l + 1, w, 3);
-			in_limits = limits_uid = false;
-			have_section = true;
-			if (nw == 3 && strcmp(w[0], "limits") == 0 && strcmp(w[1], "user") == 0) {
-				in_limits = limits_uid = true;
-				if (parse_id(w[2], true, &ctx_id) < 0) {
-					r = parse_fail(err, err_len, file, line, "unknown user '%s'", w[2]);
-					goto out;
-				}
-			} else if (nw == 1 && strcmp(w[0], "default") == 0)
-				ctx = CTX_DEFAULT;
-			else if (nw == 1 && strcmp(w[0], "mandatory") == 0)
-				ctx = CTX_MANDATORY;
-			else if (nw == 1 && strcmp(w[0], "limits") == 0)
-				in_limits = true;
-			else if (nw == 2 && (strcmp(w[0], "user") == 0 || strcmp(w[0], "group") == 0)) {
-				bool user = w[0][0] == 'u';
-
-				ctx = user ? CTX_USER : CTX_GROUP;
-				if (parse_id(w[1], user, &ctx_id) < 0) {
-					r = parse_fail(err, err_len, file, line, "unknown %s '%s'", w[0], w[1]);
-					goto out;
-				}
-			} else {
-				r = parse_fail(err, err_len, file, line,
-					 "unknown section (want default, mandatory, limits, limits user X, user X, group X)");
-				goto out;
-			}
-			continue;
+			r = parse_section(&pp, l);
+		} else if (!pp.have_section) {
+			r = parser_fail(&pp, "rule outside of a section");
+		} else {
+			nw = split(l, w, 3);
+			r = pp.in_limits ? parse_limit(&pp, w, nw) : parse_rule(&pp, w, nw);
 		}
-		if (!have_section) {
-			r = parse_fail(err, err_len, file, line, "rule outside of a section");
-			goto out;
-		}
-		nw = split(l, w, 3);
-		if (in_limits) {
-			char *end;
-			unsigned long long v;
-			int k;
-
-			if (nw != 2) {
-				r = parse_fail(err, err_len, file, line, "expected 'QUOTA VALUE'");
-				goto out;
-			}
-			k = quota_kind_from_string(w[0]);
-			if (k < 0) {
-				r = parse_fail(err, err_len, file, line, "unknown quota '%s'", w[0]);
-				goto out;
-			}
-			errno = 0;
-			v = strtoull(w[1], &end, 10);
-			if (errno || *end || w[1][0] < '0' || w[1][0] > '9') {
-				r = parse_fail(err, err_len, file, line, "invalid number '%s'", w[1]);
-				goto out;
-			}
-			if (limits_uid) {
-				struct policy_uid_limit *a = realloc(uid_limits, (n_uid_limits + 1) * sizeof(*a));
-
-				if (!a) {
-					r = -ENOMEM;
-					goto out;
-				}
-				uid_limits = a;
-				uid_limits[n_uid_limits++] = (struct policy_uid_limit){ ctx_id, (enum quota_kind)k, v };
-			} else {
-				limit[k] = v;
-			}
-			continue;
-		}
-		if (nw != 3) {
-			r = parse_fail(err, err_len, file, line, "expected 'allow|deny ACTION NAME'");
-			goto out;
-		}
-		struct policy_rule rule = { .ctx = ctx, .id = ctx_id, .line = line };
-
-		if (strcmp(w[0], "allow") == 0)
-			rule.allow = true;
-		else if (strcmp(w[0], "deny") != 0) {
-			r = parse_fail(err, err_len, file, line, "expected allow or deny, got '%s'", w[0]);
-			goto out;
-		}
-		if (strcmp(w[1], "*") == 0)
-			rule.action = -1;
-		else if ((rule.action = policy_action_from_string(w[1])) < 0) {
-			r = parse_fail(err, err_len, file, line, "unknown action '%s' (own, send, receive, *)", w[1]);
-			goto out;
-		}
-		if (!name_pattern_is_valid(w[2])) {
-			r = parse_fail(err, err_len, file, line, "invalid name '%s'", w[2]);
-			goto out;
-		}
-		if (strcmp(w[2], "*") != 0) {
-			size_t nl = strlen(w[2]);
-
-			rule.prefix = nl > 2 && strcmp(w[2] + nl - 2, ".*") == 0;
-			rule.name = strndup(w[2], rule.prefix ? nl - 2 : nl);
-		}
-		rule.file = strdup(file);
-		if ((strcmp(w[2], "*") != 0 && !rule.name) || !rule.file ||
-		    rule_add(&rules, &n, &cap, &rule) < 0) {
-			free(rule.name);
-			free(rule.file);
-			r = -ENOMEM;
-			goto out;
-		}
+		if (r < 0)
+			break;
 	}
-
-	/* Commit only a fully parsed file. */
-	if (n > 0) {
-		for (size_t i = 0; i < n; i++) {
-			r = rule_add(&p->rules, &p->n_rules, &p->cap_rules, &rules[i]);
-			if (r < 0) {
-				/* rules i.. not yet owned by p */
-				rules_free(rules + i, n - i);
-				free(rules);
-				return r;
-			}
-		}
-		free(rules);
-		rules = NULL;
-		n = 0;
-	}
-	if (n_uid_limits > 0) {
-		struct policy_uid_limit *a = realloc(p->uid_limits, (p->n_uid_limits + n_uid_limits) * sizeof(*a));
-
-		if (!a) {
-			r = -ENOMEM;
-			goto out;
-		}
-		memcpy(a + p->n_uid_limits, uid_limits, n_uid_limits * sizeof(*a));
-		p->uid_limits = a;
-		p->n_uid_limits += n_uid_limits;
-	}
-	memcpy(p->limit, limit, sizeof(limit));
-out:
-	rules_free(rules, n);
-	free(rules);
-	free(uid_limits);
+	if (r == -E2BIG)
+		r = line_fail(err, err_len, file, lr.line, "line too long");
+	if (r == 0)
+		r = parser_commit(&pp, p);
+	parser_deinit(&pp);
 	return r;
 }
 
@@ -409,34 +368,28 @@ static int cmp_str(const void *a, const void *b)
 static int read_file(const char *path, char **ret)
 {
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
+	size_t len = 0, alloc = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
 		return -errno;
 	for (;;) {
-		if (cap - len < 4096) {
-			char *b;
-
-			cap = cap ? cap * 2 : 8192;
-			if (cap > (1 << 24)) {
-				fclose(f);
-				return -EFBIG;
-			}
-			b = realloc(buf, cap);
-			if (!b) {
-				fclose(f);
-				return -ENOMEM;
-			}
-			buf = b;
+		/* Room for 4 KiB more at least, in a buffer of at most 16 MiB. */
+		if (len + 4096 > (1 << 24)) {
+			(void)fclose(f);
+			return -EFBIG;
 		}
-		size_t k = fread(buf + len, 1, cap - len - 1, f);
+		if (ARRAY_RESERVE(buf, alloc, len + 4096) < 0) {
+			(void)fclose(f);
+			return -ENOMEM;
+		}
+		size_t k = fread(buf + len, 1, alloc - len - 1, f);
 
 		len += k;
 		if (k == 0)
 			break;
 	}
-	fclose(f);
+	(void)fclose(f);
 	buf[len] = 0;
 	if (strlen(buf) != len)
 		return -EBADMSG;
@@ -448,7 +401,7 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 {
 	_cleanup_(policy_freep) struct policy *p = NULL;
 	char **names = NULL, **paths = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, alloc_names = 0, alloc_paths = 0;
 	int r;
 
 	if (!ret || !dirs)
@@ -465,7 +418,7 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 		if (!dir) {
 			if (errno == ENOENT)
 				continue;
-			r = parse_fail(err, err_len, dirs[d], 0, "cannot open: %s", strerror(errno));
+			r = line_fail(err, err_len, dirs[d], 0, "cannot open: %s", strerror(errno));
 			goto out;
 		}
 		while ((de = readdir(dir))) {
@@ -478,15 +431,10 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 				dup = dup || strcmp(names[i], de->d_name) == 0;
 			if (dup)
 				continue;
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				names = realloc(names, cap * sizeof(*names));
-				paths = realloc(paths, cap * sizeof(*paths));
-				if (!names || !paths) {
-					closedir(dir);
-					r = -ENOMEM;
-					goto out;
-				}
+			if (ARRAY_RESERVE(names, alloc_names, n + 1) < 0 || ARRAY_RESERVE(paths, alloc_paths, n + 1) < 0) {
+				closedir(dir);
+				r = -ENOMEM;
+				goto out;
 			}
 			names[n] = strdup(de->d_name);
 			if (asprintf(&paths[n], "%s/%s", dirs[d], de->d_name) < 0)
@@ -519,7 +467,7 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 
 		r = read_file(path, &text);
 		if (r < 0) {
-			r = parse_fail(err, err_len, path, 0, "cannot read: %s", strerror(-r));
+			r = line_fail(err, err_len, path, 0, "cannot read: %s", strerror(-r));
 			goto out;
 		}
 		r = policy_parse_string(p, path, text, err, err_len);

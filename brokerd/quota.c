@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "brokerd/quota.h"
-#include "brokerd/util.h"
+#include "util/array.h"
+#include "util/macro.h"
 
 struct quota_uid {
 	uid_t uid;
@@ -16,7 +17,7 @@ struct quota_uid {
 struct quota {
 	uint64_t limit[_QUOTA_MAX];
 	struct quota_uid *uids;
-	size_t n_uids, cap_uids;
+	size_t n_uids, alloc_uids;
 };
 
 static const struct {
@@ -99,15 +100,8 @@ static struct quota_uid *uid_get(struct quota *q, uid_t uid)
 
 	if (u)
 		return u;
-	if (q->n_uids == q->cap_uids) {
-		size_t cap = q->cap_uids ? q->cap_uids * 2 : 8;
-
-		u = realloc(q->uids, cap * sizeof(*u));
-		if (!u)
-			return NULL;
-		q->uids = u;
-		q->cap_uids = cap;
-	}
+	if (ARRAY_RESERVE(q->uids, q->alloc_uids, q->n_uids + 1) < 0)
+		return NULL;
 	u = &q->uids[q->n_uids++];
 	memset(u, 0, sizeof(*u));
 	u->uid = uid;

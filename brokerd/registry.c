@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "brokerd/registry.h"
-#include "brokerd/util.h"
+#include "util/array.h"
+#include "util/macro.h"
 
 struct registry_name {
 	char *name;
@@ -31,9 +32,9 @@ struct registry {
 	void *userdata;
 	uint64_t next_id;
 	struct registry_peer **peers;
-	size_t n_peers, cap_peers;
+	size_t n_peers, alloc_peers;
 	struct registry_name **names;
-	size_t n_names, cap_names;
+	size_t n_names, alloc_names;
 };
 
 int registry_new(struct registry **ret, const struct registry_ops *ops, void *userdata)
@@ -99,21 +100,14 @@ static struct registry_name *name_find(struct registry *r, const char *name)
 
 static struct registry_name *name_get(struct registry *r, const char *name)
 {
-	struct registry_name *n, **a;
+	struct registry_name *n;
 	bool found;
 	size_t i = name_index(r, name, &found);
 
 	if (found)
 		return r->names[i];
-	if (r->n_names == r->cap_names) {
-		size_t cap = r->cap_names ? r->cap_names * 2 : 16;
-
-		a = realloc(r->names, cap * sizeof(*a));
-		if (!a)
-			return NULL;
-		r->names = a;
-		r->cap_names = cap;
-	}
+	if (ARRAY_RESERVE(r->names, r->alloc_names, r->n_names + 1) < 0)
+		return NULL;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
@@ -274,6 +268,7 @@ static void entry_free(struct registry *r, struct registry_owner *o)
 		p->owners = o->pnext;
 	if (o->pnext)
 		o->pnext->pprev = o->pprev;
+	BUG_ON(p->n_owners == 0);
 	p->n_owners--;
 	if (r->ops && r->ops->entry_changed)
 		r->ops->entry_changed(r->userdata, p, o->name->name, -1);
@@ -281,10 +276,10 @@ static void entry_free(struct registry *r, struct registry_owner *o)
 }
 
 static void notify_owner(struct registry *r, struct registry_name *n, struct registry_peer *old,
-			 struct registry_peer *new)
+			 struct registry_peer *new, struct registry_peer *requester)
 {
 	if (old != new && r->ops && r->ops->owner_changed)
-		r->ops->owner_changed(r->userdata, n->name, old, new);
+		r->ops->owner_changed(r->userdata, n->name, old, new, requester);
 }
 
 int registry_name_request(struct registry *r, struct registry_peer *p, const char *name, uint32_t flags)
@@ -313,7 +308,7 @@ int registry_name_request(struct registry *r, struct registry_peer *p, const cha
 		queue_insert_after(e, NULL);
 		if (r->ops && r->ops->entry_changed)
 			r->ops->entry_changed(r->userdata, p, n->name, +1);
-		notify_owner(r, n, NULL, p);
+		notify_owner(r, n, NULL, p, p);
 		return CTRL_NAME_PRIMARY_OWNER;
 	}
 	if ((flags & CTRL_NAME_REPLACE_EXISTING) && (primary->flags & CTRL_NAME_ALLOW_REPLACEMENT)) {
@@ -337,7 +332,7 @@ int registry_name_request(struct registry *r, struct registry_peer *p, const cha
 			queue_unlink(primary);
 			entry_free(r, primary);
 		}
-		notify_owner(r, n, old, p);
+		notify_owner(r, n, old, p, p);
 		return CTRL_NAME_PRIMARY_OWNER;
 	}
 	if (flags & CTRL_NAME_DO_NOT_QUEUE) {
@@ -369,7 +364,7 @@ static void entry_release(struct registry *r, struct registry_owner *e)
 	queue_unlink(e);
 	entry_free(r, e);
 	if (was_primary)
-		notify_owner(r, n, old, n->head ? n->head->peer : NULL);
+		notify_owner(r, n, old, n->head ? n->head->peer : NULL, NULL);
 	name_drop_if_empty(r, n);
 }
 
@@ -407,19 +402,12 @@ uint64_t registry_next_id(struct registry *r)
 
 int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret)
 {
-	struct registry_peer *p, **a;
+	struct registry_peer *p;
 
 	if (!r || !ret)
 		return -EINVAL;
-	if (r->n_peers == r->cap_peers) {
-		size_t cap = r->cap_peers ? r->cap_peers * 2 : 16;
-
-		a = realloc(r->peers, cap * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		r->peers = a;
-		r->cap_peers = cap;
-	}
+	if (ARRAY_RESERVE(r->peers, r->alloc_peers, r->n_peers + 1) < 0)
+		return -ENOMEM;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -517,4 +505,15 @@ const char *registry_peer_entry_name(struct registry_peer *p, unsigned int i, bo
 	if (primary)
 		*primary = o->name->head == o;
 	return o->name->name;
+}
+
+const char *registry_peer_owned_next(struct registry_peer *p, unsigned int *i)
+{
+	for (;;) {
+		bool primary;
+		const char *nm = registry_peer_entry_name(p, (*i)++, &primary);
+
+		if (!nm || primary)
+			return nm;
+	}
 }

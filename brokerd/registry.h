@@ -30,9 +30,13 @@ struct registry_peer {
 };
 
 struct registry_ops {
-	/* primary owner of name changed; old or new may be NULL */
+	/*
+	 * primary owner of name changed; old or new may be NULL. requester is
+	 * the peer whose registry_name_request() made the change (it learns
+	 * the outcome from its reply), NULL for releases and removals.
+	 */
 	void (*owner_changed)(void *userdata, const char *name, struct registry_peer *old_owner,
-			      struct registry_peer *new_owner);
+			      struct registry_peer *new_owner, struct registry_peer *requester);
 	/* peer gained (+1) or lost (-1) a queue entry (primary or queued) */
 	void (*entry_changed)(void *userdata, struct registry_peer *peer, const char *name, int delta);
 };
@@ -69,5 +73,7 @@ int registry_name_entry_flags(struct registry *r, struct registry_peer *p, const
 size_t registry_names_list(struct registry *r, const char **names, size_t n);
 /* Name of p's i-th queue entry (any order) or NULL. */
 const char *registry_peer_entry_name(struct registry_peer *p, unsigned int i, bool *primary);
+/* The names p is the primary owner of, one a call; *i starts at 0; NULL at the end. */
+const char *registry_peer_owned_next(struct registry_peer *p, unsigned int *i);
 
 #endif

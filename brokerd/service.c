@@ -2,18 +2,18 @@
 /* service.c - activation file parser (see service.h). */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/ctrl.h"
 #include "brokerd/service.h"
-#include "brokerd/util.h"
+#include "protocol/ctrl.h"
+#include "util/array.h"
+#include "util/lines.h"
 
 struct service_set {
 	struct service *s;
-	size_t n, cap;
+	size_t n, alloc;
 };
 
 void service_deinit(struct service *s)
@@ -42,66 +42,54 @@ static bool unit_name_is_valid(const char *u)
 int service_parse_string(struct service *ret, const char *file, const char *text, char *err, size_t err_len)
 {
 	struct service s = { 0 };
-	const char *p = text, *base;
-	unsigned int line = 0;
+	struct line_reader lr;
+	const char *base;
 	bool section = false;
+	char *l, *eq;
 	int r;
 
 	if (!ret || !file || !text)
 		return -EINVAL;
-	while (*p) {
-		char buf[1024], *l, *eq;
-		const char *eol = strchr(p, '\n');
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-
-		line++;
-		if (len >= sizeof(buf)) {
-			r = parse_fail(err, err_len, file, line, "line too long");
+	line_reader_init(&lr, text, "#;", 0);
+	while ((r = line_reader_next(&lr, &l)) != 0) {
+		if (r == -E2BIG) {
+			r = line_fail(err, err_len, file, lr.line, "line too long");
 			goto fail;
 		}
-		memcpy(buf, p, len);
-		buf[len] = 0;
-		p += len + (eol ? 1 : 0);
-		for (l = buf + len; l > buf && (l[-1] == ' ' || l[-1] == '\t' || l[-1] == '\r'); l--)
-			l[-1] = 0;
-		for (l = buf; *l == ' ' || *l == '\t'; l++)
-			;
-		if (!*l || *l == '#' || *l == ';')
-			continue;
 		if (strcmp(l, "[Service]") == 0) {
 			section = true;
 			continue;
 		}
 		if (*l == '[') {
-			r = parse_fail(err, err_len, file, line, "unknown section %s", l);
+			r = line_fail(err, err_len, file, lr.line, "unknown section %s", l);
 			goto fail;
 		}
 		if (!section) {
-			r = parse_fail(err, err_len, file, line, "assignment outside [Service]");
+			r = line_fail(err, err_len, file, lr.line, "assignment outside [Service]");
 			goto fail;
 		}
 		eq = strchr(l, '=');
 		if (!eq) {
-			r = parse_fail(err, err_len, file, line, "expected KEY=VALUE");
+			r = line_fail(err, err_len, file, lr.line, "expected KEY=VALUE");
 			goto fail;
 		}
 		*eq++ = 0;
 		if (strcmp(l, "Name") == 0) {
 			if (!ctrl_name_is_valid_wellknown(eq)) {
-				r = parse_fail(err, err_len, file, line, "invalid name '%s'", eq);
+				r = line_fail(err, err_len, file, lr.line, "invalid name '%s'", eq);
 				goto fail;
 			}
 			free(s.name);
 			s.name = strdup(eq);
 		} else if (strcmp(l, "SystemdService") == 0) {
 			if (!unit_name_is_valid(eq)) {
-				r = parse_fail(err, err_len, file, line, "invalid unit '%s' (want NAME.service)", eq);
+				r = line_fail(err, err_len, file, lr.line, "invalid unit '%s' (want NAME.service)", eq);
 				goto fail;
 			}
 			free(s.unit);
 			s.unit = strdup(eq);
 		} else {
-			r = parse_fail(err, err_len, file, line, "unknown key '%s'", l);
+			r = line_fail(err, err_len, file, lr.line, "unknown key '%s'", l);
 			goto fail;
 		}
 		if ((strcmp(l, "Name") == 0 && !s.name) || (strcmp(l, "SystemdService") == 0 && !s.unit)) {
@@ -110,13 +98,13 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 		}
 	}
 	if (!s.name || !s.unit) {
-		r = parse_fail(err, err_len, file, line, "Name= and SystemdService= are required");
+		r = line_fail(err, err_len, file, lr.line, "Name= and SystemdService= are required");
 		goto fail;
 	}
 	base = strrchr(file, '/');
 	base = base ? base + 1 : file;
 	if (strncmp(base, s.name, strlen(s.name)) != 0 || strcmp(base + strlen(s.name), ".service") != 0) {
-		r = parse_fail(err, err_len, file, line, "file must be named %s.service", s.name);
+		r = line_fail(err, err_len, file, lr.line, "file must be named %s.service", s.name);
 		goto fail;
 	}
 	s.file = strdup(file);
@@ -191,7 +179,7 @@ int service_set_load(struct service_set **ret, const char *const *dirs, unsigned
 			if (!f)
 				continue;
 			k = fread(text, 1, sizeof(text) - 1, f);
-			fclose(f);
+			(void)fclose(f);
 			text[k] = 0;
 			if (service_parse_string(&s, path, text, err, err_len) < 0) {
 				if (n_bad)
@@ -202,18 +190,11 @@ int service_set_load(struct service_set **ret, const char *const *dirs, unsigned
 				service_deinit(&s);
 				continue;
 			}
-			if (set->n == set->cap) {
-				size_t cap = set->cap ? set->cap * 2 : 8;
-				struct service *a = realloc(set->s, cap * sizeof(*a));
-
-				if (!a) {
-					service_deinit(&s);
-					closedir(dir);
-					service_set_free(set);
-					return -ENOMEM;
-				}
-				set->s = a;
-				set->cap = cap;
+			if (ARRAY_RESERVE(set->s, set->alloc, set->n + 1) < 0) {
+				service_deinit(&s);
+				closedir(dir);
+				service_set_free(set);
+				return -ENOMEM;
 			}
 			set->s[set->n++] = s;
 		}

@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 #include "brokerd/policy.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static const char text[] =
 	"# test policy\n"
@@ -90,10 +89,7 @@ static void expect_error(const char *t, const char *msg)
 
 	ASSERT(policy_new(&p) == 0);
 	ASSERT(policy_parse_string(p, "bad.conf", t, err, sizeof(err)) == -EINVAL);
-	if (strcmp(err, msg) != 0) {
-		fprintf(stderr, "got '%s', want '%s'\n", err, msg);
-		abort();
-	}
+	ASSERT_STR(err, msg);
 	ASSERT(policy_rule_count(p) == 0);
 	policy_free(p);
 }
@@ -114,6 +110,12 @@ static void test_errors(void)
 	expect_error("[default]\nallow own org*\n", "bad.conf:2: invalid name 'org*'");
 	expect_error("[limits]\nnames -1\n", "bad.conf:2: invalid number '-1'");
 	expect_error("[limits]\nfoo 1\n", "bad.conf:2: unknown quota 'foo'");
+	{
+		static char long_line[2048] = "[default]\n# ";
+
+		memset(long_line + strlen(long_line), 'x', 1100);
+		expect_error(long_line, "bad.conf:2: line too long");
+	}
 
 	/* a file that fails halfway adds nothing: earlier good rules of it are dropped */
 	struct policy *p;
@@ -125,6 +127,20 @@ static void test_errors(void)
 	ASSERT(policy_rule_count(p) == 1);
 	ASSERT(policy_limit(p, QUOTA_NAMES) == UINT64_MAX);
 	ASSERT(!policy_check(p, 5, NULL, 0, POLICY_OWN, "a.b", NULL, 0));
+
+	/* per-uid limits of several files add up, in file order */
+	ASSERT(policy_parse_string(p, "l1.conf", "[limits user 7]\nnames 3\n", err, sizeof(err)) == 0);
+	ASSERT(policy_parse_string(p, "l2.conf", "[limits user 8]\nnames 4\nchannels 5\n", err, sizeof(err)) == 0);
+	{
+		uid_t u;
+		enum quota_kind k;
+		uint64_t v;
+
+		ASSERT(policy_limit_uid_get(p, 0, &u, &k, &v) && u == 7 && k == QUOTA_NAMES && v == 3);
+		ASSERT(policy_limit_uid_get(p, 1, &u, &k, &v) && u == 8 && k == QUOTA_NAMES && v == 4);
+		ASSERT(policy_limit_uid_get(p, 2, &u, &k, &v) && u == 8 && k == QUOTA_CHANNELS && v == 5);
+		ASSERT(!policy_limit_uid_get(p, 3, &u, &k, &v));
+	}
 	policy_free(p);
 }
 

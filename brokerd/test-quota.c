@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "brokerd/quota.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 int main(void)
 {

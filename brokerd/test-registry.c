@@ -6,18 +6,20 @@
 #include <string.h>
 
 #include "brokerd/registry.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static char events[4096];
 static int entries;
+static struct registry_peer *requester_seen;	/* of the last owner change */
 
-static void on_owner(void *ud, const char *name, struct registry_peer *o, struct registry_peer *n)
+static void on_owner(void *ud, const char *name, struct registry_peer *o, struct registry_peer *n,
+		     struct registry_peer *requester)
 {
 	char buf[256];
 
 	snprintf(buf, sizeof(buf), "%s:%s>%s;", name, o ? o->unique_name : "", n ? n->unique_name : "");
 	strcat(events, buf);
+	requester_seen = requester;
 }
 
 static void on_entry(void *ud, struct registry_peer *p, const char *name, int delta)
@@ -27,7 +29,7 @@ static void on_entry(void *ud, struct registry_peer *p, const char *name, int de
 
 static const struct registry_ops ops = { .owner_changed = on_owner, .entry_changed = on_entry };
 
-#define EXPECT_EVENTS(s) do { ASSERT(strcmp(events, s) == 0); events[0] = 0; } while (0)
+#define EXPECT_EVENTS(s) do { ASSERT_STR(events, s); events[0] = 0; } while (0)
 
 static void test_basic(void)
 {
@@ -42,6 +44,7 @@ static void test_basic(void)
 
 	ASSERT(registry_name_request(r, a, "org.x.Foo", 0) == CTRL_NAME_PRIMARY_OWNER);
 	EXPECT_EVENTS("org.x.Foo:>:1.1;");
+	ASSERT(requester_seen == a);	/* the change came from a's request */
 	ASSERT(registry_name_request(r, a, "org.x.Foo", 0) == CTRL_NAME_ALREADY_OWNER);
 	ASSERT(registry_name_request(r, b, "org.x.Foo", 0) == CTRL_NAME_IN_QUEUE);
 	ASSERT(registry_name_request(r, b, "org.x.Foo", 0) == CTRL_NAME_IN_QUEUE);
@@ -59,12 +62,14 @@ static void test_basic(void)
 	ASSERT(registry_name_request(r, a, "org.x.Foo", CTRL_NAME_ALLOW_REPLACEMENT) == CTRL_NAME_ALREADY_OWNER);
 	ASSERT(registry_name_request(r, c, "org.x.Foo", CTRL_NAME_REPLACE_EXISTING) == CTRL_NAME_PRIMARY_OWNER);
 	EXPECT_EVENTS("org.x.Foo::1.1>:1.3;");
+	ASSERT(requester_seen == c);
 	ASSERT(registry_name_queue(r, "org.x.Foo", q, 4) == 3 && q[0] == c && q[1] == a && q[2] == b);
 	ASSERT(entries == 3);
 
 	/* release promotes the queue */
 	ASSERT(registry_name_release(r, c, "org.x.Foo") == CTRL_RELEASE_RELEASED);
 	ASSERT(registry_name_owner(r, "org.x.Foo") == a);
+	ASSERT(requester_seen == NULL);	/* a release: nobody learns of it from a reply */
 	ASSERT(registry_name_release(r, c, "org.x.Foo") == CTRL_RELEASE_NOT_OWNER);
 	ASSERT(registry_name_release(r, c, "org.x.Nope") == CTRL_RELEASE_NON_EXISTENT);
 	ASSERT(registry_name_release(r, c, "bad") == -EINVAL);
@@ -117,10 +122,40 @@ static void test_replace_do_not_queue(void)
 	registry_free(r);
 }
 
+/* registry_peer_owned_next(): the names a peer is primary owner of, not those it waits for. */
+static void test_owned_next(void)
+{
+	struct registry *r;
+	struct registry_peer *a, *b;
+	const char *nm;
+	unsigned int i = 0, n = 0;
+	bool seen_x = false, seen_z = false;
+
+	ASSERT(registry_new(&r, &ops, NULL) == 0);
+	ASSERT(registry_peer_add(r, 1, &a) == 0 && registry_peer_add(r, 2, &b) == 0);
+	ASSERT(registry_name_request(r, a, "org.x", 0) == CTRL_NAME_PRIMARY_OWNER);
+	ASSERT(registry_name_request(r, b, "org.y", 0) == CTRL_NAME_PRIMARY_OWNER);
+	ASSERT(registry_name_request(r, a, "org.y", 0) == CTRL_NAME_IN_QUEUE);
+	ASSERT(registry_name_request(r, a, "org.z", 0) == CTRL_NAME_PRIMARY_OWNER);
+	while ((nm = registry_peer_owned_next(a, &i))) {
+		seen_x = seen_x || strcmp(nm, "org.x") == 0;
+		seen_z = seen_z || strcmp(nm, "org.z") == 0;
+		ASSERT(strcmp(nm, "org.y") != 0);
+		n++;
+	}
+	ASSERT(n == 2 && seen_x && seen_z);
+	ASSERT(registry_peer_owned_next(a, &i) == NULL);	/* stays at the end */
+	i = 0;
+	ASSERT((nm = registry_peer_owned_next(b, &i)) && strcmp(nm, "org.y") == 0);
+	ASSERT(registry_peer_owned_next(b, &i) == NULL);
+	registry_free(r);
+}
+
 int main(void)
 {
 	test_basic();
 	test_replace_do_not_queue();
+	test_owned_next();
 	printf("test-registry: ok\n");
 	return 0;
 }

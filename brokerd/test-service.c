@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "brokerd/service.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static void bad(const char *text, const char *msg)
 {
@@ -15,10 +14,7 @@ static void bad(const char *text, const char *msg)
 	char err[256] = "";
 
 	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service", text, err, sizeof(err)) == -EINVAL);
-	if (strcmp(err, msg) != 0) {
-		fprintf(stderr, "got '%s' want '%s'\n", err, msg);
-		abort();
-	}
+	ASSERT_STR(err, msg);
 }
 
 int main(void)
@@ -43,6 +39,15 @@ int main(void)
 	bad("[Service]\nExec=/bin/sh\n", "/d/org.x.Echo.service:2: unknown key 'Exec'");
 	bad("[Service]\nName\n", "/d/org.x.Echo.service:2: expected KEY=VALUE");
 	bad("[Unit]\n", "/d/org.x.Echo.service:1: unknown section [Unit]");
+	/* comments are whole lines starting with '#' or ';'; in a value '#' is kept */
+	bad("; c\n[Service]\n  # c\nName=org.x.Echo # c\n",
+	    "/d/org.x.Echo.service:4: invalid name 'org.x.Echo # c'");
+	{
+		static char long_line[2048] = "[Service]\nName=";
+
+		memset(long_line + strlen(long_line), 'x', 1100);
+		bad(long_line, "/d/org.x.Echo.service:2: line too long");
+	}
 	printf("test-service: ok\n");
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "protocol/ctrl.h"
+#include "util/array.h"
 #include "util/macro.h"
 
 
@@ -454,7 +455,6 @@ bool ctrl_reader_at_end(const struct ctrl_reader *r)
 static uint8_t *writer_grow(struct ctrl_writer *w, size_t n)
 {
 	uint8_t *p;
-	size_t cap;
 
 	if (w->error)
 		return NULL;
@@ -462,17 +462,10 @@ static uint8_t *writer_grow(struct ctrl_writer *w, size_t n)
 		w->error = -EMSGSIZE;
 		return NULL;
 	}
-	if (w->len + n > w->cap) {
-		cap = w->cap ? w->cap : 256;
-		while (cap < w->len + n)
-			cap *= 2;
-		p = realloc(w->buf, cap);
-		if (!p) {
-			w->error = -ENOMEM;
-			return NULL;
-		}
-		w->buf = p;
-		w->cap = cap;
+	/* 256 bytes at first: most messages fit without growing again. */
+	if (ARRAY_RESERVE(w->buf, w->cap, w->len + n > 256 ? w->len + n : 256) < 0) {
+		w->error = -ENOMEM;
+		return NULL;
 	}
 	p = w->buf + w->len;
 	w->len += n;

@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "protocol/ctrl.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static void test_table(void)
 {

@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "protocol/message.h"
-
-#define ASSERT(x) do { if (!(x)) { fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#include "util/test.h"
 
 static void test_roundtrip(void)
 {

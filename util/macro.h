@@ -4,14 +4,29 @@
  * (protocol, brokerd, client). Lives in the lowest layer so that no layer
  * carries its own copy.
  */
-#ifndef BROKERD_PROTOCOL_MACRO_H
-#define BROKERD_PROTOCOL_MACRO_H
+#ifndef BROKERD_UTIL_MACRO_H
+#define BROKERD_UTIL_MACRO_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+/*
+ * BUG_ON(cond): an internal invariant that no input may break. If cond is
+ * true the program has a bug: say where, and abort rather than run on with
+ * broken state. Unlike assert() it is never compiled out; cond must have no
+ * side effects all the same.
+ */
+#define BUG_ON(cond)								\
+	do {									\
+		if (__builtin_expect(!!(cond), 0)) {				\
+			fprintf(stderr, "%s:%d: BUG: %s\n", __FILE__, __LINE__, #cond); \
+			abort();						\
+		}								\
+	} while (0)
 
 /* Hand an owned pointer or fd over, leaving the cleanup nothing to free. */
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ASSERT(x)							\
 	do {								\
@@ -27,6 +28,17 @@
 		if (!(_a op _b)) {					\
 			fprintf(stderr, "%s:%d: assertion failed: %s %s %s (%lld %s %lld)\n", \
 				__FILE__, __LINE__, #a, #op, #b, _a, #op, _b); \
+			exit(1);					\
+		}							\
+	} while (0)
+
+/* ASSERT_STR(a, b): the strings are equal; prints both if not. */
+#define ASSERT_STR(a, b)						\
+	do {								\
+		const char *_a = (a), *_b = (b);			\
+		if (strcmp(_a, _b) != 0) {				\
+			fprintf(stderr, "%s:%d: assertion failed: %s == %s (got '%s', want '%s')\n", \
+				__FILE__, __LINE__, #a, #b, _a, _b);	\
 			exit(1);					\
 		}							\
 	} while (0)

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-state.h - the broker's shared state: struct bus and what hangs off it
+ * (connections, the channels brokerd created with the rights it granted on
+ * them, well-known names, calls waiting for an activation). Types only.
+ *
+ * Internal to brokerd-core. The broker is a stack, each layer calling only
+ * the ones below it (brokerd/README.md, "Code"):
+ *   bus.c -> driver.c -> query.c, activation.c -> grant.c -> conn.c
+ * and every layer includes this header.
+ */
+#ifndef BROKERD_BUS_STATE_H
+#define BROKERD_BUS_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "brokerd/channel.h"
+#include "protocol/ctrl.h"
+
+struct activator_req;
+struct out_msg;
+
+/* The rights a connection holds on a channel: what a revocation by its badge can take back. */
+struct grant {
+	uint64_t peer_id;
+	uint32_t rights;	/* IOIPC_SUB_*, of all caps minted for the peer */
+};
+
+#define GRANT_ALL	(IOIPC_SUB_SEND | IOIPC_SUB_RECV | IOIPC_SUB_MONITOR)
+
+/* A channel brokerd created (its chanmgr id), with every grant on it. */
+struct bus_channel {
+	uint32_t id;
+	enum ctrl_channel_kind kind;
+	char *name;		/* well-known name, unique name (inbox) or "brokerd" */
+	uid_t charged_uid;
+	struct grant *grants;
+	size_t n_grants, alloc_grants;
+};
+
+/* A well-known name's channels; owners and queues are the registry's. */
+struct bus_name {
+	char *name;
+	struct bus_channel *call, *signal;
+	bool activating;
+	bool revoke_pending;	/* an owner lost the name: its caps must die */
+	struct bus_name *next;
+};
+
+/* One control connection. */
+struct bus_conn {
+	struct bus *bus;
+	int fd;
+	sd_event_source *src;
+	struct ucred cred;
+	gid_t *gids;
+	size_t n_gids;
+	int pidfd;
+	char *label;
+	struct registry_peer *peer;	/* after HELLO */
+	bool over_quota;		/* connections quota hit at accept: HELLO fails */
+	bool name_events;
+	bool monitor;
+	bool dead;
+	struct bus_channel *inbox;
+	struct out_msg *out_head, *out_tail;
+	unsigned int out_len;
+	unsigned int n_caps;
+	uint64_t n_subscriptions;
+	struct bus_conn *prev, *next;
+};
+
+/* An OPEN_CALL waiting for its name to be owned after an activation. */
+struct activation {
+	struct bus_conn *conn;
+	uint32_t serial;
+	char *name;
+	sd_event_source *timer;
+	struct activation *next;
+};
+
+struct bus {
+	sd_event *event;
+	int listen_fd;
+	sd_event_source *listen_src, *ring_src;
+	struct registry *registry;
+	struct policy *policy;
+	struct quota *quota;
+	struct service_set *services;
+	struct chanmgr chanmgr;
+	struct bus_conn *conns;
+	struct bus_name *names;
+	struct bus_channel *bus_signal;
+	struct activation *activations;
+	sd_bus *sdbus;
+	const char *const *policy_dirs;
+	const char *const *service_dirs;
+	uint64_t activation_timeout;
+	const char *activator_path;
+	const char *state_path;
+	uint64_t id_reserved;		/* ids below this are recorded in state_path */
+	uint32_t lossy;			/* IOIPC_F_LOSSY if the kernel has it, for signal channels */
+	bool gc_needed;			/* some name may have become idle */
+	struct activator_req *activator_reqs;	/* waiting for the activator's answer */
+	uint32_t signal_serial;
+};
+
+#endif

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn.c - a control connection's transport (see conn.h).
+ *
+ * Replies are sent non-blocking; a client that does not read gets its
+ * replies queued and its input paused (so a flood costs brokerd one bounded
+ * queue per connection), and is disconnected when the queue is full.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "brokerd/bus-state.h"
+#include "brokerd/conn.h"
+#include "brokerd/log.h"
+#include "brokerd/policy.h"
+#include "brokerd/quota.h"
+#include "brokerd/registry.h"
+#include "protocol/ctrl.h"
+#include "util/macro.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+#define CONN_OUT_MAX	256	/* queued outgoing messages before we give up on a reader */
+
+struct out_msg {
+	void *data;
+	size_t len;
+	int fds[CTRL_FDS_MAX];
+	unsigned int n_fds;
+	struct out_msg *next;
+};
+
+const char *conn_name(struct bus_conn *c)
+{
+	return c->peer ? c->peer->unique_name : "(no hello)";
+}
+
+static void out_msg_free(struct out_msg *o)
+{
+	for (unsigned int i = 0; i < o->n_fds; i++)
+		close(o->fds[i]);
+	free(o->data);
+	free(o);
+}
+
+static int conn_sendmsg(struct bus_conn *c, const void *data, size_t len, const int *fds, unsigned int n_fds)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
+	} u;
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (n_fds > 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = &u;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		u.h.cmsg_level = SOL_SOCKET;
+		u.h.cmsg_type = SCM_RIGHTS;
+		u.h.cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(&u.h), fds, sizeof(int) * n_fds);
+	}
+	n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Give up on a connection from anywhere (also while handling another one):
+ * shutdown() makes its fd report EPOLLHUP, and its own handler frees it.
+ */
+void conn_kill(struct bus_conn *c)
+{
+	c->dead = true;
+	(void)shutdown(c->fd, SHUT_RDWR);
+	(void)sd_event_source_set_io_events(c->src, EPOLLIN);
+}
+
+static void conn_update_events(struct bus_conn *c)
+{
+	/* Pause input while output is queued: a client that does not read cannot make us buffer. */
+	(void)sd_event_source_set_io_events(c->src, c->out_head ? EPOLLOUT : EPOLLIN);
+}
+
+/* Send a finished writer's message; fds in w are borrowed (the caller closes them). */
+int conn_send(struct bus_conn *c, struct ctrl_writer *w)
+{
+	const void *data;
+	size_t len;
+	struct out_msg *o;
+	int r;
+
+	if (c->dead)
+		return 0;
+	r = ctrl_writer_finish(w, &data, &len);
+	if (r < 0) {
+		/* Too large is the caller's to report; anything else is our bug. */
+		log_full(r == -EMSGSIZE ? LOG_NOTICE : LOG_ERR, conn_name(c), c->cred.uid, "cannot encode %s for %s: %s",
+			 ctrl_type_to_string(w->type), conn_name(c), strerror(-r));
+		return r;
+	}
+	if (!c->out_head) {
+		r = conn_sendmsg(c, data, len, w->fds, w->n_fds);
+		if (r == 0)
+			return 0;
+		if (r != -EAGAIN) {
+			conn_kill(c);	/* EPIPE and friends */
+			return r;
+		}
+	}
+	if (c->out_len >= CONN_OUT_MAX) {
+		log_full(LOG_WARNING, conn_name(c), c->cred.uid,
+			 "%s does not read its replies (%u queued), disconnecting", conn_name(c), c->out_len);
+		conn_kill(c);
+		return -ENOBUFS;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->data = malloc(len);
+	if (!o->data) {
+		free(o);
+		return -ENOMEM;
+	}
+	memcpy(o->data, data, len);
+	o->len = len;
+	for (unsigned int i = 0; i < w->n_fds; i++) {
+		o->fds[i] = fcntl(w->fds[i], F_DUPFD_CLOEXEC, 3);
+		if (o->fds[i] < 0) {
+			o->n_fds = i;
+			out_msg_free(o);
+			return -errno;
+		}
+		o->n_fds = i + 1;
+	}
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	c->out_len++;
+	conn_update_events(c);
+	return 0;
+}
+
+int conn_flush(struct bus_conn *c)
+{
+	while (c->out_head) {
+		struct out_msg *o = c->out_head;
+		int r = conn_sendmsg(c, o->data, o->len, o->fds, o->n_fds);
+
+		if (r == -EAGAIN)
+			return 0;
+		if (r < 0)
+			return r;
+		c->out_head = o->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		BUG_ON(c->out_len == 0);
+		c->out_len--;
+		out_msg_free(o);
+	}
+	conn_update_events(c);
+	return 0;
+}
+
+void conn_out_clear(struct bus_conn *c)
+{
+	while (c->out_head) {
+		struct out_msg *o = c->out_head;
+
+		c->out_head = o->next;
+		out_msg_free(o);
+	}
+	c->out_tail = NULL;
+	c->out_len = 0;
+}
+
+int conn_reply_error(struct bus_conn *c, const struct ctrl_message *m, const char *name, const char *fmt, ...)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	char msg[512];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_full(LOG_DEBUG, conn_name(c), c->cred.uid, "%s: %s: %s",
+		 m->info ? m->info->name : "?", name, msg);
+	r = ctrl_writer_init(&w, CTRL_TYPE_ERROR, ctrl_op_get(m->hdr.code) ? m->hdr.code : 0, m->hdr.serial);
+	if (r < 0)
+		return r;
+	ctrl_write_string(&w, name);
+	ctrl_write_string(&w, msg);
+	r = conn_send(c, &w);
+	return r < 0 && r != -ENOBUFS ? r : 0;
+}
+
+int conn_reply_quota(struct bus_conn *c, const struct ctrl_message *m, enum quota_kind k)
+{
+	struct quota *q = c->bus->quota;
+	unsigned long long used = quota_used(q, c->cred.uid, k), limit = quota_limit_uid(q, c->cred.uid, k);
+
+	log_quota(c->peer ? c->peer->unique_name : NULL, c->cred.uid, quota_kind_to_string(k), used, limit);
+	return conn_reply_error(c, m, CTRL_ERROR_QUOTA_EXCEEDED, "%s: uid %u uses %llu of %llu",
+				quota_kind_to_string(k), c->cred.uid, used, limit);
+}
+
+int conn_reply_init(struct ctrl_writer *w, const struct ctrl_message *m)
+{
+	return ctrl_writer_init(w, CTRL_TYPE_REPLY, m->hdr.code, m->hdr.serial);
+}
+
+void conn_signal(struct bus_conn *c, struct ctrl_writer *w)
+{
+	if (c && !c->dead && c->peer)
+		(void)conn_send(c, w);
+}
+
+void conn_signal_name(struct bus_conn *c, enum ctrl_signal s, const char *name)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+
+	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, s, 0) < 0)
+		return;
+	ctrl_write_string(&w, name);
+	conn_signal(c, &w);
+}
+
+bool conn_privileged(struct bus_conn *c)
+{
+	return c->cred.uid == 0 || c->cred.uid == geteuid();
+}
+
+bool conn_allowed(struct bus_conn *c, enum policy_action a, const char *name, char *why, size_t why_len)
+{
+	return policy_check(c->bus->policy, c->cred.uid, c->gids, c->n_gids, a, name, why, why_len);
+}
+
+void conn_creds_read(struct bus_conn *c)
+{
+	socklen_t l = sizeof(c->cred);
+	char label[4096];
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &l) < 0) {
+		c->cred.uid = (uid_t)-1;	/* never matches a rule but "default" */
+		c->cred.gid = (gid_t)-1;
+	}
+	for (size_t ng = 32; ng <= 65536; ng *= 4) {
+		gid_t *g = calloc(ng, sizeof(*g));
+
+		if (!g)
+			break;
+		l = (socklen_t)(ng * sizeof(*g));
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) == 0) {
+			c->gids = g;
+			c->n_gids = l / sizeof(*g);
+			break;
+		}
+		free(g);
+		if (errno != ERANGE)
+			break;
+	}
+	if (!c->gids) {
+		/* At least the primary group, for group rules. */
+		c->gids = calloc(1, sizeof(*c->gids));
+		if (c->gids) {
+			c->gids[0] = c->cred.gid;
+			c->n_gids = 1;
+		}
+	}
+	l = sizeof(c->pidfd);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &l) < 0)
+		c->pidfd = -1;
+	l = sizeof(label) - 1;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERSEC, label, &l) == 0 && l > 0) {
+		label[l] = 0;
+		c->label = strdup(label);
+	}
+}

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * driver.c - the broker's request driver (see driver.h): decodes each
+ * request, checks HELLO and privilege, and runs its handler from
+ * handlers[], a table indexed by op with a static assert that every op has
+ * one. The handlers that change state are here, the read-only ones in
+ * query.c. Also the registry's callbacks (owner changes: NameOwnerChanged,
+ * NameAcquired, NameLost, revocation, settling activations; quota of queue
+ * entries) and the unique ids kept across restarts.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brokerd/activation.h"
+#include "brokerd/bus-state.h"
+#include "brokerd/channel.h"
+#include "brokerd/conn.h"
+#include "brokerd/driver.h"
+#include "brokerd/grant.h"
+#include "brokerd/log.h"
+#include "brokerd/policy.h"
+#include "brokerd/query.h"
+#include "brokerd/quota.h"
+#include "brokerd/registry.h"
+#include "brokerd/service.h"
+#include "protocol/ctrl.h"
+#include "protocol/message.h"
+#include "util/macro.h"
+
+/* --- registry callbacks: name owner changes ------------------------------ */
+
+static void send_name_acquired(struct bus *b, struct bus_conn *c, const char *name)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int call_fd = -1, signal_fd = -1;
+	struct bus_name *n = bus_name_find(b, name);
+
+	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_ACQUIRED, 0) < 0)
+		return;
+	ctrl_write_string(&w, name);
+	if (n && n->call && n->signal) {
+		call_fd = cap_mint(b, n->call, c, IOIPC_SUB_RECV);
+		signal_fd = cap_mint(b, n->signal, c, IOIPC_SUB_SEND);
+		if (call_fd >= 0 && signal_fd >= 0) {
+			ctrl_write_fd(&w, call_fd);
+			ctrl_write_fd(&w, signal_fd);
+		}
+	}
+	conn_signal(c, &w);
+}
+
+static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
+			     struct registry_peer *new, struct registry_peer *requester)
+{
+	struct bus *b = userdata;
+	struct bus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+
+	log_full(LOG_DEBUG, NULL, (uid_t)-1, "name %s: owner %s -> %s", name, old ? old->unique_name : "-",
+		 new ? new->unique_name : "-");
+
+	/* NameOwnerChanged: control signal to those who asked, channel message on "brokerd". */
+	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0) == 0) {
+		ctrl_write_string(&w, name);
+		ctrl_write_string(&w, old ? old->unique_name : "");
+		ctrl_write_string(&w, new ? new->unique_name : "");
+		for (struct bus_conn *c = b->conns; c; c = c->next)
+			if (c->name_events)
+				conn_signal(c, &w);
+	}
+	if (b->bus_signal && w.error == 0 && w.len > CTRL_HEADER_SIZE) {
+		uint8_t buf[CHANNEL_MSG_MAX];
+		struct chmsg m = {
+			.type = CHMSG_SIGNAL,
+			.serial = ++b->signal_serial ? b->signal_serial : ++b->signal_serial,
+			.member = "NameOwnerChanged",
+			.body = w.buf + CTRL_HEADER_SIZE,
+			.body_len = (uint32_t)(w.len - CTRL_HEADER_SIZE),
+		};
+		int n = chmsg_encode(&m, buf, sizeof(buf));
+
+		if (n > 0)
+			(void)chanmgr_send(&b->chanmgr, b->bus_signal->id, buf, (size_t)n);
+	}
+
+	b->gc_needed = true;
+	if (old) {
+		struct bus_name *n = bus_name_find(b, name);
+
+		if (oc && !oc->dead)
+			conn_signal_name(oc, CTRL_SIGNAL_NAME_LOST, name);
+		/*
+		 * The old owner may still be attached to the call and signal
+		 * channels: revoke its owner rights once the current operation
+		 * is done (grant_revoke_pending).
+		 */
+		if (n)
+			n->revoke_pending = true;
+	}
+	if (nc) {
+		/* The requester gets its caps in the REQUEST_NAME reply. */
+		if (new != requester)
+			send_name_acquired(b, nc, name);
+		activation_settle(b, name, NULL, NULL);
+	}
+}
+
+static void on_entry_changed(void *userdata, struct registry_peer *p, const char *name, int delta)
+{
+	struct bus *b = userdata;
+
+	/* Checked by the REQUEST_NAME handler before the registry adds an entry. */
+	if (delta > 0) {
+		(void)quota_charge(b->quota, p->uid, QUOTA_NAMES, (uint64_t)delta);
+	} else {
+		quota_release(b->quota, p->uid, QUOTA_NAMES, (uint64_t)-delta);
+		b->gc_needed = true;
+	}
+}
+
+const struct registry_ops driver_registry_ops = {
+	.owner_changed = on_owner_changed,
+	.entry_changed = on_entry_changed,
+};
+
+static int deny(struct bus_conn *c, const struct ctrl_message *m, enum policy_action a, const char *name,
+		const char *why)
+{
+	log_full(LOG_NOTICE, conn_name(c), c->cred.uid, "denied %s %s to %s (uid %u): %s",
+		 policy_action_to_string(a), name, conn_name(c), c->cred.uid, why);
+	return conn_reply_error(c, m, CTRL_ERROR_ACCESS_DENIED, "uid %u may not %s %s: %s", c->cred.uid,
+				policy_action_to_string(a), name, why);
+}
+
+static int no_channels(struct bus_conn *c, const struct ctrl_message *m)
+{
+	return conn_reply_error(c, m, CTRL_ERROR_NOT_SUPPORTED,
+				"this kernel has no io_uring IPC channels (or no capability minting): %s",
+				strerror(-c->bus->chanmgr.probe_error));
+}
+
+/* --- unique ids across restarts ------------------------------------------ */
+
+#define ID_BLOCK 1024
+
+/*
+ * The state file holds a number above every id handed out in this boot (it
+ * lives in /run): written in blocks before the ids are used, read at start.
+ */
+static void ids_reserve(struct bus *b)
+{
+	char tmp[4096], buf[32];
+	uint64_t next = registry_next_id(b->registry);
+	FILE *f;
+
+	if (!b->state_path || next < b->id_reserved)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", b->state_path);
+	f = fopen(tmp, "we");
+	if (!f) {
+		log_warning("cannot write %s: %s (unique names may repeat after a restart)", tmp, strerror(errno));
+		b->state_path = NULL;
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)(next + ID_BLOCK));
+	(void)fputs(buf, f);
+	if (fclose(f) != 0 || rename(tmp, b->state_path) < 0) {
+		log_warning("cannot update %s: %s", b->state_path, strerror(errno));
+		b->state_path = NULL;
+		return;
+	}
+	b->id_reserved = next + ID_BLOCK;
+}
+
+void driver_ids_load(struct bus *b)
+{
+	unsigned long long v = 0;
+	FILE *f;
+
+	if (!b->state_path)
+		return;
+	f = fopen(b->state_path, "re");
+	if (f) {
+		if (fscanf(f, "%llu", &v) == 1 && v > 1)
+			(void)registry_next_id_set(b->registry, v);
+		(void)fclose(f);
+	}
+	log_info("unique names start at :1.%llu", (unsigned long long)registry_next_id(b->registry));
+	ids_reserve(b);
+}
+
+/* --- handlers ------------------------------------------------------------ */
+
+static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int fd = -1;
+	struct bus *b = c->bus;
+	int failed_quota = -1;
+	uint32_t flags;
+	int r;
+
+	if (c->peer)
+		return conn_reply_error(c, m, CTRL_ERROR_ALREADY_HELLO, "HELLO was already sent");
+	ctrl_read_u32(rd, &flags);
+	if (flags & ~CTRL_HELLO_NAME_EVENTS)
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown HELLO flags 0x%x", flags);
+	if (c->over_quota) {
+		/* Say why, then close: an over-quota uid cannot pile up idle connections. */
+		r = conn_reply_quota(c, m, QUOTA_CONNECTIONS);
+		if (!c->out_head)
+			conn_kill(c);
+		return r;
+	}
+
+	r = registry_peer_add(b->registry, c->cred.uid, &c->peer);
+	if (r < 0)
+		return r;
+	ids_reserve(b);
+	c->peer->userdata = c;
+	c->name_events = flags & CTRL_HELLO_NAME_EVENTS;
+
+	if (b->chanmgr.available) {
+		r = bus_channel_new(b, CTRL_CHANNEL_INBOX, c->peer->unique_name, c->cred.uid, &failed_quota,
+				    &c->inbox);
+		if (r == -EDQUOT) {
+			registry_peer_remove(b->registry, c->peer);
+			c->peer = NULL;
+			return conn_reply_quota(c, m, failed_quota);
+		}
+		if (r < 0) {
+			registry_peer_remove(b->registry, c->peer);
+			c->peer = NULL;
+			return r;
+		}
+		fd = cap_mint(b, c->inbox, c, IOIPC_SUB_RECV);
+		if (fd < 0) {
+			/* Undo, so that the client may try HELLO again. */
+			c->inbox = bus_channel_free(b, c->inbox);
+			registry_peer_remove(b->registry, c->peer);
+			c->peer = NULL;
+			return fd;
+		}
+	}
+	r = conn_reply_init(&w, m);
+	if (r < 0)
+		return r;
+	ctrl_write_string(&w, c->peer->unique_name);
+	ctrl_write_u64(&w, c->peer->id);
+	ctrl_write_u32(&w, b->chanmgr.available ? CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES : 0);
+	if (fd >= 0)
+		ctrl_write_fd(&w, fd);
+	log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s connected: pid %u uid %u gid %u%s%s",
+		 c->peer->unique_name, c->cred.pid, c->cred.uid, c->cred.gid, c->label ? " label " : "",
+		 c->label ? c->label : "");
+	return conn_send(c, &w);
+}
+
+static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int call_fd = -1, signal_fd = -1;
+	struct bus *b = c->bus;
+	struct bus_name *n = NULL;
+	const char *name;
+	uint32_t flags;
+	char why[512];
+	int r, failed_quota = -1;
+
+	ctrl_read_string(rd, &name, NULL);
+	ctrl_read_u32(rd, &flags);
+	if (!ctrl_name_is_valid_wellknown(name))
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	if (strcmp(name, CTRL_BUS_NAME) == 0)
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "the bus name cannot be owned");
+	if (flags & ~CTRL_NAME_FLAGS_ALL)
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	if (!conn_allowed(c, POLICY_OWN, name, why, sizeof(why)))
+		return deny(c, m, POLICY_OWN, name, why);
+	if (registry_name_entry_flags(b->registry, c->peer, name) < 0 &&
+	    quota_used(b->quota, c->cred.uid, QUOTA_NAMES) >= quota_limit_uid(b->quota, c->cred.uid, QUOTA_NAMES))
+		return conn_reply_quota(c, m, QUOTA_NAMES);
+	r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
+	if (r == -EDQUOT)
+		return conn_reply_quota(c, m, failed_quota);
+	if (r < 0)
+		return r;
+
+	r = registry_name_request(b->registry, c->peer, name, flags);
+	if (r < 0)
+		return r;
+	/* A replaced owner's caps die before the new owner gets its own. */
+	grant_revoke_pending(b);
+
+	if (r == CTRL_NAME_PRIMARY_OWNER || r == CTRL_NAME_ALREADY_OWNER ||
+	    (r == CTRL_NAME_IN_QUEUE && (flags & CTRL_NAME_POOL))) {
+		if (n->call) {
+			call_fd = cap_mint(b, n->call, c, IOIPC_SUB_RECV);
+			if (call_fd < 0)
+				return call_fd;
+		}
+		if (n->signal && r != CTRL_NAME_IN_QUEUE) {
+			signal_fd = cap_mint(b, n->signal, c, IOIPC_SUB_SEND);
+			if (signal_fd < 0)
+				return signal_fd;
+		}
+	}
+	log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s requested %s: %s", c->peer->unique_name,
+		 name, r == CTRL_NAME_PRIMARY_OWNER ? "primary owner" : r == CTRL_NAME_IN_QUEUE ? "in queue" :
+		 r == CTRL_NAME_EXISTS ? "exists" : "already owner");
+	r = conn_reply_init(&w, m) < 0 ? -ENOMEM : r;
+	if (r < 0)
+		return r;
+	ctrl_write_u32(&w, (uint32_t)r);
+	if (call_fd >= 0)
+		ctrl_write_fd(&w, call_fd);
+	if (signal_fd >= 0)
+		ctrl_write_fd(&w, signal_fd);
+	return conn_send(c, &w);
+}
+
+static int handle_release_name(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	struct bus_name *n;
+	const char *name;
+	int r;
+
+	ctrl_read_string(rd, &name, NULL);
+	if (!ctrl_name_is_valid_wellknown(name))
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	r = registry_name_release(c->bus->registry, c->peer, name);
+	if (r < 0)
+		return r;
+	if (r == CTRL_RELEASE_RELEASED) {
+		n = bus_name_find(c->bus, name);
+		if (n)
+			n->revoke_pending = true;	/* a pool member holds a call RECV cap too */
+	}
+	r = conn_reply_init(&w, m) < 0 ? -ENOMEM : r;
+	if (r < 0)
+		return r;
+	ctrl_write_u32(&w, (uint32_t)r);
+	return conn_send(c, &w);
+}
+
+static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int fd = -1;
+	struct bus *b = c->bus;
+	struct bus_channel *ch = NULL;
+	struct bus_name *n;
+	const char *name;
+	char why[512];
+	bool charged = false;
+	int r, failed_quota = -1;
+
+	ctrl_read_string(rd, &name, NULL);
+	if (!ctrl_name_is_valid_wellknown(name) && strcmp(name, CTRL_BUS_NAME) != 0)
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	/* Policy first: a denial does not depend on the kernel. */
+	if (strcmp(name, CTRL_BUS_NAME) != 0 && !conn_allowed(c, POLICY_RECEIVE, name, why, sizeof(why)))
+		return deny(c, m, POLICY_RECEIVE, name, why);
+	if (!b->chanmgr.available)
+		return no_channels(c, m);
+	if (strcmp(name, CTRL_BUS_NAME) == 0) {
+		ch = b->bus_signal;	/* everybody may watch the bus */
+	} else {
+		/* One subscription per connection and name, however often it asks again. */
+		n = bus_name_find(b, name);
+		if (!(n && grant_has(n->signal, c->peer->id, IOIPC_SUB_RECV))) {
+			if (quota_charge(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1) < 0)
+				return conn_reply_quota(c, m, QUOTA_SUBSCRIPTIONS);
+			charged = true;
+		}
+		r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
+		if (r < 0)
+			goto fail;
+		ch = n->signal;
+	}
+	r = ch ? cap_mint(b, ch, c, IOIPC_SUB_RECV) : -EOPNOTSUPP;
+	if (r < 0)
+		goto fail;
+	fd = r;
+	if (charged)
+		c->n_subscriptions++;	/* given back by UNSUBSCRIBE or at disconnect */
+	if (conn_reply_init(&w, m) < 0)
+		return -ENOMEM;
+	ctrl_write_fd(&w, fd);
+	return conn_send(c, &w);
+fail:
+	/* A subscription that did not come about does not count. */
+	if (charged)
+		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1);
+	if (r == -EDQUOT)
+		return conn_reply_quota(c, m, failed_quota);
+	return r == -EOPNOTSUPP ? no_channels(c, m) : r;
+}
+
+/*
+ * Ends c's subscription to name: its receive right is revoked in the kernel
+ * (what it attached through the cap is detached), it no longer counts
+ * against the subscriptions quota nor keeps the name's channels (and their
+ * channels quota) alive.
+ */
+static int handle_unsubscribe(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	struct bus *b = c->bus;
+	struct bus_channel *ch;
+	struct bus_name *n;
+	const char *name;
+	bool bus_name, done;
+
+	ctrl_read_string(rd, &name, NULL);
+	bus_name = strcmp(name, CTRL_BUS_NAME) == 0;
+	if (!ctrl_name_is_valid_wellknown(name) && !bus_name)
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	n = bus_name ? NULL : bus_name_find(b, name);
+	ch = bus_name ? b->bus_signal : n ? n->signal : NULL;
+	done = grant_has(ch, c->peer->id, IOIPC_SUB_RECV);
+	if (done)
+		grant_revoke(b, ch, c->peer->id, IOIPC_SUB_RECV);
+	if (done && !bus_name) {
+		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1);
+		c->n_subscriptions--;
+		b->gc_needed = true;	/* maybe nobody uses the name any more */
+	}
+	if (done)
+		log_full(LOG_DEBUG, c->peer->unique_name, c->cred.uid, "%s unsubscribed from %s",
+			 c->peer->unique_name, name);
+	if (conn_reply_init(&w, m) < 0)
+		return -ENOMEM;
+	ctrl_write_u32(&w, done ? CTRL_UNSUBSCRIBE_DONE : CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
+	return conn_send(c, &w);
+}
+
+static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int fd = -1;
+	struct bus *b = c->bus;
+	const struct service *svc;
+	struct bus_name *n;
+	const char *name;
+	uint32_t flags;
+	char why[512];
+	int r, failed_quota = -1;
+	bool owned;
+
+	ctrl_read_string(rd, &name, NULL);
+	ctrl_read_u32(rd, &flags);
+	if (!ctrl_name_is_valid_wellknown(name))
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT))
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
+		return deny(c, m, POLICY_SEND, name, why);
+	owned = registry_name_owner(b->registry, name) != NULL;
+	svc = owned ? NULL : service_set_find(b->services, name);
+	if (!owned && (!svc || (flags & CTRL_CALL_NO_ACTIVATE)))
+		return conn_reply_error(c, m, svc ? CTRL_ERROR_NAME_HAS_NO_OWNER : CTRL_ERROR_SERVICE_UNKNOWN,
+					"%s has no owner%s", name, svc ? "" : " and is not activatable");
+
+	r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
+	if (r == -EDQUOT)
+		return conn_reply_quota(c, m, failed_quota);
+	if (r < 0)
+		return r;
+
+	if (!owned) {
+		bool wait = !(flags & CTRL_CALL_NO_WAIT);
+
+		if (wait && quota_charge(b->quota, c->cred.uid, QUOTA_ACTIVATIONS, 1) < 0)
+			return conn_reply_quota(c, m, QUOTA_ACTIVATIONS);
+		if (!n->activating) {
+			char err[512];
+
+			r = activation_start(b, svc, err, sizeof(err));
+			if (r < 0) {
+				if (wait)
+					quota_release(b->quota, c->cred.uid, QUOTA_ACTIVATIONS, 1);
+				log_warning("activation of %s failed: %s", name, err);
+				return conn_reply_error(c, m, CTRL_ERROR_ACTIVATION_FAILED, "%s", err);
+			}
+			n->activating = true;
+		}
+		if (wait) {
+			r = activation_add(b, c, m->hdr.serial, name);
+			if (r < 0)
+				return r;
+			return 0;	/* replied when the name is owned or on timeout */
+		}
+	}
+	if (conn_reply_init(&w, m) < 0)
+		return -ENOMEM;
+	ctrl_write_u32(&w, owned ? CTRL_CALL_OWNED : CTRL_CALL_ACTIVATING);
+	if (n->call) {
+		fd = cap_mint(b, n->call, c, IOIPC_SUB_SEND);
+		if (fd < 0)
+			return fd;
+		ctrl_write_fd(&w, fd);
+	}
+	return conn_send(c, &w);
+}
+
+
+static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int fd = -1;
+	struct registry_peer *p;
+	struct bus_conn *t;
+	const char *name;
+	char why[512] = "";
+	bool ok;
+
+	ctrl_read_string(rd, &name, NULL);
+	if (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name))
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid name", name);
+	if (!c->bus->chanmgr.available)
+		return no_channels(c, m);
+	p = registry_peer_resolve(c->bus->registry, name);
+	if (!p)
+		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
+	t = p->userdata;
+	BUG_ON(!t);	/* every peer is a connection's */
+	/* A well-known name needs "send" on it, a unique name see inbox_send_allowed(). */
+	if (ctrl_name_is_valid_wellknown(name))
+		ok = conn_allowed(c, POLICY_SEND, name, why, sizeof(why));
+	else
+		ok = inbox_send_allowed(c, p, why, sizeof(why));
+	if (!ok)
+		return deny(c, m, POLICY_SEND, name, why);
+	if (!t->inbox)
+		return no_channels(c, m);
+	fd = cap_mint(c->bus, t->inbox, c, IOIPC_SUB_SEND);
+	if (fd < 0)
+		return fd;
+	if (conn_reply_init(&w, m) < 0)
+		return -ENOMEM;
+	ctrl_write_string(&w, p->unique_name);
+	ctrl_write_fd(&w, fd);
+	return conn_send(c, &w);
+}
+
+static int handle_monitor(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	struct bus *b = c->bus;
+	uint32_t flags;
+	int r;
+
+	ctrl_read_u32(rd, &flags);
+	if (flags != 0)
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	if (!b->chanmgr.available)
+		return no_channels(c, m);
+	if (!b->chanmgr.monitor)
+		return conn_reply_error(c, m, CTRL_ERROR_NOT_SUPPORTED,
+					"this kernel cannot mint monitor capabilities (IOIPC_SUB_MONITOR)");
+	if (conn_reply_init(&w, m) < 0)
+		return -ENOMEM;
+	/* Count first: the reply comes before the MonitorChannel signals. */
+	ctrl_write_u32(&w, monitor_channel_count(b));
+	r = conn_send(c, &w);
+	if (r < 0)
+		return r;
+	c->monitor = true;
+	log_full(LOG_NOTICE, conn_name(c), c->cred.uid, "%s became a monitor", conn_name(c));
+	monitor_announce_all(b, c);
+	return 0;
+}
+
+static int handle_reload(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	char err[512] = "";
+	int r;
+
+	log_full(LOG_NOTICE, conn_name(c), c->cred.uid, "reload requested by %s", conn_name(c));
+	r = grant_reload(c->bus, err, sizeof(err));
+	if (r == -EINVAL)
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_POLICY, "%s", err);
+	if (r < 0)
+		return r;
+	if (conn_reply_init(&w, m) < 0)
+		return -ENOMEM;
+	return conn_send(c, &w);
+}
+
+typedef int (*bus_handler_fn)(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd);
+
+static const struct bus_handler {
+	bus_handler_fn handle;
+	bool before_hello;
+} handlers[] = {
+	[CTRL_OP_HELLO] = { .handle = handle_hello, .before_hello = true },
+	[CTRL_OP_REQUEST_NAME] = { .handle = handle_request_name },
+	[CTRL_OP_RELEASE_NAME] = { .handle = handle_release_name },
+	[CTRL_OP_LIST_NAMES] = { .handle = query_handle_list },
+	[CTRL_OP_LIST_QUEUED_OWNERS] = { .handle = query_handle_queued_owners },
+	[CTRL_OP_GET_NAME_OWNER] = { .handle = query_handle_name_owner },
+	[CTRL_OP_GET_CREDENTIALS] = { .handle = query_handle_credentials },
+	[CTRL_OP_SUBSCRIBE] = { .handle = handle_subscribe },
+	[CTRL_OP_OPEN_CALL] = { .handle = handle_open_call },
+	[CTRL_OP_OPEN_INBOX] = { .handle = handle_open_inbox },
+	[CTRL_OP_MONITOR] = { .handle = handle_monitor },
+	[CTRL_OP_LIST_PEERS] = { .handle = query_handle_list },
+	[CTRL_OP_POLICY_CHECK] = { .handle = query_handle_policy_check },
+	[CTRL_OP_RELOAD] = { .handle = handle_reload },
+	[CTRL_OP_QUOTA] = { .handle = query_handle_quota },
+	[CTRL_OP_UNSUBSCRIBE] = { .handle = handle_unsubscribe },
+	[CTRL_OP_LIST_NAMES_PAGE] = { .handle = query_handle_list },
+	[CTRL_OP_LIST_PEERS_PAGE] = { .handle = query_handle_list },
+};
+_Static_assert(ELEMENTSOF(handlers) == _CTRL_OP_MAX, "every op needs a handler");
+
+/* --- dispatch ------------------------------------------------------------ */
+
+void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigned int n_fds, bool truncated)
+{
+	struct ctrl_message m;
+	struct ctrl_reader rd;
+	const struct bus_handler *h;
+	int r;
+
+	r = truncated ? -EMSGSIZE : ctrl_message_decode(&m, buf, len, n_fds);
+	if (truncated)
+		(void)ctrl_message_decode(&m, buf, CTRL_HEADER_SIZE, 0);	/* for the serial only */
+	if (r == 0 && m.hdr.type != CTRL_TYPE_REQUEST)
+		r = -EBADMSG;
+	if (r < 0) {
+		const char *e = CTRL_ERROR_PROTOCOL;
+		const char *why = "malformed message";
+
+		switch (r) {
+		case -EPROTO:
+			e = CTRL_ERROR_VERSION;
+			why = "unsupported protocol version (this broker speaks 1)";
+			break;
+		case -EOPNOTSUPP:
+			e = CTRL_ERROR_UNKNOWN_OP;
+			why = "unknown message type or op";
+			break;
+		case -EMSGSIZE:
+			why = "message larger than 65536 bytes";
+			break;
+		case -ETOOMANYREFS:
+			why = "requests carry no file descriptors";
+			break;
+		}
+		m.info = ctrl_op_get(m.hdr.code);
+		if (!m.info)
+			m.hdr.code = 0;
+		log_full(LOG_DEBUG, conn_name(c), c->cred.uid, "bad message from %s: %s", conn_name(c), why);
+		(void)conn_reply_error(c, &m, e, "%s", why);
+		return;
+	}
+	h = &handlers[m.hdr.code];
+	BUG_ON(!h->handle);	/* the decoder knows only ops that handlers[] has */
+	if (!c->peer && !h->before_hello) {
+		(void)conn_reply_error(c, &m, CTRL_ERROR_NO_HELLO, "send HELLO first");
+		return;
+	}
+	if (m.info->privileged && !conn_privileged(c)) {
+		(void)conn_reply_error(c, &m, CTRL_ERROR_ACCESS_DENIED, "%s is for root only", m.info->name);
+		return;
+	}
+	ctrl_reader_init(&rd, &m);
+	r = h->handle(c, &m, &rd);
+	if (r == -EMSGSIZE && !c->dead)
+		(void)conn_reply_error(c, &m, CTRL_ERROR_FAILED, "%s: the reply would exceed %d bytes",
+				       m.info->name, CTRL_MSG_MAX);
+	else if (r < 0 && r != -ENOBUFS && !c->dead)
+		(void)conn_reply_error(c, &m, r == -ENOMEM ? CTRL_ERROR_NO_MEMORY : CTRL_ERROR_FAILED,
+				       "%s failed: %s", m.info->name, strerror(-r));
+	grant_revoke_pending(c->bus);
+}

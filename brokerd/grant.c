@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * grant.c - channels and the rights granted on them (see grant.h).
+ *
+ * Channels: per connection an inbox (unicast), per well-known name a call
+ * channel (multicast) and a signal channel (broadcast), and the bus's own
+ * signal channel "brokerd". Each capability fd handed out is badged with the
+ * connection id and recorded as a grant, so that what a reload, a lost name
+ * or a disconnect takes away can be revoked in the kernel by badge: the caps
+ * lose the rights and whatever was attached through them is detached.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brokerd/bus-state.h"
+#include "brokerd/channel.h"
+#include "brokerd/conn.h"
+#include "brokerd/grant.h"
+#include "brokerd/log.h"
+#include "brokerd/policy.h"
+#include "brokerd/quota.h"
+#include "brokerd/registry.h"
+#include "brokerd/service.h"
+#include "protocol/ctrl.h"
+#include "util/array.h"
+#include "util/macro.h"
+
+/* --- channels and grants ------------------------------------------------- */
+
+static void monitor_announce(struct bus *b, struct bus_channel *ch, struct bus_conn *only);
+
+struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
+{
+	if (!ch)
+		return NULL;
+	if (b->chanmgr.available)
+		(void)chanmgr_destroy(&b->chanmgr, ch->id);
+	quota_release(b->quota, ch->charged_uid, QUOTA_CHANNELS, 1);
+	quota_release(b->quota, ch->charged_uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
+	free(ch->grants);
+	free(ch->name);
+	free(ch);
+	return NULL;
+}
+
+/* Create a channel charged to uid; *failed_quota tells which quota refused. */
+int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name, uid_t uid,
+			   int *failed_quota, struct bus_channel **ret)
+{
+	static const uint32_t flags[] = {
+		[CTRL_CHANNEL_INBOX] = 0,
+		[CTRL_CHANNEL_CALL] = IOIPC_F_MULTICAST,
+		[CTRL_CHANNEL_SIGNAL] = IOIPC_F_BROADCAST,
+	};
+	struct bus_channel *ch;
+	int r;
+
+	BUG_ON((unsigned int)kind >= ELEMENTSOF(flags));
+	if (quota_charge(b->quota, uid, QUOTA_CHANNELS, 1) < 0) {
+		*failed_quota = QUOTA_CHANNELS;
+		return -EDQUOT;
+	}
+	if (quota_charge(b->quota, uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES) < 0) {
+		quota_release(b->quota, uid, QUOTA_CHANNELS, 1);
+		*failed_quota = QUOTA_RING_BYTES;
+		return -EDQUOT;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (!ch || !(ch->name = strdup(name))) {
+		free(ch);
+		r = -ENOMEM;
+		goto fail;
+	}
+	ch->kind = kind;
+	ch->charged_uid = uid;
+	r = chanmgr_create(&b->chanmgr, flags[kind] | (kind == CTRL_CHANNEL_SIGNAL ? b->lossy : 0), &ch->id);
+	if (r < 0) {
+		log_error("cannot create %s channel for %s: %s", kind == CTRL_CHANNEL_INBOX ? "inbox" :
+			  kind == CTRL_CHANNEL_CALL ? "call" : "signal", name, strerror(-r));
+		free(ch->name);
+		free(ch);
+		goto fail;
+	}
+	monitor_announce(b, ch, NULL);
+	*ret = ch;
+	return 0;
+fail:
+	quota_release(b->quota, uid, QUOTA_CHANNELS, 1);
+	quota_release(b->quota, uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
+	return r;
+}
+
+static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
+{
+	for (size_t i = 0; i < ch->n_grants; i++) {
+		if (ch->grants[i].peer_id == peer_id) {
+			ch->grants[i].rights |= rights;
+			return 0;
+		}
+	}
+	if (ARRAY_RESERVE(ch->grants, ch->alloc_grants, ch->n_grants + 1) < 0)
+		return -ENOMEM;
+	ch->grants[ch->n_grants++] = (struct grant){ .peer_id = peer_id, .rights = rights };
+	return 0;
+}
+
+bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
+{
+	for (size_t i = 0; ch && i < ch->n_grants; i++)
+		if (ch->grants[i].peer_id == peer_id)
+			return (ch->grants[i].rights & rights) == rights;
+	return false;
+}
+
+/*
+ * Takes rights on ch back from the peer with this id: its caps lose them in
+ * the kernel and what it attached through them is detached.
+ */
+void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
+{
+	for (size_t i = 0; ch && i < ch->n_grants; i++) {
+		struct grant *g = &ch->grants[i];
+		int r;
+
+		if (g->peer_id != peer_id)
+			continue;
+		rights &= g->rights;
+		if (!rights)
+			return;
+		r = chanmgr_revoke(&b->chanmgr, ch->id, rights, peer_id);
+		if (r < 0)
+			log_error("cannot revoke rights 0x%x on %s from connection %llu: %s", rights, ch->name,
+				  (unsigned long long)peer_id, strerror(-r));
+		else
+			log_debug("revoked rights 0x%x on %s from connection %llu: %d subscriber(s) detached", rights,
+				  ch->name, (unsigned long long)peer_id, r);
+		g->rights &= ~rights;
+		if (!g->rights)
+			*g = ch->grants[--ch->n_grants];
+		return;
+	}
+}
+
+/* Mint a cap for c with rights, badge = c's connection id, and record the grant. */
+int cap_mint(struct bus *b, struct bus_channel *ch, struct bus_conn *c, uint32_t rights)
+{
+	int fd, r;
+
+	BUG_ON(!c->peer);	/* the badge is the id HELLO assigns */
+	fd = chanmgr_mint(&b->chanmgr, ch->id, rights, c->peer->id);
+	if (fd < 0) {
+		log_error("cannot mint capability on %s for %s: %s", ch->name, conn_name(c), strerror(-fd));
+		return fd;
+	}
+	r = grant_add(ch, c->peer->id, rights);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	c->n_caps++;
+	return fd;
+}
+
+struct bus_name *bus_name_find(struct bus *b, const char *name)
+{
+	for (struct bus_name *n = b->names; n; n = n->next)
+		if (strcmp(n->name, name) == 0)
+			return n;
+	return NULL;
+}
+
+struct bus_name *bus_name_free(struct bus *b, struct bus_name *n)
+{
+	if (!n)
+		return NULL;
+	bus_channel_free(b, n->call);
+	bus_channel_free(b, n->signal);
+	free(n->name);
+	free(n);
+	return NULL;
+}
+
+/*
+ * The name's channels, created on first use and charged to the uid that
+ * caused it. They stay while anybody uses the name (bus_gc_names), so
+ * subscriptions survive owner changes.
+ */
+int bus_name_get(struct bus *b, const char *name, uid_t uid, int *failed_quota, struct bus_name **ret)
+{
+	struct bus_name *n = bus_name_find(b, name);
+	int r;
+
+	if (!n) {
+		n = calloc(1, sizeof(*n));
+		if (!n || !(n->name = strdup(name))) {
+			free(n);
+			return -ENOMEM;
+		}
+		n->next = b->names;
+		b->names = n;
+	}
+	if (b->chanmgr.available && !n->call) {
+		r = bus_channel_new(b, CTRL_CHANNEL_CALL, name, uid, failed_quota, &n->call);
+		if (r < 0) {
+			b->gc_needed = true;	/* drop the half-made name */
+			return r;
+		}
+	}
+	if (b->chanmgr.available && !n->signal) {
+		r = bus_channel_new(b, CTRL_CHANNEL_SIGNAL, name, uid, failed_quota, &n->signal);
+		if (r < 0) {
+			b->gc_needed = true;
+			return r;
+		}
+	}
+	*ret = n;
+	return 0;
+}
+
+/* --- monitors ------------------------------------------------------------ */
+
+static void monitor_send(struct bus *b, struct bus_channel *ch, struct bus_conn *c)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int fd = -1;
+
+	/* Without a cap the signal still comes, so the monitor's count adds up. */
+	fd = cap_mint(b, ch, c, IOIPC_SUB_MONITOR);
+	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_MONITOR_CHANNEL, 0) < 0)
+		return;
+	ctrl_write_string(&w, ch->name);
+	ctrl_write_u32(&w, ch->kind);
+	if (fd >= 0)
+		ctrl_write_fd(&w, fd);
+	conn_signal(c, &w);
+}
+
+static void monitor_announce(struct bus *b, struct bus_channel *ch, struct bus_conn *only)
+{
+	for (struct bus_conn *c = b->conns; c; c = c->next)
+		if (c->monitor && (!only || c == only))
+			monitor_send(b, ch, c);
+}
+
+unsigned int monitor_channel_count(struct bus *b)
+{
+	unsigned int count = b->bus_signal ? 1 : 0;
+
+	for (struct bus_name *n = b->names; n; n = n->next)
+		count += (n->call ? 1 : 0) + (n->signal ? 1 : 0);
+	for (struct bus_conn *o = b->conns; o; o = o->next)
+		count += o->inbox ? 1 : 0;
+	return count;
+}
+
+void monitor_announce_all(struct bus *b, struct bus_conn *c)
+{
+	if (!b->chanmgr.available)
+		return;
+	if (b->bus_signal)
+		monitor_send(b, b->bus_signal, c);
+	for (struct bus_name *n = b->names; n; n = n->next) {
+		if (n->call)
+			monitor_send(b, n->call, c);
+		if (n->signal)
+			monitor_send(b, n->signal, c);
+	}
+	for (struct bus_conn *o = b->conns; o; o = o->next)
+		if (o->inbox)
+			monitor_send(b, o->inbox, c);
+}
+
+/*
+ * May c send to the inbox of peer t by its unique name? It needs "send" on
+ * one of the names t owns; a peer that owns none (a plain client waiting for
+ * replies) can always be reached.
+ */
+bool inbox_send_allowed(struct bus_conn *c, struct registry_peer *t, char *why, size_t why_len)
+{
+	const char *owned;
+	bool any = false;
+
+	for (unsigned int i = 0; (owned = registry_peer_owned_next(t, &i));) {
+		any = true;
+		if (conn_allowed(c, POLICY_SEND, owned, why, why_len))
+			return true;
+	}
+	return !any || conn_privileged(c);
+}
+
+/* --- policy reload and revocation ---------------------------------------- */
+
+static void apply_limits(struct bus *b)
+{
+	enum quota_kind k;
+	uint64_t l;
+	uid_t uid;
+
+	for (unsigned int q = 0; q < _QUOTA_MAX; q++) {
+		l = policy_limit(b->policy, q);
+		quota_limit_set(b->quota, q, l == UINT64_MAX ? quota_limit_default(q) : l);
+	}
+	quota_limit_reset_uids(b->quota);
+	for (size_t i = 0; policy_limit_uid_get(b->policy, i, &uid, &k, &l); i++)
+		quota_limit_set_uid(b->quota, uid, k, l);
+}
+
+/*
+ * Which of rights on ch may peer p no longer hold? Owner rights (call RECV,
+ * signal SEND) follow the name's ownership, the others the policy; monitor
+ * rights last as long as the monitor's connection.
+ */
+static uint32_t grant_lost_rights(struct bus *b, struct bus_channel *ch, struct registry_peer *p, uint32_t rights)
+{
+	struct bus_conn *c = p->userdata;
+	int flags = registry_name_entry_flags(b->registry, p, ch->name);
+	bool primary = registry_name_owner(b->registry, ch->name) == p;
+	struct registry_peer *t;
+	uint32_t lost = 0;
+
+	switch (ch->kind) {
+	case CTRL_CHANNEL_CALL:
+		if ((rights & IOIPC_SUB_RECV) && !(primary || (flags >= 0 && (flags & CTRL_NAME_POOL))))
+			lost |= IOIPC_SUB_RECV;
+		if ((rights & IOIPC_SUB_SEND) && !conn_allowed(c, POLICY_SEND, ch->name, NULL, 0))
+			lost |= IOIPC_SUB_SEND;
+		break;
+	case CTRL_CHANNEL_SIGNAL:
+		if ((rights & IOIPC_SUB_SEND) && !primary)
+			lost |= IOIPC_SUB_SEND;
+		if ((rights & IOIPC_SUB_RECV) && !conn_allowed(c, POLICY_RECEIVE, ch->name, NULL, 0))
+			lost |= IOIPC_SUB_RECV;
+		break;
+	case CTRL_CHANNEL_INBOX:
+		t = registry_peer_resolve(b->registry, ch->name);
+		if ((rights & IOIPC_SUB_SEND) && t && t != p && !inbox_send_allowed(c, t, NULL, 0))
+			lost |= IOIPC_SUB_SEND;
+		break;
+	}
+	return lost;
+}
+
+static void cap_signal(struct bus_conn *c, enum ctrl_signal s, struct bus_channel *ch)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+
+	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, s, 0) < 0)
+		return;
+	ctrl_write_string(&w, ch->name);
+	ctrl_write_u32(&w, ch->kind);
+	conn_signal(c, &w);
+}
+
+/* Take back from every holder of ch what policy and ownership no longer grant. */
+static void channel_revoke(struct bus *b, struct bus_channel *ch)
+{
+	for (size_t i = 0; i < ch->n_grants;) {
+		struct grant g = ch->grants[i];
+		struct registry_peer *p = registry_peer_find(b->registry, g.peer_id);
+		uint32_t lost = p ? grant_lost_rights(b, ch, p, g.rights) : g.rights;
+		struct bus_conn *c;
+
+		if (!lost) {
+			i++;
+			continue;
+		}
+		grant_revoke(b, ch, g.peer_id, lost);	/* may move another grant to i */
+		if (!p)
+			continue;
+		c = p->userdata;
+		log_full(LOG_NOTICE, p->unique_name, c->cred.uid, "revoked %s right of %s on %s",
+			 lost == IOIPC_SUB_BOTH ? "send and receive" : lost & IOIPC_SUB_SEND ? "send" : "receive",
+			 p->unique_name, ch->name);
+		cap_signal(c, CTRL_SIGNAL_CAPABILITY_REVOKED, ch);
+		if (i < ch->n_grants && ch->grants[i].peer_id == g.peer_id)
+			i++;
+	}
+}
+
+static void bus_revoke(struct bus *b)
+{
+	/* Owners the policy no longer allows lose their names first (NameLost, promotion). */
+	for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p; p = registry_peer_next(b->registry, p)) {
+		struct bus_conn *c = p->userdata;
+
+		for (unsigned int i = 0;;) {
+			char why[512];
+			const char *name = registry_peer_entry_name(p, i, NULL);
+			_cleanup_free_ char *copy = NULL;
+
+			if (!name)
+				break;
+			if (conn_allowed(c, POLICY_OWN, name, why, sizeof(why))) {
+				i++;
+				continue;
+			}
+			copy = strdup(name);
+			if (!copy)
+				break;
+			log_full(LOG_NOTICE, p->unique_name, c->cred.uid, "%s may no longer own %s: %s",
+				 p->unique_name, copy, why);
+			(void)registry_name_release(b->registry, p, copy);
+		}
+	}
+	for (struct bus_name *n = b->names; n; n = n->next)
+		n->revoke_pending = true;
+	/* Inbox send rights depend on the policy too. */
+	for (struct bus_conn *c = b->conns; c; c = c->next)
+		if (c->inbox)
+			channel_revoke(b, c->inbox);
+	grant_revoke_pending(b);
+}
+
+/* Monitors watch what is there; they do not keep a name's channels alive. */
+static bool channel_held(struct bus *b, struct bus_channel *ch)
+{
+	for (size_t i = 0; ch && i < ch->n_grants; i++)
+		if ((ch->grants[i].rights & ~IOIPC_SUB_MONITOR) &&
+		    registry_peer_find(b->registry, ch->grants[i].peer_id))
+			return true;
+	return false;
+}
+
+/*
+ * A name's channels live while it has an owner or a queue, an activation is
+ * pending, or a connected peer holds one of its caps (a subscriber waiting
+ * for the next owner). Then they go, and the quota of the uid that caused
+ * them is released.
+ */
+static void bus_gc_names(struct bus *b)
+{
+	struct bus_name **pp = &b->names;
+
+	if (!b->gc_needed)
+		return;
+	b->gc_needed = false;
+	while (*pp) {
+		struct bus_name *n = *pp;
+		bool busy = n->activating || n->revoke_pending ||
+			    registry_name_queue(b->registry, n->name, NULL, 0) > 0 ||
+			    channel_held(b, n->call) || channel_held(b, n->signal);
+
+		for (struct activation *a = b->activations; a && !busy; a = a->next)
+			busy = strcmp(a->name, n->name) == 0;
+		if (busy) {
+			pp = &n->next;
+			continue;
+		}
+		*pp = n->next;
+		log_debug("name %s is idle: its channels go", n->name);
+		bus_name_free(b, n);
+	}
+}
+
+void grant_revoke_pending(struct bus *b)
+{
+	for (struct bus_name *n = b->names; n; n = n->next) {
+		if (!n->revoke_pending)
+			continue;
+		n->revoke_pending = false;
+		if (n->call)
+			channel_revoke(b, n->call);
+		if (n->signal)
+			channel_revoke(b, n->signal);
+	}
+	bus_gc_names(b);
+}
+
+int grant_reload(struct bus *b, char *err, size_t err_len)
+{
+	struct policy *p = NULL;
+	struct service_set *s = NULL;
+	char serr[512] = "";
+	unsigned int bad = 0;
+	int r;
+
+	r = policy_load(&p, b->policy_dirs, err, err_len);
+	if (r < 0) {
+		log_error("policy not reloaded, keeping the previous one: %s", err);
+		return r;
+	}
+	policy_free(b->policy);
+	b->policy = p;
+	apply_limits(b);
+	log_notice("policy loaded: %zu rules", policy_rule_count(p));
+	r = service_set_load(&s, b->service_dirs, &bad, serr, sizeof(serr));
+	if (r == 0) {
+		service_set_free(b->services);
+		b->services = s;
+		if (bad)
+			log_warning("%u activation file(s) ignored, last error: %s", bad, serr);
+	}
+	bus_revoke(b);
+	return 0;
+}
