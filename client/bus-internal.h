@@ -114,6 +114,7 @@ struct brokerd_bus {
 	struct ring ring;
 
 	bool connected;
+	bool ctrl_failed;		/* a control request found it broken */
 	bool closed;
 	bool reconnect;
 	unsigned int backoff_msec;
@@ -180,7 +181,8 @@ int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i);
 
 /* Sends a finished request and waits for its reply: 0, or -errno (a control
  * ERROR is mapped to an errno and kept in bus->error_name/message). With ret
- * NULL it only sends: the reply is dropped when it comes. */
+ * NULL it only sends: the reply is dropped when it comes. A broken connection
+ * is -ECONNRESET (-EPROTO for garbage): the next dispatch disconnects. */
 int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret);
 int bus_ctrl_error_to_errno(const char *name);
 /*

@@ -25,7 +25,6 @@
 #include "client/bus-internal.h"
 #include "client/util.h"
 
-static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect);
 static void retired_close(brokerd_bus *bus, struct chan *c, void *owner);
 static int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait);
 static int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds,
@@ -180,6 +179,18 @@ static void bus_kick(brokerd_bus *bus)
 		(void)!eventfd_write(bus->ring.efd, 1);
 }
 
+/*
+ * The control connection is broken: say so, and leave disconnecting (and
+ * failing the calls in flight, and scheduling a reconnect) to the next
+ * dispatch, so that a control request never runs handlers of its own.
+ */
+static int ctrl_fail(brokerd_bus *bus)
+{
+	bus->ctrl_failed = true;
+	bus_kick(bus);
+	return -ECONNRESET;
+}
+
 int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret)
 {
 	const void *data;
@@ -190,7 +201,7 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	if (ret)
 		memset(ret, 0, sizeof(*ret));
 	bus->error_name[0] = bus->error_message[0] = 0;
-	if (!bus->connected || bus->ctrl_fd < 0)
+	if (!bus->connected || bus->ctrl_fd < 0 || bus->ctrl_failed)
 		return -ENOTCONN;
 	serial = ++bus->ctrl_serial ? bus->ctrl_serial : ++bus->ctrl_serial;
 	/* the writer was initialized with serial 0: patch ours in */
@@ -203,10 +214,8 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	if (k < 0)
 		return k;
 	k = ctrl_send(bus, data, len, w->fds, w->n_fds);
-	if (k < 0) {
-		bus_disconnect(bus, true);
-		return -ECONNRESET;
-	}
+	if (k < 0)
+		return ctrl_fail(bus);
 	if (!ret)
 		return 0;	/* its reply is dropped when it comes (serial mismatch, or no signal) */
 	for (;;) {
@@ -224,16 +233,14 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 		k = ctrl_recv(bus, &buf, fds, &n_fds, false);
 		if (k == -EAGAIN || k == -EINTR)
 			continue;
-		if (k <= 0) {
-			bus_disconnect(bus, true);
-			return -ECONNRESET;
-		}
+		if (k <= 0)
+			return ctrl_fail(bus);
 		if (ctrl_message_decode(&m, buf, (size_t)k, n_fds) < 0) {
 			/* a broker that speaks garbage is treated as gone */
 			for (unsigned int i = 0; i < n_fds; i++)
 				close(fds[i]);
 			free(buf);
-			bus_disconnect(bus, true);
+			(void)ctrl_fail(bus);
 			return -EPROTO;
 		}
 		if (m.hdr.type == CTRL_TYPE_SIGNAL) {
@@ -821,6 +828,7 @@ static void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 	}
 	bus->ctrl_fd = -1;
 	bus->connected = false;
+	bus->ctrl_failed = false;
 	chan_close(&bus->ring, bus->inbox);
 	bus->inbox = NULL;
 	peers_clear(bus);
@@ -1873,6 +1881,11 @@ static int bus_process_internal(brokerd_bus *bus)
 		n += bus_dispatch_ctrl(bus, q->data, q->len, q->fds, q->n_fds);
 		free(q);
 	}
+	/* a control request found the connection broken */
+	if (bus->connected && bus->ctrl_failed) {
+		bus_disconnect(bus, true);
+		n++;
+	}
 	/* the control socket */
 	while (bus->connected) {
 		int fds[CTRL_FDS_MAX];
@@ -1944,7 +1957,7 @@ _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 		return -EINVAL;
 	/* inside a synchronous call only the inbox counts: other ready
 	 * channels wait for the next dispatch */
-	if (bus->cq_head || (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) :
+	if (bus->cq_head || bus->ctrl_failed || (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) :
 				  bus->ring.ready_head != NULL))
 		return 1;
 	/* the timer in the epoll set covers call deadlines and reconnects */
