@@ -22,7 +22,7 @@
 
 #include "client/bus-internal.h"
 #include "client/json.h"
-#include "client/util.h"
+#include "util/macro.h"
 
 enum {
 	EXIT_OK = 0,

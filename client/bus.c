@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "client/bus-internal.h"
-#include "client/util.h"
+#include "client/filter.h"
 
 static void retired_close(brokerd_bus *bus, struct chan *c, void *owner);
 static int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait);

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "client/bus-internal.h"
-#include "client/util.h"
 
 struct brokerd_credentials {
 	uint32_t mask;		/* CTRL_CREDS_*: what brokerd reported */

@@ -8,7 +8,6 @@
 #include <systemd/sd-event.h>
 
 #include "client/bus-internal.h"
-#include "client/util.h"
 
 static int bus_io_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "client/bus-internal.h"
-#include "client/util.h"
 
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name)

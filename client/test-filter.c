@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-util.c - host unit tests of the client's pure helpers: member filter
- * validation and matching.
+ * test-filter.c - host unit tests of the member filters: validation and
+ * matching.
  */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "client/util.h"
+#include "client/filter.h"
 
 static void test_filter_valid(void)
 {
@@ -50,6 +50,6 @@ int main(void)
 {
 	test_filter_valid();
 	test_filter_match();
-	printf("test-util: ok\n");
+	printf("test-filter: ok\n");
 	return 0;
 }
