@@ -20,7 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "client/bus-control.h"
 #include "client/bus-internal.h"
+#include "client/bus-introspect.h"
 #include "client/json.h"
 #include "util/macro.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/bus-control.h"
 #include "client/bus-internal.h"
 
 struct brokerd_credentials {
