@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "client/bus-call.h"
@@ -19,6 +17,7 @@
 #include "client/bus-control.h"
 #include "client/bus-inbox.h"
 #include "client/bus-name.h"
+#include "util/socket.h"
 
 void bus_set_state(brokerd_bus *bus, int state)
 {
@@ -97,21 +96,12 @@ static int bus_hello(brokerd_bus *bus)
 /* (Re)connects and restores names and subscriptions. */
 int bus_connect(brokerd_bus *bus)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct epoll_event ev = { .events = EPOLLIN };
 	int fd, k;
 
-	if (strlen(bus->path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, bus->path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	fd = unix_connect(bus->path, SOCK_SEQPACKET);
 	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		k = -errno;
-		close(fd);
-		return k;
-	}
+		return fd;
 	ev.data.fd = fd;
 	if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		k = -errno;

@@ -13,6 +13,7 @@
 #include "client/bus-control.h"
 #include "client/bus-introspect.h"
 #include "client/bus-slot.h"
+#include "util/array.h"
 
 int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, bus_list_page_t page,
 	     void *userdata)
@@ -67,20 +68,20 @@ int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, 
 }
 
 struct name_list {
-	char **v;
-	size_t n;
+	char **v;		/* NULL-terminated whenever it is not NULL */
+	size_t n, cap;
 };
 
 static int name_list_page(struct ctrl_reader *rd, uint32_t n, void *userdata)
 {
 	struct name_list *l = userdata;
-	char **v = realloc(l->v, (l->n + n + 1) * sizeof(*v));
 	const char *s;
 	int k;
 
-	if (!v)
-		return -ENOMEM;
-	l->v = v;
+	k = ARRAY_RESERVE(l->v, l->cap, l->n + n + 1);
+	if (k < 0)
+		return k;
+	l->v[l->n] = NULL;
 	for (uint32_t i = 0; i < n; i++) {
 		k = ctrl_read_string(rd, &s, NULL);
 		if (k < 0)
