@@ -3,47 +3,47 @@
  * test-filter.c - host unit tests of the member filters: validation and
  * matching.
  */
-#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "client/filter.h"
+#include "util/test.h"
 
 static void test_filter_valid(void)
 {
-	assert(filter_is_valid(NULL));
-	assert(filter_is_valid(""));
-	assert(filter_is_valid("Changed"));
-	assert(filter_is_valid("Changed,Removed"));
-	assert(filter_is_valid("Temp*"));
-	assert(filter_is_valid("*"));
-	assert(filter_is_valid("A*,B"));
-	assert(!filter_is_valid(","));
-	assert(!filter_is_valid("A,"));
-	assert(!filter_is_valid(",A"));
-	assert(!filter_is_valid("A,,B"));
-	assert(!filter_is_valid("1abc"));
-	assert(!filter_is_valid("a.b"));
-	assert(!filter_is_valid("a*b"));
-	assert(!filter_is_valid("**"));
-	assert(!filter_is_valid("a b"));
+	ASSERT(filter_is_valid(NULL));
+	ASSERT(filter_is_valid(""));
+	ASSERT(filter_is_valid("Changed"));
+	ASSERT(filter_is_valid("Changed,Removed"));
+	ASSERT(filter_is_valid("Temp*"));
+	ASSERT(filter_is_valid("*"));
+	ASSERT(filter_is_valid("A*,B"));
+	ASSERT(!filter_is_valid(","));
+	ASSERT(!filter_is_valid("A,"));
+	ASSERT(!filter_is_valid(",A"));
+	ASSERT(!filter_is_valid("A,,B"));
+	ASSERT(!filter_is_valid("1abc"));
+	ASSERT(!filter_is_valid("a.b"));
+	ASSERT(!filter_is_valid("a*b"));
+	ASSERT(!filter_is_valid("**"));
+	ASSERT(!filter_is_valid("a b"));
 }
 
 static void test_filter_match(void)
 {
-	assert(filter_match(NULL, "Anything"));
-	assert(filter_match("", "Anything"));
-	assert(filter_match("Changed", "Changed"));
-	assert(!filter_match("Changed", "Change"));
-	assert(!filter_match("Changed", "ChangedX"));
-	assert(filter_match("Temp*", "Temp"));
-	assert(filter_match("Temp*", "Temperature"));
-	assert(!filter_match("Temp*", "Tem"));
-	assert(filter_match("*", "X"));
-	assert(filter_match("A,B,C", "B"));
-	assert(filter_match("A,B*,C", "Bee"));
-	assert(!filter_match("A,B,C", "D"));
-	assert(!filter_match("A", NULL));
+	ASSERT(filter_match(NULL, "Anything"));
+	ASSERT(filter_match("", "Anything"));
+	ASSERT(filter_match("Changed", "Changed"));
+	ASSERT(!filter_match("Changed", "Change"));
+	ASSERT(!filter_match("Changed", "ChangedX"));
+	ASSERT(filter_match("Temp*", "Temp"));
+	ASSERT(filter_match("Temp*", "Temperature"));
+	ASSERT(!filter_match("Temp*", "Tem"));
+	ASSERT(filter_match("*", "X"));
+	ASSERT(filter_match("A,B,C", "B"));
+	ASSERT(filter_match("A,B*,C", "Bee"));
+	ASSERT(!filter_match("A,B,C", "D"));
+	ASSERT(!filter_match("A", NULL));
 }
 
 int main(void)
