@@ -39,7 +39,7 @@ static int parse_uid(const char *s, uint32_t *ret)
 int cmd_policy(brokerd_bus *bus, int argc, char **argv)
 {
 	struct ctrl_writer w;
-	struct ctrl_reply r = { 0 };
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	const char *why = "";
 	uint32_t uid, decision = 0;
@@ -64,10 +64,8 @@ int cmd_policy(brokerd_bus *bus, int argc, char **argv)
 	if (k < 0)
 		return fail(bus, "PolicyCheck", k);
 	ctrl_reader_init(&rd, &r.msg);
-	if (ctrl_read_u32(&rd, &decision) < 0 || ctrl_read_string(&rd, &why, NULL) < 0) {
-		ctrl_reply_done(&r);
+	if (ctrl_read_u32(&rd, &decision) < 0 || ctrl_read_string(&rd, &why, NULL) < 0)
 		return fail(NULL, "PolicyCheck reply", -EPROTO);
-	}
 	if (arg_json) {
 		struct json j;
 
@@ -82,7 +80,6 @@ int cmd_policy(brokerd_bus *bus, int argc, char **argv)
 		printf("%s: uid %" PRIu32 " %s %s (%s)\n",
 		       decision == CTRL_POLICY_ALLOW ? "allow" : "deny", uid, argv[4], argv[3], why);
 	}
-	ctrl_reply_done(&r);
 	return decision == CTRL_POLICY_ALLOW ? EXIT_OK : EXIT_DENIED;
 }
 
@@ -90,7 +87,7 @@ int cmd_policy(brokerd_bus *bus, int argc, char **argv)
 
 int cmd_quota(brokerd_bus *bus, int argc, char **argv)
 {
-	struct ctrl_reply r = { 0 };
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	struct json j;
 	uint32_t uid = (uint32_t)getuid(), n = 0;
@@ -145,7 +142,6 @@ int cmd_quota(brokerd_bus *bus, int argc, char **argv)
 		}
 	}
 	listing_end(&j);
-	ctrl_reply_done(&r);
 	return k < 0 ? fail(NULL, "Quota reply", k) : EXIT_OK;
 }
 

@@ -54,7 +54,7 @@ int cmd_list(brokerd_bus *bus, int argc, char **argv)
 		return fail(bus, "ListNames", n);
 	listing_begin(&j, "%-40s %-12s %s\n", "NAME", "OWNER", "QUEUED");
 	for (int i = 0; i < n; i++) {
-		struct ctrl_reply o = { 0 }, q = { 0 };
+		_cleanup_ctrl_reply_ struct ctrl_reply o = { 0 }, q = { 0 };
 		struct ctrl_reader rd;
 		_cleanup_free_ const char **queued = NULL;
 		const char *owner = "";
@@ -88,8 +88,6 @@ int cmd_list(brokerd_bus *bus, int argc, char **argv)
 				printf("%s%s", x > 1 ? "," : " ", queued[x]);
 			printf("\n");
 		}
-		ctrl_reply_done(&o);
-		ctrl_reply_done(&q);
 	}
 	listing_end(&j);
 	strv_free(v);
@@ -116,7 +114,7 @@ static void brokerd_credentials_freep(brokerd_credentials **c)
 int cmd_status(brokerd_bus *bus, int argc, char **argv)
 {
 	_cleanup_(brokerd_credentials_freep) brokerd_credentials *c = NULL;
-	struct ctrl_reply o = { 0 };
+	_cleanup_ctrl_reply_ struct ctrl_reply o = { 0 };
 	struct ctrl_reader rd;
 	const char *owner = NULL, *label = "";
 	const gid_t *gids = NULL;
@@ -137,10 +135,8 @@ int cmd_status(brokerd_bus *bus, int argc, char **argv)
 	if (ctrl_read_string(&rd, &owner, NULL) < 0)
 		owner = "";
 	k = brokerd_bus_get_credentials(bus, argv[1], &c);
-	if (k < 0) {
-		ctrl_reply_done(&o);
+	if (k < 0)
 		return fail(bus, "GetCredentials", k);
-	}
 	kpid = brokerd_credentials_get_pid(c, &pid);
 	kuid = brokerd_credentials_get_uid(c, &uid);
 	kgid = brokerd_credentials_get_gid(c, &gid);
@@ -183,7 +179,6 @@ int cmd_status(brokerd_bus *bus, int argc, char **argv)
 		if (label[0])
 			printf("Label:  %s\n", label);
 	}
-	ctrl_reply_done(&o);
 	return EXIT_OK;
 }
 

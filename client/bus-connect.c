@@ -66,7 +66,7 @@ void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 
 static int bus_hello(brokerd_bus *bus)
 {
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	const char *unique = NULL;
 	uint64_t id = 0;
@@ -78,10 +78,8 @@ static int bus_hello(brokerd_bus *bus)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
 	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_read_u64(&rd, &id) < 0 ||
-	    ctrl_read_u32(&rd, &features) < 0) {
-		ctrl_reply_done(&r);
+	    ctrl_read_u32(&rd, &features) < 0)
 		return -EPROTO;
-	}
 	snprintf(bus->unique_name, sizeof(bus->unique_name), "%s", unique);
 	bus->id = id;
 	bus->features = features;
@@ -89,7 +87,6 @@ static int bus_hello(brokerd_bus *bus)
 	if (features & CTRL_FEATURE_CHANNELS)
 		k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
 			      &bus->inbox);
-	ctrl_reply_done(&r);
 	return k;
 }
 

@@ -240,13 +240,12 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 	case CTRL_SIGNAL_NAME_ACQUIRED:
 		if (ctrl_read_string(&r, &a, NULL) >= 0) {
 			struct bname *b = bname_get(bus, a, false);
-			struct ctrl_reply rep = { .n_fds = n_fds };
+			_cleanup_ctrl_reply_ struct ctrl_reply rep = { .n_fds = n_fds };
 
 			memcpy(rep.fds, fds, sizeof(int) * n_fds);
 			n_fds = 0;
 			if (b)
 				bname_take_owner_fds(bus, b, &rep);
-			ctrl_reply_done(&rep);
 		}
 		break;
 	case CTRL_SIGNAL_NAME_LOST:

@@ -33,7 +33,7 @@ static struct peer_inbox *peer_inbox_find(brokerd_bus *bus, uint64_t id)
  */
 int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox **ret)
 {
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	const char *unique = NULL;
 	struct peer_inbox *p, **pp;
@@ -50,23 +50,17 @@ int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
-	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_unique_name_parse(unique, &id) < 0) {
-		ctrl_reply_done(&r);
+	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_unique_name_parse(unique, &id) < 0)
 		return -EPROTO;
-	}
 	p = peer_inbox_find(bus, id);	/* a well-known name of a peer we know */
 	if (p) {
-		ctrl_reply_done(&r);
 		*ret = p;
 		return 0;
 	}
 	p = calloc(1, sizeof(*p));
-	if (!p) {
-		ctrl_reply_done(&r);
+	if (!p)
 		return -ENOMEM;
-	}
 	k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_SEND, CHAN_PEER_SEND, p, &p->send);
-	ctrl_reply_done(&r);
 	if (k < 0) {
 		free(p);
 		return k;

@@ -29,7 +29,7 @@ int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, 
 		return -ENOTCONN;
 	for (bool first = true;; first = false) {
 		struct ctrl_writer w;
-		struct ctrl_reply r;
+		_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 		struct ctrl_reader rd;
 		const char *next = "";
 		uint32_t n = 0;
@@ -61,7 +61,6 @@ int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, 
 			k = -EPROTO;
 		if (k >= 0)
 			snprintf(cursor, sizeof(cursor), "%s", next);
-		ctrl_reply_done(&r);
 		if (k < 0 || !paged || !*cursor)
 			return k < 0 ? k : 0;
 	}
@@ -124,7 +123,7 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 		      bus_monitor_handler_t handler, void *userdata)
 {
 	struct brokerd_slot *s;
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	int k;
 
 	if (!bus || bus->closed || !handler || (name && !ctrl_name_is_valid_wellknown(name)))
@@ -150,7 +149,6 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 		ctrl_reader_init(&rd, &r.msg);
 		k = ctrl_read_u32(&rd, &n) < 0 ? 0 : (int)(n > INT32_MAX ? INT32_MAX : n);
 	}
-	ctrl_reply_done(&r);
 	slot_hand_out(s, ret_slot);
 	return k;	/* channels announced; each comes as a MonitorChannel signal */
 }

@@ -100,7 +100,7 @@ int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r
 static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint32_t u,
 			   unsigned int rights, unsigned int kind, struct chan **chan)
 {
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	int k;
 
 	if (*chan)
@@ -110,9 +110,7 @@ static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint3
 	k = bus_ctrl_request(bus, op, b->name, u, &r);
 	if (k < 0)
 		return k;
-	k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
-	ctrl_reply_done(&r);
-	return k;
+	return bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
 }
 
 int bname_subscribe(brokerd_bus *bus, struct bname *b)
@@ -130,7 +128,7 @@ int bname_subscribe(brokerd_bus *bus, struct bname *b)
  */
 int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait)
 {
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	int k;
 
 	chan_close(&bus->ring, b->sig_recv);
@@ -141,13 +139,12 @@ int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait)
 	if (k < 0 || !wait)
 		return k;
 	/* NOT_SUBSCRIBED is fine too: a reload may have revoked it already */
-	ctrl_reply_done(&r);
 	return 0;
 }
 
 int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
 {
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	uint32_t result = 0;
 	int k;
@@ -160,7 +157,6 @@ int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
 	if (k >= 0 && (result == CTRL_NAME_PRIMARY_OWNER || result == CTRL_NAME_ALREADY_OWNER ||
 		       result == CTRL_NAME_IN_QUEUE))
 		k = bname_take_owner_fds(bus, b, &r);	/* IN_QUEUE has a cap with POOL */
-	ctrl_reply_done(&r);
 	if (k < 0)
 		return k;
 	switch (result) {
@@ -215,7 +211,7 @@ _public_ int brokerd_bus_request_name(brokerd_bus *bus, const char *name, unsign
 
 _public_ int brokerd_bus_release_name(brokerd_bus *bus, const char *name)
 {
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	struct bname *b;
 	uint32_t result = 0;
@@ -238,7 +234,6 @@ _public_ int brokerd_bus_release_name(brokerd_bus *bus, const char *name)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
 	k = ctrl_read_u32(&rd, &result);
-	ctrl_reply_done(&r);
 	if (k < 0)
 		return k;
 	switch (result) {
@@ -255,7 +250,7 @@ _public_ int brokerd_bus_release_name(brokerd_bus *bus, const char *name)
 
 _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char *buf, size_t size)
 {
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	const char *owner = NULL;
 	int k;
@@ -278,6 +273,5 @@ _public_ int brokerd_bus_get_name_owner(brokerd_bus *bus, const char *name, char
 		else
 			strcpy(buf, owner);
 	}
-	ctrl_reply_done(&r);
 	return k < 0 ? k : 0;
 }

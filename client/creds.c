@@ -87,7 +87,7 @@ static int credentials_decode(struct ctrl_reply *r, brokerd_credentials *c)
 static int credentials_query(brokerd_bus *bus, const char *name, brokerd_credentials **ret)
 {
 	_cleanup_(brokerd_credentials_freep) brokerd_credentials *c = NULL;
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	int k;
 
 	if (!bus->connected)
@@ -100,7 +100,6 @@ static int credentials_query(brokerd_bus *bus, const char *name, brokerd_credent
 	if (k < 0)
 		return k;
 	k = credentials_decode(&r, c);
-	ctrl_reply_done(&r);
 	if (k < 0)
 		return k;
 	*ret = TAKE_PTR(c);
