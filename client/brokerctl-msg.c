@@ -23,7 +23,7 @@ static void print_msg_json(struct json *j, brokerd_msg *m)
 	static const char *const types[] = { "?", "call", "reply", "error", "signal" };
 	int t = brokerd_msg_get_type(m);
 
-	brokerd_msg_get_body(m, &body, &size);
+	(void)brokerd_msg_get_body(m, &body, &size);
 	json_member_string(j, "type", types[t >= 1 && t <= 4 ? t : 0]);
 	json_member_string(j, "sender", brokerd_msg_get_sender(m));
 	if (brokerd_msg_get_creds(m, &cr) >= 0) {
@@ -55,7 +55,7 @@ int cmd_call(brokerd_bus *bus, int argc, char **argv)
 		snprintf(what, sizeof(what), "call %s %s", argv[1], argv[2]);
 		return fail(bus, what, k);
 	}
-	brokerd_msg_get_body(reply, &body, &size);
+	(void)brokerd_msg_get_body(reply, &body, &size);
 	if (arg_json) {
 		struct json j;
 
@@ -91,7 +91,7 @@ int cmd_emit(brokerd_bus *bus, int argc, char **argv)
 	if (k < 0)
 		return fail(bus, "RequestName", k);
 	k = brokerd_bus_emit_signal(bus, argv[1], argv[2], arg, strlen(arg));
-	brokerd_bus_release_name(bus, argv[1]);
+	(void)brokerd_bus_release_name(bus, argv[1]);
 	if (k < 0)
 		return fail(bus, "emit", k);
 	if (arg_json) {
@@ -128,8 +128,8 @@ static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, br
 		const void *body;
 		size_t size;
 
-		brokerd_msg_get_creds(m, &cr);
-		brokerd_msg_get_body(m, &body, &size);
+		(void)brokerd_msg_get_creds(m, &cr);
+		(void)brokerd_msg_get_body(m, &body, &size);
 		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d member=%s serial=%" PRIu64
 		       " body=%.*s\n", k, name, brokerd_msg_get_type(m), brokerd_msg_get_sender(m),
 		       (unsigned int)cr.uid, (int)cr.pid, brokerd_msg_get_member(m),
@@ -137,7 +137,7 @@ static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, br
 		fflush(stdout);
 	}
 	if (arg_count > 0 && ++monitor_seen >= arg_count)
-		brokerd_bus_exit(bus, 0);
+		(void)brokerd_bus_exit(bus, 0);
 }
 
 static void on_signal(int sig)
@@ -160,9 +160,9 @@ int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 	/* brokerd announced k channels: if it could mint no monitor capability
 	 * for any of them (a kernel without IOIPC_SUB_MONITOR), say so */
 	for (int i = 0; k > 0 && !bus->monitors && i < 20; i++) {
-		brokerd_bus_process(bus);
+		(void)brokerd_bus_process(bus);
 		if (!bus->monitors)
-			brokerd_bus_wait(bus, 50000);
+			(void)brokerd_bus_wait(bus, 50000);
 	}
 	if (k > 0 && !bus->monitors) {
 		fprintf(stderr, "brokerctl: brokerd announced %d channels but handed out no monitor "
@@ -173,8 +173,8 @@ int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 		printf("Monitoring %s (Ctrl-C to stop)\n", argc == 2 ? argv[1] : "the bus");
 		fflush(stdout);
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
 	while (!quit) {
 		k = brokerd_bus_process(bus);
 		if (k < 0)
@@ -186,7 +186,7 @@ int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 			return EXIT_CONNECT;
 		}
 		if (k == 0)
-			brokerd_bus_wait(bus, 500000);
+			(void)brokerd_bus_wait(bus, 500000);
 	}
 	return EXIT_OK;
 }

@@ -149,7 +149,7 @@ static int bus_open(brokerd_bus **ret)
 			arg_address ? arg_address : BROKERD_SYSTEM_SOCKET, strerror(-k));
 		return EXIT_CONNECT;
 	}
-	brokerd_bus_set_reconnect(*ret, 0);
+	(void)brokerd_bus_set_reconnect(*ret, 0);
 	return 0;
 }
 

@@ -13,7 +13,7 @@
 #include "client/bus-chan.h"
 
 int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int kind, void *owner,
-		     struct chan **ret)
+		    struct chan **ret)
 {
 	struct chan *c;
 	int k;

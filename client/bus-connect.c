@@ -5,6 +5,7 @@
  * drops every chan of the old instance and fails the calls in flight; the
  * connection's state as the application sees it.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +32,7 @@ void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 	struct brokerd_slot *s, *next;
 
 	if (bus->ctrl_fd >= 0) {
-		epoll_ctl(bus->epoll_fd, EPOLL_CTL_DEL, bus->ctrl_fd, NULL);
+		(void)epoll_ctl(bus->epoll_fd, EPOLL_CTL_DEL, bus->ctrl_fd, NULL);
 		close(bus->ctrl_fd);
 	}
 	bus->ctrl_fd = -1;
@@ -86,7 +87,7 @@ static int bus_hello(brokerd_bus *bus)
 	k = 0;
 	if (features & CTRL_FEATURE_CHANNELS)
 		k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
-			      &bus->inbox);
+				    &bus->inbox);
 	return k;
 }
 
@@ -96,6 +97,7 @@ int bus_connect(brokerd_bus *bus)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int fd, k;
 
+	assert(!bus->connected && bus->ctrl_fd < 0);	/* or the old socket would leak */
 	fd = unix_connect(bus->path, SOCK_SEQPACKET);
 	if (fd < 0)
 		return fd;

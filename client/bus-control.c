@@ -9,6 +9,7 @@
  * connection is only marked here (bus->ctrl_failed): disconnecting belongs
  * to the dispatcher, which sits above.
  */
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -78,7 +79,7 @@ int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i)
 /* --- Control socket I/O ------------------------------------------------------ */
 
 static int bus_ctrl_send(brokerd_bus *bus, const void *data, size_t len, const int *fds,
-		     unsigned int n_fds)
+			 unsigned int n_fds)
 {
 	union {
 		struct cmsghdr cmsg;
@@ -105,8 +106,7 @@ static int bus_ctrl_send(brokerd_bus *bus, const void *data, size_t len, const i
 }
 
 /* Receives one datagram into a new buffer: > 0 length, 0 EOF, -EAGAIN. */
-int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n_fds,
-		     bool block)
+int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n_fds, bool block)
 {
 	union {
 		struct cmsghdr cmsg;
@@ -159,6 +159,7 @@ static void bus_ctrl_queue(brokerd_bus *bus, uint8_t *buf, size_t len, int *fds,
 {
 	struct ctrl_queued *q = malloc(sizeof(*q) + len);
 
+	assert(n_fds <= CTRL_FDS_MAX);
 	if (!q) {
 		for (unsigned int i = 0; i < n_fds; i++)
 			close(fds[i]);

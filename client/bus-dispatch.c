@@ -8,6 +8,7 @@
  * receive re-armed before any handler runs, so handlers may make calls of
  * their own.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ static void dispatch_call(brokerd_bus *bus, brokerd_msg *msg)
 	if (!match)
 		match = fallback;
 	if (!match) {
-		brokerd_msg_reply_error(msg, BROKERD_ERROR_UNKNOWN_METHOD, msg->member);
+		(void)brokerd_msg_reply_error(msg, BROKERD_ERROR_UNKNOWN_METHOD, msg->member);
 		return;
 	}
 	k = match->handler.msg(msg, match->userdata);
@@ -53,9 +54,9 @@ static void dispatch_call(brokerd_bus *bus, brokerd_msg *msg)
 		char text[64];
 
 		snprintf(text, sizeof(text), "%s", strerror(-k));
-		brokerd_msg_reply_error(msg, BROKERD_ERROR_FAILED, text);
+		(void)brokerd_msg_reply_error(msg, BROKERD_ERROR_FAILED, text);
 	} else {
-		brokerd_msg_reply(msg, NULL, 0);
+		(void)brokerd_msg_reply(msg, NULL, 0);
 	}
 }
 
@@ -108,16 +109,18 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 
 	if (c->kind == CHAN_CALL_RECV || c->kind == CHAN_SIGNAL_RECV) {
 		b = c->owner;
+		assert(b);
 		name = b->name;
 	} else if (c->kind == CHAN_MONITOR) {
 		mc = c->owner;
+		assert(mc);
 		name = mc->name;
 	}
 	k = chan_message(c, &info, &payload, &len);
 	if (k >= 0)
 		k = chmsg_decode(&m, payload, len);
 	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
-		chan_arm(&bus->ring, c);	/* a malformed call: take the next one */
+		(void)chan_arm(&bus->ring, c);	/* a malformed call: take the next one */
 	if (k >= 0) {
 		msg = msg_new(bus, &m, info, name);
 		if (!msg)
@@ -154,7 +157,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 	 * of a pool, and a bus about to exit would swallow it.
 	 */
 	if (c->kind != CHAN_CALL_RECV)
-		chan_arm(&bus->ring, c);
+		(void)chan_arm(&bus->ring, c);
 	if (k < 0) {
 		/* malformed or truncated: the sender's bug, not ours; drop it */
 		if (mc)
@@ -174,7 +177,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 			dispatch_call(bus, msg);
 		/* the handler may have released the name or closed the bus */
 		if (!bus->closed && !bus->exit && (b->call_recv == c || bus_chan_is_retired(bus, c)))
-			chan_arm(&bus->ring, c);
+			(void)chan_arm(&bus->ring, c);
 		break;
 	case CHAN_SIGNAL_RECV:
 		if (msg->type == BROKERD_MSG_SIGNAL)
@@ -219,14 +222,14 @@ static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, cons
 }
 
 /* Takes ownership of fds. */
-int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds,
-			     unsigned int n_fds)
+int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds, unsigned int n_fds)
 {
 	struct ctrl_message m;
 	struct ctrl_reader r;
 	const char *a = NULL, *o = NULL, *n = NULL;
 	int k;
 
+	assert(fds || n_fds == 0);
 	k = ctrl_message_decode(&m, buf, len, n_fds);
 	if (k < 0 || m.hdr.type != CTRL_TYPE_SIGNAL)
 		goto done;
@@ -245,7 +248,7 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 			memcpy(rep.fds, fds, sizeof(int) * n_fds);
 			n_fds = 0;
 			if (b)
-				bname_take_owner_fds(bus, b, &rep);
+				(void)bname_take_owner_fds(bus, b, &rep);
 		}
 		break;
 	case CTRL_SIGNAL_NAME_LOST:
@@ -264,7 +267,7 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 
 		if (n_fds >= 1 && ctrl_read_string(&r, &a, NULL) >= 0 &&
 		    ctrl_read_u32(&r, &kind) >= 0) {
-			bus_monitor_add(bus, a, kind, fds[0]);
+			(void)bus_monitor_add(bus, a, kind, fds[0]);
 			fds[0] = -1;
 		}
 		break;

@@ -149,6 +149,6 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 		ctrl_reader_init(&rd, &r.msg);
 		k = ctrl_read_u32(&rd, &n) < 0 ? 0 : (int)(n > INT32_MAX ? INT32_MAX : n);
 	}
-	slot_hand_out(s, ret_slot);
+	(void)slot_hand_out(s, ret_slot);
 	return k;	/* channels announced; each comes as a MonitorChannel signal */
 }

@@ -5,6 +5,7 @@
  * epoll fd for event loops, waiting, brokerd_bus_run(), and the synchronous
  * brokerd_bus_call(), which runs passes until its reply is in.
  */
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static void bus_update_timer(brokerd_bus *bus)
 		its.it_value.tv_sec = (time_t)(next / 1000000ULL);
 		its.it_value.tv_nsec = (long)(next % 1000000ULL) * 1000L;
 	}
-	timerfd_settime(bus->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	(void)timerfd_settime(bus->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 static int bus_process_timeouts(brokerd_bus *bus)
@@ -75,7 +76,7 @@ static int bus_process_internal(brokerd_bus *bus)
 	if (bus->closed)
 		return -ENOTCONN;
 	ring_ack(&bus->ring);
-	ring_reap(&bus->ring);
+	(void)ring_reap(&bus->ring);
 
 	/* broker signals queued during control requests */
 	while ((q = bus->cq_head)) {
@@ -121,7 +122,7 @@ static int bus_process_internal(brokerd_bus *bus)
 		n++;
 		if (bus->closed)
 			return n;
-		ring_reap(&bus->ring);
+		(void)ring_reap(&bus->ring);
 		if (budget == 1 && bus->ring.ready_head)
 			bus_kick(bus);	/* come back for the rest */
 	}
@@ -194,7 +195,7 @@ _public_ int brokerd_bus_run(brokerd_bus *bus)
 	bus->exit = false;
 	for (struct bname *b = bus->names; b; b = b->next)
 		if (b->call_recv)
-			chan_arm(&bus->ring, b->call_recv);	/* stopped by an earlier exit */
+			(void)chan_arm(&bus->ring, b->call_recv);	/* stopped by an earlier exit */
 	while (!bus->exit && !bus->closed) {
 		k = bus_process_internal(bus);
 		if (k < 0)
@@ -258,8 +259,9 @@ _public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *me
 		if (c.done)
 			break;
 		if (k == 0)
-			brokerd_bus_wait(bus, UINT64_MAX);
+			(void)brokerd_bus_wait(bus, UINT64_MAX);
 	}
+	assert(bus->sync_depth > 0);
 	bus->sync_depth--;
 	/* what we skipped while waiting still needs dispatching */
 	if (bus->ring.ready_head || bus->cq_head)

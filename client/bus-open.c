@@ -70,7 +70,7 @@ static void bus_drain_calls(brokerd_bus *bus)
 			continue;
 		msg = msg_new(bus, &m, info, b->name);
 		if (msg)
-			brokerd_msg_reply_error(msg, BROKERD_ERROR_DISCONNECTED,
+			(void)brokerd_msg_reply_error(msg, BROKERD_ERROR_DISCONNECTED,
 						"the service closed its connection");
 		brokerd_msg_unref(msg);
 	}
@@ -86,7 +86,7 @@ _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 	bus->exit = true;	/* no call channel is re-armed from here on */
 	if (bus->connected)
 		bus_drain_calls(bus);
-	brokerd_bus_detach_event(bus);
+	(void)brokerd_bus_detach_event(bus);
 	bus->closed = true;
 	bus->reconnect = false;
 	bus->state_handler = NULL;	/* closing is not news to the one closing */
