@@ -86,17 +86,18 @@ static int bus_process_internal(brokerd_bus *bus)
 		n += bus_dispatch_ctrl(bus, q->data, q->len, q->fds, q->n_fds);
 		free(q);
 	}
-	/* a control request found the connection broken */
-	if (bus->connected && bus->ctrl_failed) {
-		bus_disconnect(bus, true);
-		n++;
-	}
 	/* the control socket */
 	while (bus->connected) {
 		int fds[CTRL_FDS_MAX];
 		unsigned int n_fds = 0;
 		uint8_t *buf = NULL;
 
+		if (bus->ctrl_failed) {
+			/* a control request (perhaps a handler's, just now) found it broken */
+			bus_disconnect(bus, true);
+			n++;
+			break;
+		}
 		k = bus_ctrl_recv(bus, &buf, fds, &n_fds, false);
 		if (k == -EAGAIN || k == -EINTR)
 			break;
