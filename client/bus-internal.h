@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bus-internal.h - the inside of a brokerd_bus, shared by the library's
- * modules and by brokerctl (which links the static library for the bus
- * introspection requests that are not public API).
+ * bus-internal.h - the inside of a brokerd_bus: the structs every module of
+ * the library shares (and brokerctl and the guest tests read), no
+ * functions. Each module's functions are in its own header; client/README.md
+ * says which module may use which.
  */
 #ifndef BROKERD_CLIENT_BUS_INTERNAL_H
 #define BROKERD_CLIENT_BUS_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "brokerd/brokerd.h"
 #include "client/chan.h"
 #include "protocol/ctrl.h"
 #include "protocol/message.h"
+#include "util/macro.h"
+
+#define _public_ __attribute__((visibility("default")))
 
 /* chan kinds */
 enum {
@@ -32,6 +37,15 @@ enum {
 #define BUS_RECONNECT_MIN_MSEC		50
 #define BUS_RECONNECT_MAX_MSEC		2000
 
+/* CLOCK_MONOTONIC in microseconds */
+static inline uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
+}
+
 /* State per well-known name this bus uses. */
 struct bname {
 	struct bname *next;
@@ -48,13 +62,14 @@ struct bname {
  * already took is lost, until its receive fails (revoked: -EACCES) or the
  * name or the connection goes.
  */
-struct retired {
-	struct retired *next;
+struct retired_chan {
+	struct retired_chan *next;
 	struct chan *chan;
 };
 
-struct peer {
-	struct peer *next;
+/* A SEND cap to another connection's inbox (bus-inbox.c). */
+struct peer_inbox {
+	struct peer_inbox *next;
 	uint64_t id;
 	struct chan *send;
 };
@@ -114,6 +129,7 @@ struct brokerd_bus {
 	struct ring ring;
 
 	bool connected;
+	bool ctrl_failed;		/* a control request found it broken */
 	bool closed;
 	bool reconnect;
 	unsigned int backoff_msec;
@@ -129,12 +145,12 @@ struct brokerd_bus {
 	uint32_t ctrl_serial;
 	uint32_t msg_serial;
 	struct bname *names;
-	struct peer *peers;
-	unsigned int n_peers;
+	struct peer_inbox *peer_inboxes;
+	unsigned int n_peer_inboxes;
 	struct brokerd_slot *slots;
 	struct ctrl_queued *cq_head, **cq_tail;
 	struct monitor_chan *monitors;
-	struct retired *retired;
+	struct retired_chan *retired;
 
 	unsigned int sync_depth;	/* inside a synchronous call */
 	bool sync_opening;		/* brokerd_bus_call() is sending its call */
@@ -172,52 +188,5 @@ struct ctrl_reply {
 	int fds[CTRL_FDS_MAX];
 	unsigned int n_fds;
 };
-
-void ctrl_reply_done(struct ctrl_reply *r);
-/* Takes fd i out of a reply so that ctrl_reply_done() does not close it: the
- * fd, or -1 when the reply has none there. */
-int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i);
-
-/* Sends a finished request and waits for its reply: 0, or -errno (a control
- * ERROR is mapped to an errno and kept in bus->error_name/message). With ret
- * NULL it only sends: the reply is dropped when it comes. */
-int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret);
-int bus_ctrl_error_to_errno(const char *name);
-/*
- * A request of one of the common shapes, by the op's request signature:
- * "s" (name), "u" (u), "su" (name, then u) or "" (neither; the unused
- * argument is ignored). -EINVAL for an op of any other shape. Then as
- * bus_ctrl_call().
- */
-int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u,
-		     struct ctrl_reply *ret);
-
-brokerd_bus *bus_ref(brokerd_bus *bus);
-brokerd_bus *bus_unref(brokerd_bus *bus);
-
-struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char *name,
-			      const char *member, void *userdata);
-brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
-		     const char *name);
-
-/*
- * Paged listings, used by brokerctl: LIST_NAMES_PAGE or LIST_PEERS_PAGE
- * (op) with flags, page_size entries a request (0: as many as fit), until
- * the last page. page() gets each reply's entries: the reader is at the
- * first of n, and it must read all n (or fail with -errno, which ends the
- * listing). A brokerd without paging is asked LIST_NAMES / LIST_PEERS once.
- */
-typedef int (*bus_list_page_t)(struct ctrl_reader *rd, uint32_t n, void *userdata);
-int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, bus_list_page_t page,
-	     void *userdata);
-/* Every name LIST_NAMES lists (flags as there) as a NULL-terminated array
- * to free with strv_free(); returns how many. */
-int bus_list_names(brokerd_bus *bus, uint32_t flags, uint32_t page_size, char ***ret);
-char **strv_free(char **v);
-
-/* Monitoring (privileged), used by brokerctl monitor: the number of channels
- * brokerd announced, or -errno. */
-int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
-		      bus_monitor_handler_t handler, void *userdata);
 
 #endif

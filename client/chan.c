@@ -122,7 +122,7 @@ static struct io_uring_sqe *ring_get_sqe(struct ring *r)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
 
 	if (!sqe) {
-		io_uring_submit(&r->uring);
+		(void)io_uring_submit(&r->uring);
 		sqe = io_uring_get_sqe(&r->uring);
 	}
 	return sqe;
@@ -278,7 +278,7 @@ int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 		k = io_uring_submit_and_wait(&r->uring, 1);
 		if (k < 0 && k != -EINTR && k != -EAGAIN && k != -ETIME)
 			return k;
-		ring_reap(r);
+		(void)ring_reap(r);
 	}
 	return op.res;
 }
@@ -307,9 +307,9 @@ void chan_cancel_wait(struct ring *r, struct chan *c)
 		struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
 		struct io_uring_cqe *cqe;
 
-		io_uring_submit(&r->uring);
-		io_uring_wait_cqe_timeout(&r->uring, &cqe, &ts);
-		ring_reap(r);
+		(void)io_uring_submit(&r->uring);
+		(void)io_uring_wait_cqe_timeout(&r->uring, &cqe, &ts);
+		(void)ring_reap(r);
 	}
 	if (c->ready && c->res < 0)
 		ring_unready(r, c);	/* canceled: nothing to look at */
@@ -321,7 +321,7 @@ void chan_close(struct ring *r, struct chan *c)
 		return;
 	ring_unready(r, c);
 	if (r->initialized)
-		ioipc_channel_detach(&r->uring, c->sub_id);
+		(void)ioipc_channel_detach(&r->uring, c->sub_id);
 	if (!c->armed || !r->initialized) {
 		chan_free(c);
 		return;
@@ -331,7 +331,7 @@ void chan_close(struct ring *r, struct chan *c)
 	c->ready_next = r->zombies;
 	r->zombies = c;
 	if (recv_cancel_prep(r, c) == 0)
-		io_uring_submit(&r->uring);
+		(void)io_uring_submit(&r->uring);
 }
 
 int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/bus-control.h"
 #include "client/bus-internal.h"
-#include "client/util.h"
 
 struct brokerd_credentials {
 	uint32_t mask;		/* CTRL_CREDS_*: what brokerd reported */
@@ -87,7 +87,7 @@ static int credentials_decode(struct ctrl_reply *r, brokerd_credentials *c)
 static int credentials_query(brokerd_bus *bus, const char *name, brokerd_credentials **ret)
 {
 	_cleanup_(brokerd_credentials_freep) brokerd_credentials *c = NULL;
-	struct ctrl_reply r;
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	int k;
 
 	if (!bus->connected)
@@ -100,7 +100,6 @@ static int credentials_query(brokerd_bus *bus, const char *name, brokerd_credent
 	if (k < 0)
 		return k;
 	k = credentials_decode(&r, c);
-	ctrl_reply_done(&r);
 	if (k < 0)
 		return k;
 	*ret = TAKE_PTR(c);

@@ -8,17 +8,14 @@
 #include <systemd/sd-event.h>
 
 #include "client/bus-internal.h"
-#include "client/util.h"
 
 static int bus_io_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	brokerd_bus *bus = userdata;
-	int k;
 
-	k = brokerd_bus_process(bus);
 	/* errors are the application's to see through the state handler; a
 	 * failing callback would disable the source for good */
-	(void)k;
+	(void)brokerd_bus_process(bus);
 	return 0;
 }
 
@@ -43,7 +40,7 @@ _public_ int brokerd_bus_attach_event(brokerd_bus *bus, struct sd_event *event, 
 	bus->event_source = src;
 	bus->event = sd_event_ref(event);
 	/* anything already queued must not wait for the next wakeup */
-	brokerd_bus_process(bus);
+	(void)brokerd_bus_process(bus);
 	return 0;
 }
 

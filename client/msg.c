@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/bus-alloc.h"
 #include "client/bus-internal.h"
-#include "client/util.h"
+#include "client/msg.h"
 
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name)

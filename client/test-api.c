@@ -8,7 +8,6 @@
  * a fake broker in a child process that speaks protocol/ctrl.h but offers no
  * channels (the host kernel has none; channel paths are tested in the guest).
  */
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +27,9 @@
 #include <brokerd/brokerd.h>
 
 #include "protocol/ctrl.h"
+#include "util/socket.h"
+#include "util/test.h"
 
-#define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); exit(1); } } while (0)
 
 /* --- fake broker -------------------------------------------------------------- */
 
@@ -53,7 +53,7 @@ static void fake_send(int fd, struct ctrl_writer *w)
 	const void *d;
 	size_t l;
 
-	CHECK(ctrl_writer_finish(w, &d, &l) == 0);
+	ASSERT(ctrl_writer_finish(w, &d, &l) == 0);
 	iov = (struct iovec){ .iov_base = (void *)d, .iov_len = l };
 	if (w->n_fds) {
 		struct cmsghdr *c;
@@ -66,7 +66,7 @@ static void fake_send(int fd, struct ctrl_writer *w)
 		c->cmsg_len = CMSG_LEN(sizeof(int) * w->n_fds);
 		memcpy(CMSG_DATA(c), w->fds, sizeof(int) * w->n_fds);
 	}
-	CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)l);
+	ASSERT(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)l);
 	for (unsigned int i = 0; i < w->n_fds; i++)
 		close(w->fds[i]);
 	ctrl_writer_deinit(w);
@@ -76,13 +76,13 @@ static void fake_error(int fd, uint16_t op, uint32_t serial, const char *name, c
 {
 	struct ctrl_writer w;
 
-	CHECK(ctrl_writer_error(&w, op, serial, name, text) == 0);
+	ASSERT(ctrl_writer_error(&w, op, serial, name, text) == 0);
 	{
 		const void *d;
 		size_t l;
 
-		CHECK(ctrl_writer_finish(&w, &d, &l) == 0);
-		CHECK(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
+		ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+		ASSERT(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
 	}
 	ctrl_writer_deinit(&w);
 }
@@ -137,7 +137,7 @@ static void fake_credentials(int fd, const struct ctrl_message *m, const char *n
 	if (send_fd) {
 		int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 
-		CHECK(pidfd >= 0);
+		ASSERT(pidfd >= 0);
 		ctrl_write_fd(&w, pidfd);
 	}
 	fake_send(fd, &w);
@@ -168,8 +168,8 @@ static void fake_serve(struct fake *f, int fd)
 
 		if (n <= 0)
 			break;
-		CHECK(ctrl_message_decode(&m, buf, (size_t)n, 0) == 0);
-		CHECK(m.hdr.type == CTRL_TYPE_REQUEST);
+		ASSERT(ctrl_message_decode(&m, buf, (size_t)n, 0) == 0);
+		ASSERT(m.hdr.type == CTRL_TYPE_REQUEST);
 		ctrl_reader_init(&r, &m);
 		switch (m.hdr.code) {
 		case CTRL_OP_HELLO:
@@ -248,19 +248,19 @@ static void fake_serve(struct fake *f, int fd)
 
 static pid_t fake_start(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	struct fake f = { 0 };
 	int lfd;
 	pid_t pid;
 
 	unlink(path);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ASSERT_INT(unix_address(&sa, path), ==, 0);
 	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(lfd >= 0);
-	CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	CHECK(listen(lfd, 8) == 0);
+	ASSERT(lfd >= 0);
+	ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	ASSERT(listen(lfd, 8) == 0);
 	pid = fork();
-	CHECK(pid >= 0);
+	ASSERT(pid >= 0);
 	if (pid > 0) {
 		close(lfd);
 		return pid;
@@ -294,58 +294,58 @@ static void test_arguments(void)
 	size_t size;
 	char buf[64];
 
-	CHECK(brokerd_bus_open(NULL, "/run/brokerd/socket") == -EINVAL);
-	CHECK(brokerd_bus_open(&bus, NULL) == -EINVAL);
-	CHECK(brokerd_bus_open(&bus, "relative/path") == -EINVAL);
-	CHECK(brokerd_bus_open(&bus, "/nonexistent/brokerd/socket") == -ENOENT);
-	CHECK(bus == NULL);
-	CHECK(brokerd_bus_open_system(NULL) == -EINVAL);
-	CHECK(brokerd_bus_close(NULL) == NULL);
-	CHECK(brokerd_bus_get_unique_name(NULL, &s) == -EINVAL);
-	CHECK(brokerd_bus_is_connected(NULL) == -EINVAL);
-	CHECK(brokerd_bus_set_reconnect(NULL, 1) == -EINVAL);
-	CHECK(brokerd_bus_set_state_handler(NULL, NULL, NULL) == -EINVAL);
-	CHECK(brokerd_bus_get_fd(NULL) == -EINVAL);
-	CHECK(brokerd_bus_process(NULL) == -EINVAL);
-	CHECK(brokerd_bus_wait(NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_run(NULL) == -EINVAL);
-	CHECK(brokerd_bus_exit(NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_attach_event(NULL, NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_detach_event(NULL) == -EINVAL);
-	CHECK(brokerd_slot_free(NULL) == NULL);
-	CHECK(brokerd_bus_request_name(NULL, "org.a.B", 0) == -EINVAL);
-	CHECK(brokerd_bus_release_name(NULL, "org.a.B") == -EINVAL);
-	CHECK(brokerd_bus_watch_name(NULL, &slot, NULL, NULL, NULL) == -EINVAL);
-	CHECK(brokerd_bus_get_name_owner(NULL, "org.a.B", buf, sizeof(buf)) == -EINVAL);
-	CHECK(brokerd_bus_get_creds(NULL, "org.a.B", &cr) == -EINVAL);
-	CHECK(brokerd_bus_get_credentials(NULL, "org.a.B", &creds) == -EINVAL);
-	CHECK(brokerd_credentials_free(NULL) == NULL);
-	CHECK(brokerd_credentials_get_pid(NULL, &pid) == -EINVAL);
-	CHECK(brokerd_credentials_get_uid(NULL, &uid) == -EINVAL);
-	CHECK(brokerd_credentials_get_gid(NULL, &gid) == -EINVAL);
-	CHECK(brokerd_credentials_get_groups(NULL, &gids) == -EINVAL);
-	CHECK(brokerd_credentials_get_pidfd(NULL) == -EINVAL);
-	CHECK(brokerd_credentials_get_label(NULL, &s) == -EINVAL);
-	CHECK(brokerd_bus_emit_signal(NULL, "org.a.B", "M", NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_send_signal(NULL, ":1.1", "M", NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_subscribe(NULL, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
-	CHECK(brokerd_bus_unsubscribe(NULL, "org.a.B") == -EINVAL);
-	CHECK(brokerd_bus_call(NULL, "org.a.B", "M", NULL, 0, 0, NULL) == -EINVAL);
-	CHECK(brokerd_bus_call_async(NULL, &slot, "org.a.B", "M", NULL, 0, 0, NULL, NULL) == -EINVAL);
-	CHECK(brokerd_bus_add_method(NULL, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
-	CHECK(brokerd_msg_ref(NULL) == NULL);
-	CHECK(brokerd_msg_unref(NULL) == NULL);
-	CHECK(brokerd_msg_get_type(NULL) == -EINVAL);
-	CHECK(brokerd_msg_get_sender(NULL) == NULL);
-	CHECK(brokerd_msg_get_creds(NULL, &cr) == -EINVAL);
-	CHECK(brokerd_msg_get_name(NULL) == NULL);
-	CHECK(brokerd_msg_get_member(NULL) == NULL);
-	CHECK(brokerd_msg_get_error_name(NULL) == NULL);
-	CHECK(brokerd_msg_get_body(NULL, &body, &size) == -EINVAL);
-	CHECK(brokerd_msg_get_serial(NULL) == 0);
-	CHECK(brokerd_msg_reply(NULL, NULL, 0) == -EINVAL);
-	CHECK(brokerd_msg_reply_error(NULL, "org.a.Error", NULL) == -EINVAL);
-	CHECK(slot == NULL);
+	ASSERT(brokerd_bus_open(NULL, "/run/brokerd/socket") == -EINVAL);
+	ASSERT(brokerd_bus_open(&bus, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_open(&bus, "relative/path") == -EINVAL);
+	ASSERT(brokerd_bus_open(&bus, "/nonexistent/brokerd/socket") == -ENOENT);
+	ASSERT(bus == NULL);
+	ASSERT(brokerd_bus_open_system(NULL) == -EINVAL);
+	ASSERT(brokerd_bus_close(NULL) == NULL);
+	ASSERT(brokerd_bus_get_unique_name(NULL, &s) == -EINVAL);
+	ASSERT(brokerd_bus_is_connected(NULL) == -EINVAL);
+	ASSERT(brokerd_bus_set_reconnect(NULL, 1) == -EINVAL);
+	ASSERT(brokerd_bus_set_state_handler(NULL, NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_get_fd(NULL) == -EINVAL);
+	ASSERT(brokerd_bus_process(NULL) == -EINVAL);
+	ASSERT(brokerd_bus_wait(NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_run(NULL) == -EINVAL);
+	ASSERT(brokerd_bus_exit(NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_attach_event(NULL, NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_detach_event(NULL) == -EINVAL);
+	ASSERT(brokerd_slot_free(NULL) == NULL);
+	ASSERT(brokerd_bus_request_name(NULL, "org.a.B", 0) == -EINVAL);
+	ASSERT(brokerd_bus_release_name(NULL, "org.a.B") == -EINVAL);
+	ASSERT(brokerd_bus_watch_name(NULL, &slot, NULL, NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_get_name_owner(NULL, "org.a.B", buf, sizeof(buf)) == -EINVAL);
+	ASSERT(brokerd_bus_get_creds(NULL, "org.a.B", &cr) == -EINVAL);
+	ASSERT(brokerd_bus_get_credentials(NULL, "org.a.B", &creds) == -EINVAL);
+	ASSERT(brokerd_credentials_free(NULL) == NULL);
+	ASSERT(brokerd_credentials_get_pid(NULL, &pid) == -EINVAL);
+	ASSERT(brokerd_credentials_get_uid(NULL, &uid) == -EINVAL);
+	ASSERT(brokerd_credentials_get_gid(NULL, &gid) == -EINVAL);
+	ASSERT(brokerd_credentials_get_groups(NULL, &gids) == -EINVAL);
+	ASSERT(brokerd_credentials_get_pidfd(NULL) == -EINVAL);
+	ASSERT(brokerd_credentials_get_label(NULL, &s) == -EINVAL);
+	ASSERT(brokerd_bus_emit_signal(NULL, "org.a.B", "M", NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_send_signal(NULL, ":1.1", "M", NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_subscribe(NULL, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_unsubscribe(NULL, "org.a.B") == -EINVAL);
+	ASSERT(brokerd_bus_call(NULL, "org.a.B", "M", NULL, 0, 0, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_call_async(NULL, &slot, "org.a.B", "M", NULL, 0, 0, NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_add_method(NULL, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_msg_ref(NULL) == NULL);
+	ASSERT(brokerd_msg_unref(NULL) == NULL);
+	ASSERT(brokerd_msg_get_type(NULL) == -EINVAL);
+	ASSERT(brokerd_msg_get_sender(NULL) == NULL);
+	ASSERT(brokerd_msg_get_creds(NULL, &cr) == -EINVAL);
+	ASSERT(brokerd_msg_get_name(NULL) == NULL);
+	ASSERT(brokerd_msg_get_member(NULL) == NULL);
+	ASSERT(brokerd_msg_get_error_name(NULL) == NULL);
+	ASSERT(brokerd_msg_get_body(NULL, &body, &size) == -EINVAL);
+	ASSERT(brokerd_msg_get_serial(NULL) == 0);
+	ASSERT(brokerd_msg_reply(NULL, NULL, 0) == -EINVAL);
+	ASSERT(brokerd_msg_reply_error(NULL, "org.a.Error", NULL) == -EINVAL);
+	ASSERT(slot == NULL);
 }
 
 static int noop_msg(brokerd_msg *m, void *u) { return 0; }
@@ -378,37 +378,37 @@ static void test_arguments_connected(brokerd_bus *bus)
 	brokerd_slot *slot = NULL;
 	char buf[4];
 
-	CHECK(brokerd_bus_request_name(bus, NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_request_name(bus, "nodots", 0) == -EINVAL);
-	CHECK(brokerd_bus_request_name(bus, ":1.5", 0) == -EINVAL);
-	CHECK(brokerd_bus_request_name(bus, "org.a.B", 0x100) == -EINVAL);
-	CHECK(brokerd_bus_release_name(bus, "org..B") == -EINVAL);
-	CHECK(brokerd_bus_watch_name(bus, &slot, "bad name", on_noc, NULL) == -EINVAL);
-	CHECK(brokerd_bus_watch_name(bus, &slot, NULL, NULL, NULL) == -EINVAL);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.a.B", NULL, 10) == -EINVAL);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.a.B", buf, 0) == -EINVAL);
-	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "bad-member", NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "M", NULL, 5) == -EINVAL);
-	CHECK(brokerd_bus_emit_signal(bus, "org.a.B", "M", "x", 1 << 20) == -EINVAL);
-	CHECK(brokerd_bus_send_signal(bus, NULL, "M", NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_send_signal(bus, "x", "M", NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_send_signal(bus, ":1.1", "", NULL, 0) == -EINVAL);
-	CHECK(brokerd_bus_send_signal(bus, ":1.1", "M", NULL, 3) == -EINVAL);
-	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", "a,,b", noop_msg, NULL) == -EINVAL);
-	CHECK(brokerd_bus_subscribe(bus, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
-	CHECK(brokerd_bus_unsubscribe(bus, NULL) == -EINVAL);
-	CHECK(brokerd_bus_unsubscribe(bus, ":1.1") == -EINVAL);
-	CHECK(brokerd_bus_unsubscribe(bus, "org.a.B") == -ENOENT);	/* never subscribed */
-	CHECK(brokerd_bus_call(bus, "org.a.B", "", NULL, 0, 0, NULL) == -EINVAL);
-	CHECK(brokerd_bus_call_async(bus, &slot, "x", "M", NULL, 0, 0, noop_reply, NULL) == -EINVAL);
-	CHECK(brokerd_bus_add_method(bus, &slot, "org.a.B", "1x", noop_msg, NULL) == -EINVAL);
-	CHECK(brokerd_bus_add_method(bus, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
-	CHECK(brokerd_bus_attach_event(bus, NULL, 0) == -EINVAL);
-	CHECK(slot == NULL);
-	CHECK(brokerd_bus_get_credentials(bus, NULL, &creds) == -EINVAL);
-	CHECK(brokerd_bus_get_credentials(bus, "bad name", &creds) == -EINVAL);
-	CHECK(brokerd_bus_get_credentials(bus, "org.a.B", NULL) == -EINVAL);
-	CHECK(creds == NULL);
+	ASSERT(brokerd_bus_request_name(bus, NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_request_name(bus, "nodots", 0) == -EINVAL);
+	ASSERT(brokerd_bus_request_name(bus, ":1.5", 0) == -EINVAL);
+	ASSERT(brokerd_bus_request_name(bus, "org.a.B", 0x100) == -EINVAL);
+	ASSERT(brokerd_bus_release_name(bus, "org..B") == -EINVAL);
+	ASSERT(brokerd_bus_watch_name(bus, &slot, "bad name", on_noc, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_watch_name(bus, &slot, NULL, NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.a.B", NULL, 10) == -EINVAL);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.a.B", buf, 0) == -EINVAL);
+	ASSERT(brokerd_bus_emit_signal(bus, "org.a.B", "bad-member", NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_emit_signal(bus, "org.a.B", "M", NULL, 5) == -EINVAL);
+	ASSERT(brokerd_bus_emit_signal(bus, "org.a.B", "M", "x", 1 << 20) == -EINVAL);
+	ASSERT(brokerd_bus_send_signal(bus, NULL, "M", NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_send_signal(bus, "x", "M", NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_send_signal(bus, ":1.1", "", NULL, 0) == -EINVAL);
+	ASSERT(brokerd_bus_send_signal(bus, ":1.1", "M", NULL, 3) == -EINVAL);
+	ASSERT(brokerd_bus_subscribe(bus, &slot, "org.a.B", "a,,b", noop_msg, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_subscribe(bus, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_unsubscribe(bus, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_unsubscribe(bus, ":1.1") == -EINVAL);
+	ASSERT(brokerd_bus_unsubscribe(bus, "org.a.B") == -ENOENT);	/* never subscribed */
+	ASSERT(brokerd_bus_call(bus, "org.a.B", "", NULL, 0, 0, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_call_async(bus, &slot, "x", "M", NULL, 0, 0, noop_reply, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_add_method(bus, &slot, "org.a.B", "1x", noop_msg, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_add_method(bus, &slot, "org.a.B", "M", NULL, NULL) == -EINVAL);
+	ASSERT(brokerd_bus_attach_event(bus, NULL, 0) == -EINVAL);
+	ASSERT(slot == NULL);
+	ASSERT(brokerd_bus_get_credentials(bus, NULL, &creds) == -EINVAL);
+	ASSERT(brokerd_bus_get_credentials(bus, "bad name", &creds) == -EINVAL);
+	ASSERT(brokerd_bus_get_credentials(bus, "org.a.B", NULL) == -EINVAL);
+	ASSERT(creds == NULL);
 }
 
 static int count_fds(void)
@@ -416,7 +416,7 @@ static int count_fds(void)
 	DIR *d = opendir("/proc/self/fd");
 	int n = 0;
 
-	CHECK(d);
+	ASSERT(d);
 	while (readdir(d))
 		n++;
 	closedir(d);
@@ -449,71 +449,71 @@ static void test_credentials(brokerd_bus *bus)
 
 	/* the check tells a pidfd of the fake from one of another process */
 	pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	CHECK(pidfd >= 0 && !pidfd_is_running_child(pidfd));
+	ASSERT(pidfd >= 0 && !pidfd_is_running_child(pidfd));
 	close(pidfd);
 	fds = count_fds();
 
 	/* everything, and the pidfd is the broker's (the fake's own process) */
-	CHECK(brokerd_bus_get_credentials(bus, ":1.1", &c) == 0);
-	CHECK(brokerd_credentials_get_pid(c, &pid) == 0 && pid == 4242);
-	CHECK(brokerd_credentials_get_uid(c, &uid) == 0 && uid == 2001);
-	CHECK(brokerd_credentials_get_gid(c, &gid) == 0 && gid == 2100);
-	CHECK(brokerd_credentials_get_groups(c, &gids) == 3);
-	CHECK(gids[0] == 10 && gids[1] == 2100 && gids[2] == (gid_t)4294967294U);
-	CHECK(brokerd_credentials_get_label(c, &label) == 0 && strcmp(label, FAKE_LABEL) == 0);
+	ASSERT(brokerd_bus_get_credentials(bus, ":1.1", &c) == 0);
+	ASSERT(brokerd_credentials_get_pid(c, &pid) == 0 && pid == 4242);
+	ASSERT(brokerd_credentials_get_uid(c, &uid) == 0 && uid == 2001);
+	ASSERT(brokerd_credentials_get_gid(c, &gid) == 0 && gid == 2100);
+	ASSERT(brokerd_credentials_get_groups(c, &gids) == 3);
+	ASSERT(gids[0] == 10 && gids[1] == 2100 && gids[2] == (gid_t)4294967294U);
+	ASSERT(brokerd_credentials_get_label(c, &label) == 0 && strcmp(label, FAKE_LABEL) == 0);
 	pidfd = brokerd_credentials_get_pidfd(c);
-	CHECK(pidfd >= 0);
-	CHECK(brokerd_credentials_get_pidfd(c) == pidfd);	/* the same, not a new one */
-	CHECK(fcntl(pidfd, F_GETFD) == FD_CLOEXEC);
-	CHECK(pidfd_is_running_child(pidfd));
-	CHECK(count_fds() == fds + 1);
+	ASSERT(pidfd >= 0);
+	ASSERT(brokerd_credentials_get_pidfd(c) == pidfd);	/* the same, not a new one */
+	ASSERT(fcntl(pidfd, F_GETFD) == FD_CLOEXEC);
+	ASSERT(pidfd_is_running_child(pidfd));
+	ASSERT(count_fds() == fds + 1);
 	/* owned by the object: freeing it closes the fd */
-	CHECK(brokerd_credentials_free(c) == NULL);
-	CHECK(fcntl(pidfd, F_GETFD) < 0 && errno == EBADF);
-	CHECK(count_fds() == fds);
+	ASSERT(brokerd_credentials_free(c) == NULL);
+	ASSERT(fcntl(pidfd, F_GETFD) < 0 && errno == EBADF);
+	ASSERT(count_fds() == fds);
 
 	/* only pid, uid and gid: the rest is -ENODATA, not 0 or "" */
 	c = NULL;
-	CHECK(brokerd_bus_get_credentials(bus, "org.test.Bare", &c) == 0);
-	CHECK(brokerd_credentials_get_pid(c, &pid) == 0 && pid == 4242);
-	CHECK(brokerd_credentials_get_uid(c, &uid) == 0 && uid == 2001);
-	CHECK(brokerd_credentials_get_gid(c, &gid) == 0 && gid == 2100);
+	ASSERT(brokerd_bus_get_credentials(bus, "org.test.Bare", &c) == 0);
+	ASSERT(brokerd_credentials_get_pid(c, &pid) == 0 && pid == 4242);
+	ASSERT(brokerd_credentials_get_uid(c, &uid) == 0 && uid == 2001);
+	ASSERT(brokerd_credentials_get_gid(c, &gid) == 0 && gid == 2100);
 	gids = (const gid_t *)1;
-	CHECK(brokerd_credentials_get_groups(c, &gids) == -ENODATA);
-	CHECK(gids == (const gid_t *)1);
+	ASSERT(brokerd_credentials_get_groups(c, &gids) == -ENODATA);
+	ASSERT(gids == (const gid_t *)1);
 	label = "untouched";
-	CHECK(brokerd_credentials_get_label(c, &label) == -ENODATA);
-	CHECK(strcmp(label, "untouched") == 0);
-	CHECK(brokerd_credentials_get_pidfd(c) == -ENODATA);
+	ASSERT(brokerd_credentials_get_label(c, &label) == -ENODATA);
+	ASSERT(strcmp(label, "untouched") == 0);
+	ASSERT(brokerd_credentials_get_pidfd(c) == -ENODATA);
 	brokerd_credentials_free(c);
 
 	/* a mask that promises what the reply does not hold */
-	CHECK(brokerd_bus_get_credentials(bus, "org.test.Liar", &c) == 0);
-	CHECK(brokerd_credentials_get_label(c, &label) == -ENODATA);
-	CHECK(brokerd_credentials_get_pidfd(c) == -ENODATA);
+	ASSERT(brokerd_bus_get_credentials(bus, "org.test.Liar", &c) == 0);
+	ASSERT(brokerd_credentials_get_label(c, &label) == -ENODATA);
+	ASSERT(brokerd_credentials_get_pidfd(c) == -ENODATA);
 	brokerd_credentials_free(c);
 
 	/* an fd the mask does not announce is not handed out, and not leaked */
-	CHECK(brokerd_bus_get_credentials(bus, "org.test.Extra", &c) == 0);
-	CHECK(brokerd_credentials_get_pidfd(c) == -ENODATA);
-	CHECK(count_fds() == fds);
+	ASSERT(brokerd_bus_get_credentials(bus, "org.test.Extra", &c) == 0);
+	ASSERT(brokerd_credentials_get_pidfd(c) == -ENODATA);
+	ASSERT(count_fds() == fds);
 	brokerd_credentials_free(c);
 
 	c = NULL;
-	CHECK(brokerd_bus_get_credentials(bus, "org.test.Nobody", &c) == -ENXIO);
-	CHECK(c == NULL);
+	ASSERT(brokerd_bus_get_credentials(bus, "org.test.Nobody", &c) == -ENXIO);
+	ASSERT(c == NULL);
 
 	/* the fixed-size struct from the same reply; its pidfd is not leaked */
-	CHECK(brokerd_bus_get_creds(bus, ":1.1", &cr) == 0);
-	CHECK(cr.pid == 4242 && cr.uid == 2001 && cr.gid == 2100 && cr.id == 1);
-	CHECK(count_fds() == fds);
-	CHECK(brokerd_bus_get_creds(bus, "org.test.Nobody", &cr) == -ENXIO);
+	ASSERT(brokerd_bus_get_creds(bus, ":1.1", &cr) == 0);
+	ASSERT(cr.pid == 4242 && cr.uid == 2001 && cr.gid == 2100 && cr.id == 1);
+	ASSERT(count_fds() == fds);
+	ASSERT(brokerd_bus_get_creds(bus, "org.test.Nobody", &cr) == -ENXIO);
 }
 
 static void pump(brokerd_bus *bus, int *flag, int want)
 {
 	for (int i = 0; i < 200 && *flag < want; i++) {
-		CHECK(brokerd_bus_process(bus) >= 0);
+		ASSERT(brokerd_bus_process(bus) >= 0);
 		if (*flag >= want)
 			break;
 		brokerd_bus_wait(bus, 20000);
@@ -528,59 +528,59 @@ static void test_fake_broker(const char *path)
 	char owner[64];
 	struct pollfd pfd;
 
-	CHECK(brokerd_bus_open(&bus, path) == 0);
-	CHECK(brokerd_bus_is_connected(bus) == 1);
-	CHECK(brokerd_bus_get_unique_name(bus, &unique) == 0);
-	CHECK(strcmp(unique, ":1.1") == 0);
-	CHECK(brokerd_bus_set_state_handler(bus, on_state, NULL) == 0);
+	ASSERT(brokerd_bus_open(&bus, path) == 0);
+	ASSERT(brokerd_bus_is_connected(bus) == 1);
+	ASSERT(brokerd_bus_get_unique_name(bus, &unique) == 0);
+	ASSERT(strcmp(unique, ":1.1") == 0);
+	ASSERT(brokerd_bus_set_state_handler(bus, on_state, NULL) == 0);
 	test_arguments_connected(bus);
 
-	CHECK(brokerd_bus_watch_name(bus, &watch, "org.test.A", on_noc, NULL) == 0);
-	CHECK(brokerd_bus_request_name(bus, "org.test.A", 0) == BROKERD_NAME_PRIMARY_OWNER);
+	ASSERT(brokerd_bus_watch_name(bus, &watch, "org.test.A", on_noc, NULL) == 0);
+	ASSERT(brokerd_bus_request_name(bus, "org.test.A", 0) == BROKERD_NAME_PRIMARY_OWNER);
 	/* the NameOwnerChanged came during the request: the fd must say so */
 	pfd = (struct pollfd){ .fd = brokerd_bus_get_fd(bus), .events = POLLIN };
-	CHECK(poll(&pfd, 1, 1000) == 1);
-	CHECK(brokerd_bus_process(bus) > 0);
-	CHECK(noc_calls == 1);
-	CHECK(strcmp(noc_last[0], "org.test.A") == 0 && strcmp(noc_last[1], "") == 0 &&
+	ASSERT(poll(&pfd, 1, 1000) == 1);
+	ASSERT(brokerd_bus_process(bus) > 0);
+	ASSERT(noc_calls == 1);
+	ASSERT(strcmp(noc_last[0], "org.test.A") == 0 && strcmp(noc_last[1], "") == 0 &&
 	      strcmp(noc_last[2], ":1.1") == 0);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
-	CHECK(strcmp(owner, ":1.1") == 0);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, 3) == -ENOBUFS);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.test.Nobody", owner, sizeof(owner)) == -ENXIO);
-	CHECK(brokerd_bus_request_name(bus, "org.test.Denied", 0) == -EACCES);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
+	ASSERT(strcmp(owner, ":1.1") == 0);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, 3) == -ENOBUFS);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.Nobody", owner, sizeof(owner)) == -ENXIO);
+	ASSERT(brokerd_bus_request_name(bus, "org.test.Denied", 0) == -EACCES);
 	test_credentials(bus);
 
 	/* no channels on this fake: channel operations say so, and nothing leaks */
-	CHECK(brokerd_bus_emit_signal(bus, "org.test.A", "M", NULL, 0) == -EOPNOTSUPP);
-	CHECK(brokerd_bus_subscribe(bus, NULL, "org.test.A", NULL, noop_msg, NULL) == -EOPNOTSUPP);
-	CHECK(brokerd_bus_call(bus, "org.test.A", "M", NULL, 0, 0, NULL) == -EOPNOTSUPP);
+	ASSERT(brokerd_bus_emit_signal(bus, "org.test.A", "M", NULL, 0) == -EOPNOTSUPP);
+	ASSERT(brokerd_bus_subscribe(bus, NULL, "org.test.A", NULL, noop_msg, NULL) == -EOPNOTSUPP);
+	ASSERT(brokerd_bus_call(bus, "org.test.A", "M", NULL, 0, 0, NULL) == -EOPNOTSUPP);
 
 	/* the broker goes away: reconnect, new unique name, names re-requested */
-	CHECK(brokerd_bus_request_name(bus, "org.test.Close", 0) == BROKERD_NAME_PRIMARY_OWNER);
+	ASSERT(brokerd_bus_request_name(bus, "org.test.Close", 0) == BROKERD_NAME_PRIMARY_OWNER);
 	for (int i = 0; i < 200 && n_states < 2; i++) {
-		CHECK(brokerd_bus_process(bus) >= 0);
+		ASSERT(brokerd_bus_process(bus) >= 0);
 		if (n_states < 2)
-			CHECK(brokerd_bus_wait(bus, 100000) >= 0);
+			ASSERT(brokerd_bus_wait(bus, 100000) >= 0);
 	}
-	CHECK(n_states == 2);
-	CHECK(states[0] == BROKERD_STATE_DISCONNECTED && states[1] == BROKERD_STATE_CONNECTED);
-	CHECK(brokerd_bus_get_unique_name(bus, &unique) == 0);
-	CHECK(strcmp(unique, ":1.2") == 0);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
-	CHECK(strcmp(owner, ":1.2") == 0);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.test.Close", owner, sizeof(owner)) == 0);
-	CHECK(strcmp(owner, ":1.2") == 0);
+	ASSERT(n_states == 2);
+	ASSERT(states[0] == BROKERD_STATE_DISCONNECTED && states[1] == BROKERD_STATE_CONNECTED);
+	ASSERT(brokerd_bus_get_unique_name(bus, &unique) == 0);
+	ASSERT(strcmp(unique, ":1.2") == 0);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
+	ASSERT(strcmp(owner, ":1.2") == 0);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.Close", owner, sizeof(owner)) == 0);
+	ASSERT(strcmp(owner, ":1.2") == 0);
 	pump(bus, &noc_calls, 2);	/* ":1.2" took org.test.A */
-	CHECK(noc_calls >= 2 && strcmp(noc_last[2], ":1.2") == 0);
+	ASSERT(noc_calls >= 2 && strcmp(noc_last[2], ":1.2") == 0);
 
-	CHECK(brokerd_bus_release_name(bus, "org.test.A") == 0);
-	CHECK(brokerd_bus_release_name(bus, "org.test.A") == -ENXIO);
-	CHECK(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == -ENXIO);
+	ASSERT(brokerd_bus_release_name(bus, "org.test.A") == 0);
+	ASSERT(brokerd_bus_release_name(bus, "org.test.A") == -ENXIO);
+	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == -ENXIO);
 
 	/* a slot the caller still holds outlives the bus it came from */
-	CHECK(brokerd_bus_close(bus) == NULL);
-	CHECK(brokerd_slot_free(watch) == NULL);
+	ASSERT(brokerd_bus_close(bus) == NULL);
+	ASSERT(brokerd_slot_free(watch) == NULL);
 }
 
 static int sd_hits;
@@ -596,16 +596,16 @@ static void test_sd_event(const char *path)
 	brokerd_bus *bus = NULL;
 	sd_event *e = NULL;
 
-	CHECK(sd_event_new(&e) >= 0);
-	CHECK(brokerd_bus_open(&bus, path) == 0);
-	CHECK(brokerd_bus_attach_event(bus, e, 0) == 0);
-	CHECK(brokerd_bus_attach_event(bus, e, 0) == -EBUSY);
-	CHECK(brokerd_bus_watch_name(bus, NULL, NULL, on_noc_sd, NULL) == 0);
-	CHECK(brokerd_bus_request_name(bus, "org.test.Sd", 0) == BROKERD_NAME_PRIMARY_OWNER);
+	ASSERT(sd_event_new(&e) >= 0);
+	ASSERT(brokerd_bus_open(&bus, path) == 0);
+	ASSERT(brokerd_bus_attach_event(bus, e, 0) == 0);
+	ASSERT(brokerd_bus_attach_event(bus, e, 0) == -EBUSY);
+	ASSERT(brokerd_bus_watch_name(bus, NULL, NULL, on_noc_sd, NULL) == 0);
+	ASSERT(brokerd_bus_request_name(bus, "org.test.Sd", 0) == BROKERD_NAME_PRIMARY_OWNER);
 	for (int i = 0; i < 50 && !sd_hits; i++)
-		CHECK(sd_event_run(e, 100000) >= 0);
-	CHECK(sd_hits == 1);
-	CHECK(brokerd_bus_detach_event(bus) == 0);
+		ASSERT(sd_event_run(e, 100000) >= 0);
+	ASSERT(sd_hits == 1);
+	ASSERT(brokerd_bus_detach_event(bus) == 0);
 	brokerd_bus_close(bus);
 	sd_event_unref(e);
 }
@@ -618,7 +618,7 @@ int main(void)
 	int status;
 
 	test_arguments();
-	CHECK(mkdtemp(path));
+	ASSERT(mkdtemp(path));
 	snprintf(sock, sizeof(sock), "%s/socket", path);
 	pid = fake_start(sock);
 	test_fake_broker(sock);

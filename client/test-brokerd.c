@@ -27,9 +27,9 @@
 #include <brokerd/brokerd.h>
 
 #include "protocol/ctrl.h"
+#include "util/socket.h"
+#include "util/test.h"
 
-#define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); exit(1); } } while (0)
-#define CHECK_R(e, want) do { int _r = (e); if (_r != (want)) { fprintf(stderr, "%s:%d: %s = %d, want %d\n", __FILE__, __LINE__, #e, _r, (want)); exit(1); } } while (0)
 
 static char dir[] = "/tmp/test-brokerd-XXXXXX";
 static char sock[256], policy[256];
@@ -42,7 +42,7 @@ static void daemon_start(void)
 
 	unlink(sock);
 	daemon_pid = fork();
-	CHECK(daemon_pid >= 0);
+	ASSERT(daemon_pid >= 0);
 	if (daemon_pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
@@ -54,7 +54,7 @@ static void daemon_start(void)
 	}
 	for (int i = 0; i < 500 && stat(sock, &st) < 0; i++)
 		usleep(10000);
-	CHECK(stat(sock, &st) == 0);
+	ASSERT(stat(sock, &st) == 0);
 }
 
 static void daemon_stop(void)
@@ -75,7 +75,7 @@ static int ctl(char *out, size_t size, const char *args)
 
 	snprintf(cmd, sizeof(cmd), "%s --address %s %s 2>&1", brokerctl_path, sock, args);
 	p = popen(cmd, "r");
-	CHECK(p);
+	ASSERT(p);
 	n = fread(out, 1, size - 1, p);
 	out[n] = 0;
 	status = pclose(p);
@@ -98,17 +98,16 @@ static size_t count_lines(const char *s)
  */
 static pid_t old_broker_start(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	uint8_t buf[CTRL_MSG_MAX];
 	int lfd, fd;
 	pid_t pid;
 
-	CHECK(strlen(path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, path, strlen(path) + 1);
+	ASSERT_INT(unix_address(&sa, path), ==, 0);
 	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
+	ASSERT(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
 	pid = fork();
-	CHECK(pid >= 0);
+	ASSERT(pid >= 0);
 	if (pid > 0) {
 		close(lfd);
 		return pid;
@@ -123,7 +122,7 @@ static pid_t old_broker_start(const char *path)
 			const void *d;
 			size_t l, a, an;
 
-			CHECK(ctrl_message_decode(&m, buf, (size_t)n, 0) == 0);
+			ASSERT(ctrl_message_decode(&m, buf, (size_t)n, 0) == 0);
 			ctrl_writer_init(&w, CTRL_TYPE_REPLY, m.hdr.code, m.hdr.serial);
 			switch (m.hdr.code) {
 			case CTRL_OP_HELLO:
@@ -154,12 +153,12 @@ static pid_t old_broker_start(const char *path)
 				break;
 			default:
 				ctrl_writer_deinit(&w);
-				CHECK(ctrl_writer_error(&w, m.hdr.code, m.hdr.serial, CTRL_ERROR_UNKNOWN_OP,
+				ASSERT(ctrl_writer_error(&w, m.hdr.code, m.hdr.serial, CTRL_ERROR_UNKNOWN_OP,
 							"unknown message type or op") == 0);
 				break;
 			}
-			CHECK(ctrl_writer_finish(&w, &d, &l) == 0);
-			CHECK(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
+			ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+			ASSERT(send(fd, d, l, MSG_NOSIGNAL) == (ssize_t)l);
 			ctrl_writer_deinit(&w);
 		}
 		close(fd);
@@ -177,11 +176,11 @@ static void test_old_broker(void)
 	snprintf(path, sizeof(path), "%s/old-socket", dir);
 	pid = old_broker_start(path);
 	snprintf(arg, sizeof(arg), "--address %s --page-size 1 list", path);
-	CHECK_R(ctl(out, sizeof(out), arg), 0);
-	CHECK(strstr(out, "\norg.old.Name ") && strstr(out, "\n:1.1 ") && count_lines(out) == 4);
+	ASSERT_INT(ctl(out, sizeof(out), arg), ==, 0);
+	ASSERT(strstr(out, "\norg.old.Name ") && strstr(out, "\n:1.1 ") && count_lines(out) == 4);
 	snprintf(arg, sizeof(arg), "--address %s peers", path);
-	CHECK_R(ctl(out, sizeof(out), arg), 0);
-	CHECK(strstr(out, ":1.1") && strstr(out, "4242") && strstr(out, "org.old.Name"));
+	ASSERT_INT(ctl(out, sizeof(out), arg), ==, 0);
+	ASSERT(strstr(out, ":1.1") && strstr(out, "4242") && strstr(out, "org.old.Name"));
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	unlink(path);
@@ -202,11 +201,11 @@ static int on_noc(brokerd_bus *bus, const char *name, const char *old, const cha
 static void pump(brokerd_bus *bus, int *count, int want)
 {
 	for (int i = 0; i < 200 && *count < want; i++) {
-		CHECK(brokerd_bus_process(bus) >= 0);
+		ASSERT(brokerd_bus_process(bus) >= 0);
 		if (*count < want)
 			brokerd_bus_wait(bus, 10000);
 	}
-	CHECK(*count >= want);
+	ASSERT(*count >= want);
 }
 
 static int states;
@@ -225,34 +224,34 @@ static void check_credentials(brokerd_bus *bus, const char *name)
 	int n, fd;
 	FILE *f;
 
-	CHECK_R(brokerd_bus_get_credentials(bus, name, &c), 0);
-	CHECK_R(brokerd_credentials_get_pid(c, &pid), 0);
-	CHECK(pid == getpid());
-	CHECK_R(brokerd_credentials_get_uid(c, &uid), 0);
-	CHECK(uid == getuid());
-	CHECK_R(brokerd_credentials_get_gid(c, &gid), 0);
-	CHECK(gid == getgid());
+	ASSERT_INT(brokerd_bus_get_credentials(bus, name, &c), ==, 0);
+	ASSERT_INT(brokerd_credentials_get_pid(c, &pid), ==, 0);
+	ASSERT(pid == getpid());
+	ASSERT_INT(brokerd_credentials_get_uid(c, &uid), ==, 0);
+	ASSERT(uid == getuid());
+	ASSERT_INT(brokerd_credentials_get_gid(c, &gid), ==, 0);
+	ASSERT(gid == getgid());
 	n = getgroups(256, mine);
-	CHECK(n >= 0);
-	CHECK_R(brokerd_credentials_get_groups(c, &gids), n);
+	ASSERT(n >= 0);
+	ASSERT_INT(brokerd_credentials_get_groups(c, &gids), ==, n);
 	for (int i = 0; i < n; i++)
-		CHECK(gids[i] == mine[i]);
+		ASSERT(gids[i] == mine[i]);
 	/* SO_PEERPIDFD (Linux 6.5); SO_PEERSEC only under a security module */
 	fd = brokerd_credentials_get_pidfd(c);
 	if (fd == -ENODATA) {
 		printf("# (kernel without SO_PEERPIDFD: no pidfd)\n");
 	} else {
-		CHECK(fd >= 0);
+		ASSERT(fd >= 0);
 		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 		f = fopen(path, "re");
-		CHECK(f);
+		ASSERT(f);
 		while (fgets(line, sizeof(line), f) && sscanf(line, "Pid: %d", &fd_pid) != 1)
 			;
 		fclose(f);
-		CHECK(fd_pid == getpid());
+		ASSERT(fd_pid == getpid());
 	}
 	n = brokerd_credentials_get_label(c, &label);
-	CHECK(n == -ENODATA || (n == 0 && label[0]));
+	ASSERT(n == -ENODATA || (n == 0 && label[0]));
 	brokerd_credentials_free(c);
 }
 
@@ -271,51 +270,50 @@ int main(int argc, char **argv)
 	char out[8192], owner[64], want[256], ua_old[64];
 	FILE *f;
 
-	CHECK(argc == 3);
+	ASSERT(argc == 3);
 	brokerd_path = argv[1];
 	brokerctl_path = argv[2];
-	CHECK(mkdtemp(dir));
+	ASSERT(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/socket", dir);
 	snprintf(policy, sizeof(policy), "%s/policy", dir);
-	CHECK(mkdir(policy, 0755) == 0);
+	ASSERT(mkdir(policy, 0755) == 0);
 	/* this test runs as whatever user runs meson test: grant it the test names */
 	f = fopen(strcat(strcpy(out, policy), "/50-test.conf"), "w");
-	CHECK(f);
+	ASSERT(f);
 	fprintf(f, "[user %u]\nallow own org.test.*\nallow send org.test.*\nallow receive org.test.*\n"
 		   "deny own org.test.Forbidden\n", (unsigned)getuid());
 	fclose(f);
 	daemon_start();
 
-	CHECK_R(brokerd_bus_open(&a, sock), 0);
-	CHECK_R(brokerd_bus_open(&b, sock), 0);
-	CHECK_R(brokerd_bus_get_unique_name(a, &ua), 0);
-	CHECK_R(brokerd_bus_get_unique_name(b, &ub), 0);
-	CHECK(strcmp(ua, ub) != 0);
-	CHECK_R(brokerd_bus_watch_name(b, &watch, "org.test.Name", on_noc, NULL), 0);
+	ASSERT_INT(brokerd_bus_open(&a, sock), ==, 0);
+	ASSERT_INT(brokerd_bus_open(&b, sock), ==, 0);
+	ASSERT_INT(brokerd_bus_get_unique_name(a, &ua), ==, 0);
+	ASSERT_INT(brokerd_bus_get_unique_name(b, &ub), ==, 0);
+	ASSERT(strcmp(ua, ub) != 0);
+	ASSERT_INT(brokerd_bus_watch_name(b, &watch, "org.test.Name", on_noc, NULL), ==, 0);
 
 	/* names: owner, queue, DO_NOT_QUEUE, promotion, release */
-	CHECK_R(brokerd_bus_request_name(a, "org.test.Name", BROKERD_NAME_ALLOW_REPLACEMENT),
-		BROKERD_NAME_PRIMARY_OWNER);
-	CHECK_R(brokerd_bus_request_name(a, "org.test.Name", 0), BROKERD_NAME_ALREADY_OWNER);
-	CHECK_R(brokerd_bus_request_name(b, "org.test.Name", BROKERD_NAME_DO_NOT_QUEUE), -EEXIST);
-	CHECK_R(brokerd_bus_request_name(b, "org.test.Name", 0), BROKERD_NAME_IN_QUEUE);
+	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Name", BROKERD_NAME_ALLOW_REPLACEMENT), ==, BROKERD_NAME_PRIMARY_OWNER);
+	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Name", 0), ==, BROKERD_NAME_ALREADY_OWNER);
+	ASSERT_INT(brokerd_bus_request_name(b, "org.test.Name", BROKERD_NAME_DO_NOT_QUEUE), ==, -EEXIST);
+	ASSERT_INT(brokerd_bus_request_name(b, "org.test.Name", 0), ==, BROKERD_NAME_IN_QUEUE);
 	pump(b, &noc_count, 1);
-	CHECK(strcmp(noc_last[1], "") == 0 && strcmp(noc_last[2], ua) == 0);
-	CHECK_R(brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)), 0);
-	CHECK(strcmp(owner, ua) == 0);
-	CHECK_R(brokerd_bus_get_creds(b, "org.test.Name", &creds), 0);
-	CHECK(creds.pid == getpid() && creds.uid == getuid() && creds.gid == getgid());
-	CHECK(creds.id && strcmp(owner + 3, strrchr(ua, '.') + 1) == 0);
+	ASSERT(strcmp(noc_last[1], "") == 0 && strcmp(noc_last[2], ua) == 0);
+	ASSERT_INT(brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)), ==, 0);
+	ASSERT(strcmp(owner, ua) == 0);
+	ASSERT_INT(brokerd_bus_get_creds(b, "org.test.Name", &creds), ==, 0);
+	ASSERT(creds.pid == getpid() && creds.uid == getuid() && creds.gid == getgid());
+	ASSERT(creds.id && strcmp(owner + 3, strrchr(ua, '.') + 1) == 0);
 	check_credentials(b, "org.test.Name");
 	check_credentials(b, ua);
-	CHECK_R(brokerd_bus_request_name(a, "org.test.Forbidden", 0), -EACCES);
-	CHECK_R(brokerd_bus_request_name(a, "org.other.Name", 0), getuid() == 0 ?
+	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Forbidden", 0), ==, -EACCES);
+	ASSERT_INT(brokerd_bus_request_name(a, "org.other.Name", 0), ==, getuid() == 0 ?
 		BROKERD_NAME_PRIMARY_OWNER : -EACCES);
 
 	/* brokerctl sees the same */
-	CHECK_R(ctl(out, sizeof(out), "list"), 0);
+	ASSERT_INT(ctl(out, sizeof(out), "list"), ==, 0);
 	snprintf(want, sizeof(want), "org.test.Name");
-	CHECK(strstr(out, want));
+	ASSERT(strstr(out, want));
 	snprintf(want, sizeof(want), "%s %s", ua, ub);
 	{
 		/* "org.test.Name   :1.A  :1.B" */
@@ -323,42 +321,42 @@ int main(int argc, char **argv)
 		char *eol = strchr(line, '\n');
 
 		*eol = 0;
-		CHECK(strstr(line, ua) && strstr(line, ub));
+		ASSERT(strstr(line, ua) && strstr(line, ub));
 	}
-	CHECK_R(ctl(out, sizeof(out), "--json list"), 0);
+	ASSERT_INT(ctl(out, sizeof(out), "--json list"), ==, 0);
 	snprintf(want, sizeof(want), "{\"name\":\"org.test.Name\",\"owner\":\"%s\",\"queued\":[\"%s\"]}",
 		 ua, ub);
-	CHECK(strstr(out, want));
-	CHECK_R(ctl(out, sizeof(out), "status org.test.Name"), 0);
+	ASSERT(strstr(out, want));
+	ASSERT_INT(ctl(out, sizeof(out), "status org.test.Name"), ==, 0);
 	snprintf(want, sizeof(want), "PID:    %d\n", (int)getpid());
-	CHECK(strstr(out, want));
-	CHECK_R(ctl(out, sizeof(out), "--json status org.test.Name"), 0);
+	ASSERT(strstr(out, want));
+	ASSERT_INT(ctl(out, sizeof(out), "--json status org.test.Name"), ==, 0);
 	snprintf(want, sizeof(want), "\"owner\":\"%s\",\"pid\":%d,\"uid\":%u,", ua, (int)getpid(),
 		 (unsigned)getuid());
-	CHECK(strstr(out, want));
-	CHECK_R(ctl(out, sizeof(out), "status org.test.Nobody"), 4);
-	CHECK_R(ctl(out, sizeof(out), "status not-a-name"), 2);
-	CHECK_R(ctl(out, sizeof(out), "--json status org.test.Nobody"), 4);
-	CHECK(strstr(out, "\"error\":\"brokerd.Error.NameHasNoOwner\""));
+	ASSERT(strstr(out, want));
+	ASSERT_INT(ctl(out, sizeof(out), "status org.test.Nobody"), ==, 4);
+	ASSERT_INT(ctl(out, sizeof(out), "status not-a-name"), ==, 2);
+	ASSERT_INT(ctl(out, sizeof(out), "--json status org.test.Nobody"), ==, 4);
+	ASSERT(strstr(out, "\"error\":\"brokerd.Error.NameHasNoOwner\""));
 	snprintf(want, sizeof(want), "policy check %u org.test.X own", (unsigned)getuid());
-	CHECK_R(ctl(out, sizeof(out), want), 0);
-	CHECK(strncmp(out, "allow: ", 7) == 0);
+	ASSERT_INT(ctl(out, sizeof(out), want), ==, 0);
+	ASSERT(strncmp(out, "allow: ", 7) == 0);
 	snprintf(want, sizeof(want), "policy check %u org.test.Forbidden own", (unsigned)getuid());
-	CHECK_R(ctl(out, sizeof(out), want), 3);
-	CHECK(strncmp(out, "deny: ", 6) == 0 && strstr(out, "50-test.conf:5"));
+	ASSERT_INT(ctl(out, sizeof(out), want), ==, 3);
+	ASSERT(strncmp(out, "deny: ", 6) == 0 && strstr(out, "50-test.conf:5"));
 	snprintf(want, sizeof(want), "--json policy check %u org.test.X send", (unsigned)getuid());
-	CHECK_R(ctl(out, sizeof(out), want), 0);
-	CHECK(strstr(out, "\"decision\":\"allow\""));
-	CHECK_R(ctl(out, sizeof(out), "policy check root org.test.X fly"), 2);
-	CHECK_R(ctl(out, sizeof(out), "policy"), 2);
-	CHECK_R(ctl(out, sizeof(out), "quota"), 0);
-	CHECK(strstr(out, "connections") && strstr(out, "names"));
-	CHECK_R(ctl(out, sizeof(out), "--json quota"), 0);
-	CHECK(out[0] == '[' && strstr(out, "\"connections\":{\"used\":"));
-	CHECK_R(ctl(out, sizeof(out), "peers"), 0);
-	CHECK(strstr(out, "org.test.Name"));
-	CHECK_R(ctl(out, sizeof(out), "--json peers"), 0);
-	CHECK(out[0] == '[');
+	ASSERT_INT(ctl(out, sizeof(out), want), ==, 0);
+	ASSERT(strstr(out, "\"decision\":\"allow\""));
+	ASSERT_INT(ctl(out, sizeof(out), "policy check root org.test.X fly"), ==, 2);
+	ASSERT_INT(ctl(out, sizeof(out), "policy"), ==, 2);
+	ASSERT_INT(ctl(out, sizeof(out), "quota"), ==, 0);
+	ASSERT(strstr(out, "connections") && strstr(out, "names"));
+	ASSERT_INT(ctl(out, sizeof(out), "--json quota"), ==, 0);
+	ASSERT(out[0] == '[' && strstr(out, "\"connections\":{\"used\":"));
+	ASSERT_INT(ctl(out, sizeof(out), "peers"), ==, 0);
+	ASSERT(strstr(out, "org.test.Name"));
+	ASSERT_INT(ctl(out, sizeof(out), "--json peers"), ==, 0);
+	ASSERT(out[0] == '[');
 	/* in pages of one entry: every entry all the same (brokerctl's own
 	 * connection differs from run to run, not the number of lines) */
 	{
@@ -367,59 +365,59 @@ int main(int argc, char **argv)
 
 		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 			snprintf(want, sizeof(want), "--page-size 1 %s", cmds[i]);
-			CHECK_R(ctl(out, sizeof(out), cmds[i]), 0);
-			CHECK_R(ctl(paged, sizeof(paged), want), 0);
-			CHECK(count_lines(out) == count_lines(paged));
-			CHECK(strstr(paged, ua) && strstr(paged, ub) && strstr(paged, "org.test.Name"));
+			ASSERT_INT(ctl(out, sizeof(out), cmds[i]), ==, 0);
+			ASSERT_INT(ctl(paged, sizeof(paged), want), ==, 0);
+			ASSERT(count_lines(out) == count_lines(paged));
+			ASSERT(strstr(paged, ua) && strstr(paged, ub) && strstr(paged, "org.test.Name"));
 		}
-		CHECK(count_lines(out) == 1);	/* --json: one line */
-		CHECK(strstr(paged, "},{"));
+		ASSERT(count_lines(out) == 1);	/* --json: one line */
+		ASSERT(strstr(paged, "},{"));
 	}
-	CHECK_R(ctl(out, sizeof(out), "--page-size x list"), 2);
-	CHECK_R(ctl(out, sizeof(out), "--page-size -1 list"), 2);
-	CHECK_R(ctl(out, sizeof(out), "info"), 0);
-	CHECK(strstr(out, "Channels:    no"));
-	CHECK_R(ctl(out, sizeof(out), "--json info"), 0);
-	CHECK(strstr(out, "\"channels\":false"));
+	ASSERT_INT(ctl(out, sizeof(out), "--page-size x list"), ==, 2);
+	ASSERT_INT(ctl(out, sizeof(out), "--page-size -1 list"), ==, 2);
+	ASSERT_INT(ctl(out, sizeof(out), "info"), ==, 0);
+	ASSERT(strstr(out, "Channels:    no"));
+	ASSERT_INT(ctl(out, sizeof(out), "--json info"), ==, 0);
+	ASSERT(strstr(out, "\"channels\":false"));
 	/* what needs channels says so */
-	CHECK_R(ctl(out, sizeof(out), "monitor"), 9);
-	CHECK(strstr(out, "NotSupported"));
-	CHECK_R(ctl(out, sizeof(out), "call org.test.Name Ping"), 9);
-	CHECK_R(ctl(out, sizeof(out), "nonsense"), 2);
-	CHECK_R(ctl(out, sizeof(out), "--timeout x list"), 2);
-	CHECK_R(ctl(out, sizeof(out), "emit org.test.Name Changed"), 3);	/* owned by a */
+	ASSERT_INT(ctl(out, sizeof(out), "monitor"), ==, 9);
+	ASSERT(strstr(out, "NotSupported"));
+	ASSERT_INT(ctl(out, sizeof(out), "call org.test.Name Ping"), ==, 9);
+	ASSERT_INT(ctl(out, sizeof(out), "nonsense"), ==, 2);
+	ASSERT_INT(ctl(out, sizeof(out), "--timeout x list"), ==, 2);
+	ASSERT_INT(ctl(out, sizeof(out), "emit org.test.Name Changed"), ==, 3);	/* owned by a */
 
 	test_old_broker();
 
 	/* releasing promotes the queued owner */
 	noc_count = 0;
-	CHECK_R(brokerd_bus_release_name(a, "org.test.Name"), 0);
+	ASSERT_INT(brokerd_bus_release_name(a, "org.test.Name"), ==, 0);
 	pump(b, &noc_count, 1);
-	CHECK(strcmp(noc_last[1], ua) == 0 && strcmp(noc_last[2], ub) == 0);
-	CHECK_R(brokerd_bus_release_name(a, "org.test.Name"), -EPERM);
+	ASSERT(strcmp(noc_last[1], ua) == 0 && strcmp(noc_last[2], ub) == 0);
+	ASSERT_INT(brokerd_bus_release_name(a, "org.test.Name"), ==, -EPERM);
 
 	/* brokerd dies and comes back: both buses reconnect, names come back */
 	snprintf(ua_old, sizeof(ua_old), "%s", ua);
-	CHECK_R(brokerd_bus_set_state_handler(a, on_state, NULL), 0);
-	CHECK_R(brokerd_bus_request_name(a, "org.test.Again", 0), BROKERD_NAME_PRIMARY_OWNER);
+	ASSERT_INT(brokerd_bus_set_state_handler(a, on_state, NULL), ==, 0);
+	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Again", 0), ==, BROKERD_NAME_PRIMARY_OWNER);
 	daemon_stop();
 	daemon_start();
 	pump(a, &states, 1);
 	/* a new connection; its name may equal the old one, as brokerd numbers
 	 * connections afresh after a restart */
-	CHECK_R(brokerd_bus_get_unique_name(a, &ua), 0);
-	CHECK(strncmp(ua, ":1.", 3) == 0);
-	CHECK_R(brokerd_bus_get_name_owner(a, "org.test.Again", owner, sizeof(owner)), 0);
-	CHECK(strcmp(owner, ua) == 0);
-	CHECK_R(brokerd_bus_get_name_owner(a, "org.test.Name", owner, sizeof(owner)), -ENXIO);
+	ASSERT_INT(brokerd_bus_get_unique_name(a, &ua), ==, 0);
+	ASSERT(strncmp(ua, ":1.", 3) == 0);
+	ASSERT_INT(brokerd_bus_get_name_owner(a, "org.test.Again", owner, sizeof(owner)), ==, 0);
+	ASSERT(strcmp(owner, ua) == 0);
+	ASSERT_INT(brokerd_bus_get_name_owner(a, "org.test.Name", owner, sizeof(owner)), ==, -ENXIO);
 	/* b, never processed since, notices on its next request and reconnects */
 	for (int i = 0; i < 100 && brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)) != 0; i++) {
 		brokerd_bus_process(b);
 		brokerd_bus_wait(b, 20000);
 	}
-	CHECK_R(brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)), 0);
-	CHECK_R(brokerd_bus_get_unique_name(b, &ub), 0);
-	CHECK(strcmp(owner, ub) == 0);
+	ASSERT_INT(brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)), ==, 0);
+	ASSERT_INT(brokerd_bus_get_unique_name(b, &ub), ==, 0);
+	ASSERT(strcmp(owner, ub) == 0);
 
 	brokerd_slot_free(watch);
 	brokerd_bus_close(a);

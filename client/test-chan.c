@@ -6,7 +6,6 @@
  * counted or not, truncation, short and failed results), and that attaching
  * on a kernel without channels fails cleanly instead of crashing.
  */
-#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "client/chan.h"
+#include "util/test.h"
 
 static struct chan *fake_received(size_t buf_payload, int res, uint32_t len, const char *payload)
 {
@@ -45,27 +45,27 @@ static void test_message(void)
 
 	/* res counts the 32-byte header and the payload */
 	c = fake_received(64, 32 + 5, 5, "hello");
-	assert(chan_message(c, &info, &p, &len) == 0);
-	assert(len == 5 && memcmp(p, "hello", 5) == 0 && info->badge == 42 && info->uid == 8);
+	ASSERT(chan_message(c, &info, &p, &len) == 0);
+	ASSERT(len == 5 && memcmp(p, "hello", 5) == 0 && info->badge == 42 && info->uid == 8);
 	free_chan(c);
 	/* a kernel counting the payload alone */
 	c = fake_received(64, 5, 5, "hello");
-	assert(chan_message(c, &info, &p, &len) == 0);
-	assert(len == 5 && memcmp(p, "hello", 5) == 0);
+	ASSERT(chan_message(c, &info, &p, &len) == 0);
+	ASSERT(len == 5 && memcmp(p, "hello", 5) == 0);
 	free_chan(c);
 	/* empty payload */
 	c = fake_received(64, 32, 0, "");
-	assert(chan_message(c, &info, &p, &len) == 0 && len == 0);
+	ASSERT(chan_message(c, &info, &p, &len) == 0 && len == 0);
 	free_chan(c);
 	/* truncated: the message was longer than the buffer */
 	c = fake_received(4, 32 + 4, 100, "abcd");
-	assert(chan_message(c, &info, &p, &len) == -EMSGSIZE);
+	ASSERT(chan_message(c, &info, &p, &len) == -EMSGSIZE);
 	free_chan(c);
 	/* shorter than the header, or an error */
 	c = fake_received(64, 10, 0, "");
-	assert(chan_message(c, &info, &p, &len) == -EBADMSG);
+	ASSERT(chan_message(c, &info, &p, &len) == -EBADMSG);
 	c->res = -ENOENT;
-	assert(chan_message(c, &info, &p, &len) == -ENOENT);
+	ASSERT(chan_message(c, &info, &p, &len) == -ENOENT);
 	free_chan(c);
 }
 
@@ -83,25 +83,25 @@ static void test_ring(void)
 		return;
 	}
 	pfd = (struct pollfd){ .fd = r.efd, .events = POLLIN };
-	assert(poll(&pfd, 1, 0) == 0);
+	ASSERT(poll(&pfd, 1, 0) == 0);
 	sqe = io_uring_get_sqe(&r.uring);
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data64(sqe, 2);	/* an ignored tag */
-	assert(io_uring_submit(&r.uring) == 1);
-	assert(poll(&pfd, 1, 1000) == 1);
+	ASSERT(io_uring_submit(&r.uring) == 1);
+	ASSERT(poll(&pfd, 1, 1000) == 1);
 	ring_ack(&r);
-	assert(ring_reap(&r) == 1);
-	assert(ring_pop_ready(&r) == NULL);
-	assert(poll(&pfd, 1, 0) == 0);
+	ASSERT(ring_reap(&r) == 1);
+	ASSERT(ring_pop_ready(&r) == NULL);
+	ASSERT(poll(&pfd, 1, 0) == 0);
 
 	/* no channels in this kernel: attach fails with an errno, no crash */
 	fd = eventfd(0, EFD_CLOEXEC);
 	k = chan_attach(&r, fd, IOIPC_SUB_RECV, 128, 1, NULL, &c);
-	assert(k < 0 && c == NULL);
+	ASSERT(k < 0 && c == NULL);
 	close(fd);
-	assert(chan_attach(&r, -1, IOIPC_SUB_RECV, 128, 1, NULL, &c) == -EINVAL);
+	ASSERT(chan_attach(&r, -1, IOIPC_SUB_RECV, 128, 1, NULL, &c) == -EINVAL);
 	ring_deinit(&r);
-	assert(r.efd == -1 && !r.initialized);
+	ASSERT(r.efd == -1 && !r.initialized);
 	ring_deinit(&r);	/* twice is harmless */
 }
 

@@ -3,12 +3,12 @@
  * test-json.c - host unit tests of brokerctl's JSON writer: nesting, commas,
  * escaping of control characters, quotes and invalid UTF-8.
  */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/json.h"
+#include "util/test.h"
 
 static char *render(void (*fn)(struct json *))
 {
@@ -17,7 +17,7 @@ static char *render(void (*fn)(struct json *))
 	FILE *f = open_memstream(&out, &size);
 	struct json j;
 
-	assert(f);
+	ASSERT(f);
 	json_init(&j, f);
 	fn(&j);
 	fclose(f);
@@ -75,13 +75,13 @@ int main(void)
 	char *s;
 
 	s = render(doc_nested);
-	assert(strcmp(s, "{\"name\":\"org.example.Foo\",\"owners\":[\":1.1\",\":1.2\"],"
+	ASSERT(strcmp(s, "{\"name\":\"org.example.Foo\",\"owners\":[\":1.1\",\":1.2\"],"
 			 "\"uid\":2001,\"delta\":-3,\"ok\":true,\"none\":null,\"empty\":[],"
 			 "\"objs\":[{},{\"a\":1,\"b\":\"x\",\"c\":2}]}\n") == 0);
 	free(s);
 
 	s = render(doc_escape);
-	assert(strcmp(s, "[\"q\\\"b\\\\n\\n\\t\\u0001\\u007f\",\"caf\xc3\xa9\","
+	ASSERT(strcmp(s, "[\"q\\\"b\\\\n\\n\\t\\u0001\\u007f\",\"caf\xc3\xa9\","
 			 "\"a\\u00ffb\\u00c3\",\"z\\u0000y\"]") == 0);
 	free(s);
 	printf("test-json: ok\n");

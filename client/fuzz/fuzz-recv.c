@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "client/bus-internal.h"
+#include "client/msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/bus-control.h"
 #include "client/bus-internal.h"
 
 #define UID_ALICE	2001

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.c - pure helpers: member filter validation and matching. See util.h.
+ * filter.c - member filters: validation and matching. See filter.h.
  */
-#include <errno.h>
 #include <string.h>
-#include <time.h>
 
-#include "client/util.h"
+#include "client/filter.h"
 
 static bool is_alpha(char c)
 {
@@ -76,12 +74,4 @@ bool filter_match(const char *filter, const char *member)
 			return false;
 		s = e + 1;
 	}
-}
-
-uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
 }

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * brokerctl-msg.c - brokerctl's traffic commands: call a method, emit a
+ * signal, monitor the bus.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/brokerctl.h"
+#include "client/bus-introspect.h"
+
+static long monitor_seen;
+static volatile sig_atomic_t quit;
+
+static void print_msg_json(struct json *j, brokerd_msg *m)
+{
+	struct brokerd_creds cr = { 0 };
+	const void *body;
+	size_t size;
+	static const char *const types[] = { "?", "call", "reply", "error", "signal" };
+	int t = brokerd_msg_get_type(m);
+
+	(void)brokerd_msg_get_body(m, &body, &size);
+	json_member_string(j, "type", types[t >= 1 && t <= 4 ? t : 0]);
+	json_member_string(j, "sender", brokerd_msg_get_sender(m));
+	if (brokerd_msg_get_creds(m, &cr) >= 0) {
+		json_member_uint(j, "pid", (uint64_t)cr.pid);
+		json_member_uint(j, "uid", cr.uid);
+		json_member_uint(j, "gid", cr.gid);
+	}
+	json_member_string(j, t == BROKERD_MSG_ERROR ? "error" : "member", brokerd_msg_get_member(m));
+	json_key(j, "body");
+	json_string_len(j, body, size);
+}
+
+/* --- call / emit --------------------------------------------------------- */
+
+int cmd_call(brokerd_bus *bus, int argc, char **argv)
+{
+	brokerd_msg *reply = NULL;
+	const char *arg = argc > 3 ? argv[3] : "";
+	const void *body;
+	size_t size;
+	int k;
+
+	if (argc < 3 || argc > 4)
+		return fail(NULL, "usage: call NAME MEMBER [ARG]", -EINVAL);
+	k = brokerd_bus_call(bus, argv[1], argv[2], arg, strlen(arg), arg_timeout_usec, &reply);
+	if (k < 0 && k != -EREMOTEIO) {
+		char what[300];
+
+		snprintf(what, sizeof(what), "call %s %s", argv[1], argv[2]);
+		return fail(bus, what, k);
+	}
+	(void)brokerd_msg_get_body(reply, &body, &size);
+	if (arg_json) {
+		struct json j;
+
+		out_begin(&j);
+		print_msg_json(&j, reply);
+		out_end(&j);
+	} else if (k == -EREMOTEIO) {
+		fprintf(stderr, "brokerctl: %s: %.*s\n", brokerd_msg_get_error_name(reply),
+			(int)size, (const char *)body);
+	} else {
+		fwrite(body, 1, size, stdout);
+		if (size && ((const char *)body)[size - 1] != '\n')
+			fputc('\n', stdout);
+	}
+	brokerd_msg_unref(reply);
+	return errno_to_exit(k);
+}
+
+int cmd_emit(brokerd_bus *bus, int argc, char **argv)
+{
+	const char *arg = argc > 3 ? argv[3] : "";
+	int k;
+
+	if (argc < 3 || argc > 4)
+		return fail(NULL, "usage: emit NAME MEMBER [ARG]", -EINVAL);
+	/* signals go out on the name's signal channel, which only its owner may use */
+	k = brokerd_bus_request_name(bus, argv[1], BROKERD_NAME_DO_NOT_QUEUE);
+	if (k == -EEXIST) {
+		fprintf(stderr, "brokerctl: %s is owned by another connection: only its owner can emit its signals\n",
+			argv[1]);
+		return EXIT_DENIED;
+	}
+	if (k < 0)
+		return fail(bus, "RequestName", k);
+	k = brokerd_bus_emit_signal(bus, argv[1], argv[2], arg, strlen(arg));
+	(void)brokerd_bus_release_name(bus, argv[1]);
+	if (k < 0)
+		return fail(bus, "emit", k);
+	if (arg_json) {
+		struct json j;
+
+		out_begin(&j);
+		json_key(&j, "emitted");
+		json_bool(&j, true);
+		out_end(&j);
+	}
+	return EXIT_OK;
+}
+
+/* --- monitor ------------------------------------------------------------- */
+
+static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m,
+		       int error, void *userdata)
+{
+	static const char *const kinds[] = { "?", "inbox", "call", "signal" };
+	const char *k = kinds[kind <= 3 ? kind : 0];
+
+	if (!m)
+		return;
+	if (arg_json) {
+		struct json j;
+
+		out_begin(&j);
+		json_member_string(&j, "channel", k);
+		json_member_string(&j, "name", name);
+		print_msg_json(&j, m);
+		out_end(&j);
+	} else {
+		struct brokerd_creds cr = { 0 };
+		const void *body;
+		size_t size;
+
+		(void)brokerd_msg_get_creds(m, &cr);
+		(void)brokerd_msg_get_body(m, &body, &size);
+		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d member=%s serial=%" PRIu64
+		       " body=%.*s\n", k, name, brokerd_msg_get_type(m), brokerd_msg_get_sender(m),
+		       (unsigned int)cr.uid, (int)cr.pid, brokerd_msg_get_member(m),
+		       brokerd_msg_get_serial(m), (int)(size > 200 ? 200 : size), (const char *)body);
+		fflush(stdout);
+	}
+	if (arg_count > 0 && ++monitor_seen >= arg_count)
+		(void)brokerd_bus_exit(bus, 0);
+}
+
+static void on_signal(int sig)
+{
+	quit = 1;
+}
+
+int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	int k;
+
+	if (argc > 2)
+		return fail(NULL, "usage: monitor [NAME]", -EINVAL);
+	if (argc == 2 && !ctrl_name_is_valid_wellknown(argv[1]))
+		return fail(NULL, "invalid name", -EINVAL);
+	k = bus_monitor_start(bus, NULL, argc == 2 ? argv[1] : NULL, on_monitor, NULL);
+	if (k < 0)
+		return fail(bus, "Monitor", k);
+	/* brokerd announced k channels: if it could mint no monitor capability
+	 * for any of them (a kernel without IOIPC_SUB_MONITOR), say so */
+	for (int i = 0; k > 0 && !bus->monitors && i < 20; i++) {
+		(void)brokerd_bus_process(bus);
+		if (!bus->monitors)
+			(void)brokerd_bus_wait(bus, 50000);
+	}
+	if (k > 0 && !bus->monitors) {
+		fprintf(stderr, "brokerctl: brokerd announced %d channels but handed out no monitor "
+			"capability: the kernel lacks the monitor extension?\n", k);
+		return EXIT_UNSUPPORTED;
+	}
+	if (!arg_json) {
+		printf("Monitoring %s (Ctrl-C to stop)\n", argc == 2 ? argv[1] : "the bus");
+		fflush(stdout);
+	}
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
+	while (!quit) {
+		k = brokerd_bus_process(bus);
+		if (k < 0)
+			return fail(bus, "monitor", k);
+		if (arg_count > 0 && monitor_seen >= arg_count)
+			break;
+		if (!brokerd_bus_is_connected(bus)) {
+			fprintf(stderr, "brokerctl: brokerd went away\n");
+			return EXIT_CONNECT;
+		}
+		if (k == 0)
+			(void)brokerd_bus_wait(bus, 500000);
+	}
+	return EXIT_OK;
+}

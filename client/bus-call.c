@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-call.c - making calls: a call slot per pending call, sent on the
+ * name's call chan (reopened once if revoked), completed by its reply, an
+ * error, its deadline or the loss of the connection or the name. The
+ * synchronous brokerd_bus_call() runs the loop and lives in bus-loop.c.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "client/bus-call.h"
+#include "client/bus-chan.h"
+#include "client/bus-name.h"
+#include "client/bus-slot.h"
+
+void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
+{
+	brokerd_reply_handler_t h = s->handler.reply;
+	void *userdata = s->userdata;
+	bool floating = s->floating;
+
+	assert(s->type == SLOT_CALL && s->serial);
+	s->serial = 0;		/* done: no longer pending */
+	s->deadline = 0;
+	if (floating)
+		slot_destroy(s);
+	if (h)
+		h(msg, error, userdata);
+}
+
+_public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+				    const char *member, const void *body, size_t size,
+				    uint64_t timeout_usec, brokerd_reply_handler_t handler,
+				    void *userdata)
+{
+	struct chmsg m = { .type = CHMSG_CALL, .member = member, .destination = "",
+			   .body = body, .body_len = (uint32_t)size };
+	struct brokerd_slot *s;
+	struct bname *b;
+	int k;
+
+	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) ||
+	    !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	if (!bus->connected)
+		return -ENOTCONN;
+	if (!bus->inbox)
+		return -EOPNOTSUPP;
+	b = bname_get(bus, name, true);
+	if (!b)
+		return -ENOMEM;
+	/* a synchronous caller is waiting anyway; an event loop must not block */
+	k = bname_open_call(bus, b, bus->sync_opening);
+	if (k < 0) {
+		bname_gc(bus, b);
+		return k;
+	}
+	s = slot_new(bus, SLOT_CALL, name, member, userdata);
+	if (!s) {
+		bname_gc(bus, b);
+		return -ENOMEM;
+	}
+	s->bname = b;
+	s->handler.reply = handler;
+	s->serial = m.serial = bus_next_serial(bus);
+	if (!handler)
+		m.flags = CHMSG_F_NO_REPLY_EXPECTED;
+	s->deadline = now_usec() + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
+	k = bus_chan_send(bus, b->call_send, &m);
+	if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
+		/* capability revoked or channel gone: open it afresh once */
+		chan_close(&bus->ring, b->call_send);
+		b->call_send = NULL;
+		k = bname_open_call(bus, b, bus->sync_opening);
+		if (k >= 0)
+			k = bus_chan_send(bus, b->call_send, &m);
+	}
+	if (k < 0 || !handler) {
+		slot_destroy(s);
+		return k < 0 ? k : 0;
+	}
+	return slot_hand_out(s, ret_slot);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-chan.h - the chans of a bus (bus-chan.c).
+ */
+#ifndef BROKERD_CLIENT_BUS_CHAN_H
+#define BROKERD_CLIENT_BUS_CHAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "client/bus-internal.h"
+
+/* Attaches cap fd (always closed) with rights as a chan of kind for owner,
+ * with a receive armed if it receives. */
+int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int kind, void *owner,
+		    struct chan **ret);
+/* Encodes m and sends it on c: 0 or -errno. */
+int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
+/* The next message serial (never 0). */
+uint32_t bus_next_serial(brokerd_bus *bus);
+
+/* Keeps c receiving until it is drained (see struct retired_chan). */
+void bus_chan_retire(brokerd_bus *bus, struct chan *c);
+bool bus_chan_is_retired(brokerd_bus *bus, struct chan *c);
+/* Closes retired chans: c only, those owned by owner, or all (both NULL). */
+void bus_retired_close(brokerd_bus *bus, struct chan *c, void *owner);
+
+/* Attaches a monitor cap (fd, always consumed) for name's chan of kind. */
+int bus_monitor_add(brokerd_bus *bus, const char *name, unsigned int kind, int fd);
+void bus_monitors_clear(brokerd_bus *bus);
+
+#endif

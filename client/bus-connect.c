@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-connect.c - connecting to brokerd (socket, HELLO, our inbox) and
+ * restoring names and subscriptions after a restart; disconnecting, which
+ * drops every chan of the old instance and fails the calls in flight; the
+ * connection's state as the application sees it.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "client/bus-call.h"
+#include "client/bus-chan.h"
+#include "client/bus-connect.h"
+#include "client/bus-control.h"
+#include "client/bus-inbox.h"
+#include "client/bus-name.h"
+#include "util/socket.h"
+
+void bus_set_state(brokerd_bus *bus, int state)
+{
+	if (bus->state_handler)
+		bus->state_handler(bus, state, bus->state_userdata);
+}
+
+void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
+{
+	bool was = bus->connected;
+	struct brokerd_slot *s, *next;
+
+	if (bus->ctrl_fd >= 0) {
+		(void)epoll_ctl(bus->epoll_fd, EPOLL_CTL_DEL, bus->ctrl_fd, NULL);
+		close(bus->ctrl_fd);
+	}
+	bus->ctrl_fd = -1;
+	bus->connected = false;
+	bus->ctrl_failed = false;
+	chan_close(&bus->ring, bus->inbox);
+	bus->inbox = NULL;
+	peer_inbox_clear(bus);
+	bus_retired_close(bus, NULL, NULL);
+	for (struct bname *b = bus->names; b; b = b->next)
+		bname_close_chans(bus, b);
+	bus_monitors_clear(bus);
+	bus->unique_name[0] = 0;
+	bus->id = 0;
+	if (schedule_reconnect && bus->reconnect && !bus->closed) {
+		bus->backoff_msec = bus->backoff_msec ? bus->backoff_msec : BUS_RECONNECT_MIN_MSEC;
+		bus->reconnect_at = now_usec() + bus->backoff_msec * 1000ULL;
+		bus_kick(bus);
+	}
+	if (!was)
+		return;
+	/* nobody will answer the calls in flight */
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (s->type == SLOT_CALL && s->serial) {
+			bus_call_complete(s, NULL, -ECONNRESET);
+			next = bus->slots;	/* the handler may have freed any slot */
+		}
+	}
+	bus_set_state(bus, BROKERD_STATE_DISCONNECTED);
+}
+
+static int bus_hello(brokerd_bus *bus)
+{
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
+	struct ctrl_reader rd;
+	const char *unique = NULL;
+	uint64_t id = 0;
+	uint32_t features = 0;
+	int k;
+
+	k = bus_ctrl_request(bus, CTRL_OP_HELLO, NULL, CTRL_HELLO_NAME_EVENTS, &r);
+	if (k < 0)
+		return k;
+	ctrl_reader_init(&rd, &r.msg);
+	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_read_u64(&rd, &id) < 0 ||
+	    ctrl_read_u32(&rd, &features) < 0)
+		return -EPROTO;
+	snprintf(bus->unique_name, sizeof(bus->unique_name), "%s", unique);
+	bus->id = id;
+	bus->features = features;
+	k = 0;
+	if (features & CTRL_FEATURE_CHANNELS)
+		k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
+				    &bus->inbox);
+	return k;
+}
+
+/* (Re)connects and restores names and subscriptions. */
+int bus_connect(brokerd_bus *bus)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd, k;
+
+	assert(!bus->connected && bus->ctrl_fd < 0);	/* or the old socket would leak */
+	fd = unix_connect(bus->path, SOCK_SEQPACKET);
+	if (fd < 0)
+		return fd;
+	ev.data.fd = fd;
+	if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		k = -errno;
+		close(fd);
+		return k;
+	}
+	bus->ctrl_fd = fd;
+	bus->connected = true;
+	k = bus_hello(bus);
+	if (k < 0)
+		goto fail;
+	for (struct bname *b = bus->names; b; b = b->next) {
+		if (b->requested) {
+			k = bname_request(bus, b, b->req_flags);
+			if (k < 0 && k != -EEXIST)
+				goto fail;
+		}
+		if (b->n_subs) {
+			k = bname_subscribe(bus, b);
+			if (k < 0 && k != -EACCES)
+				goto fail;
+		}
+	}
+	bus->backoff_msec = 0;
+	bus->reconnect_at = 0;
+	return 0;
+fail:
+	bus->connected = false;	/* silently: the caller decides */
+	bus_disconnect(bus, false);
+	return k;
+}
+
+/* --- Public API ----------------------------------------------------------------- */
+
+_public_ int brokerd_bus_get_unique_name(brokerd_bus *bus, const char **ret)
+{
+	if (!bus || !ret)
+		return -EINVAL;
+	if (!bus->connected)
+		return -ENOTCONN;
+	*ret = bus->unique_name;
+	return 0;
+}
+
+_public_ int brokerd_bus_is_connected(brokerd_bus *bus)
+{
+	if (!bus)
+		return -EINVAL;
+	return bus->connected;
+}
+
+_public_ int brokerd_bus_set_reconnect(brokerd_bus *bus, int enable)
+{
+	if (!bus || bus->closed)
+		return -EINVAL;
+	bus->reconnect = !!enable;
+	if (!enable)
+		bus->reconnect_at = 0;
+	return 0;
+}
+
+_public_ int brokerd_bus_set_state_handler(brokerd_bus *bus, brokerd_state_handler_t handler,
+					   void *userdata)
+{
+	if (!bus || bus->closed)
+		return -EINVAL;
+	bus->state_handler = handler;
+	bus->state_userdata = userdata;
+	return 0;
+}

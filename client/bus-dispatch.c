@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-dispatch.c - what arrived, to whom it goes: a completed channel
+ * receive is decoded, its receive re-armed and the message handed to a
+ * method, the subscriptions, a pending call or the monitor; a broker signal
+ * on the control socket updates names, caps and monitors and reaches the
+ * name watches. Messages are copied out of the receive buffer and the
+ * receive re-armed before any handler runs, so handlers may make calls of
+ * their own.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/bus-alloc.h"
+#include "client/bus-call.h"
+#include "client/bus-chan.h"
+#include "client/bus-control.h"
+#include "client/bus-dispatch.h"
+#include "client/bus-inbox.h"
+#include "client/bus-name.h"
+#include "client/filter.h"
+#include "client/msg.h"
+
+static void dispatch_call(brokerd_bus *bus, brokerd_msg *msg)
+{
+	struct brokerd_slot *s, *fallback = NULL, *match = NULL;
+	int k;
+
+	for (s = bus->slots; s; s = s->next) {
+		if (s->type != SLOT_METHOD || strcmp(s->name, msg->name) != 0)
+			continue;
+		if (s->member && strcmp(s->member, msg->member) == 0) {
+			match = s;
+			break;
+		}
+		if (!s->member && !fallback)
+			fallback = s;
+	}
+	if (!match)
+		match = fallback;
+	if (!match) {
+		(void)brokerd_msg_reply_error(msg, BROKERD_ERROR_UNKNOWN_METHOD, msg->member);
+		return;
+	}
+	k = match->handler.msg(msg, match->userdata);
+	/* a handler that kept a reference answers later (or never) */
+	if (msg->replied || (msg->flags & CHMSG_F_NO_REPLY_EXPECTED) || msg->n_ref > 1)
+		return;
+	if (k < 0) {
+		char text[64];
+
+		snprintf(text, sizeof(text), "%s", strerror(-k));
+		(void)brokerd_msg_reply_error(msg, BROKERD_ERROR_FAILED, text);
+	} else {
+		(void)brokerd_msg_reply(msg, NULL, 0);
+	}
+}
+
+static void dispatch_signal(brokerd_bus *bus, struct bname *b, brokerd_msg *msg)
+{
+	struct brokerd_slot *s, *next;
+
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (s->type != SLOT_SUBSCRIBE || s->bname != b || (!b && s->name) ||
+		    !filter_match(s->member, msg->member))
+			continue;
+		s->handler.msg(msg, s->userdata);
+		if (bus->closed)
+			return;
+	}
+}
+
+static void dispatch_reply(brokerd_bus *bus, brokerd_msg *msg)
+{
+	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
+		if (s->type == SLOT_CALL && s->serial && s->serial == msg->reply_serial) {
+			bus_call_complete(s, msg, msg->type == BROKERD_MSG_ERROR ? -EREMOTEIO : 0);
+			return;
+		}
+}
+
+static void dispatch_monitor(brokerd_bus *bus, struct monitor_chan *mc, brokerd_msg *msg, int error)
+{
+	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
+		if (s->type == SLOT_MONITOR) {
+			if (!s->name || strcmp(s->name, mc->name) == 0)
+				s->handler.monitor(bus, mc->name, mc->kind, msg, error, s->userdata);
+			return;
+		}
+}
+
+/* A receive completed on c: decode, re-arm, dispatch. */
+void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
+{
+	const struct ioipc_msg_info *info;
+	const void *payload;
+	struct bname *b = NULL;
+	struct monitor_chan *mc = NULL;
+	const char *name = "";
+	brokerd_msg *msg = NULL;
+	struct chmsg m;
+	size_t len;
+	int k;
+
+	if (c->kind == CHAN_CALL_RECV || c->kind == CHAN_SIGNAL_RECV) {
+		b = c->owner;
+		assert(b);
+		name = b->name;
+	} else if (c->kind == CHAN_MONITOR) {
+		mc = c->owner;
+		assert(mc);
+		name = mc->name;
+	}
+	k = chan_message(c, &info, &payload, &len);
+	if (k >= 0)
+		k = chmsg_decode(&m, payload, len);
+	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
+		(void)chan_arm(&bus->ring, c);	/* a malformed call: take the next one */
+	if (k >= 0) {
+		msg = msg_new(bus, &m, info, name);
+		if (!msg)
+			k = -ENOMEM;
+	}
+	if (c->res < 0 && c->res != -EINTR && c->res != -ETIME) {
+		/* detached, revoked or unsupported: re-arming would fail the same way */
+		if (mc)
+			dispatch_monitor(bus, mc, NULL, c->res);
+		if (bus_chan_is_retired(bus, c)) {
+			bus_retired_close(bus, c, NULL);	/* drained */
+			return;
+		}
+		if (c->kind == CHAN_SIGNAL_RECV && (c->res == -ENOENT || c->res == -EPIPE) && b &&
+		    b->sig_recv == c) {
+			/* the channel went away under us: subscribe again */
+			chan_close(&bus->ring, c);
+			b->sig_recv = NULL;
+			(void)bname_subscribe(bus, b);
+		} else if (c->res == -EACCES && b && (b->sig_recv == c || b->call_recv == c)) {
+			/* revoked: the slots stay, but go quiet */
+			chan_close(&bus->ring, c);
+			if (b->sig_recv == c)
+				b->sig_recv = NULL;
+			else
+				b->call_recv = NULL;
+		}
+		return;
+	}
+	/*
+	 * Re-arm before running handlers, so that a handler's own synchronous
+	 * call can receive its reply; but a call channel only afterwards: a
+	 * receive parked there takes the next call away from the other workers
+	 * of a pool, and a bus about to exit would swallow it.
+	 */
+	if (c->kind != CHAN_CALL_RECV)
+		(void)chan_arm(&bus->ring, c);
+	if (k < 0) {
+		/* malformed or truncated: the sender's bug, not ours; drop it */
+		if (mc)
+			dispatch_monitor(bus, mc, NULL, k);
+		return;
+	}
+	bus_ref(bus);
+	switch (c->kind) {
+	case CHAN_INBOX:
+		if (msg->type == BROKERD_MSG_REPLY || msg->type == BROKERD_MSG_ERROR)
+			dispatch_reply(bus, msg);
+		else if (msg->type == BROKERD_MSG_SIGNAL)
+			dispatch_signal(bus, NULL, msg);	/* sent to us directly */
+		break;
+	case CHAN_CALL_RECV:
+		if (msg->type == BROKERD_MSG_CALL)
+			dispatch_call(bus, msg);
+		/* the handler may have released the name or closed the bus */
+		if (!bus->closed && !bus->exit && (b->call_recv == c || bus_chan_is_retired(bus, c)))
+			(void)chan_arm(&bus->ring, c);
+		break;
+	case CHAN_SIGNAL_RECV:
+		if (msg->type == BROKERD_MSG_SIGNAL)
+			dispatch_signal(bus, b, msg);
+		break;
+	case CHAN_MONITOR:
+		dispatch_monitor(bus, mc, msg, 0);
+		break;
+	default:
+		break;
+	}
+	brokerd_msg_unref(msg);
+	bus_unref(bus);
+}
+
+static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, const char *old_owner,
+					const char *new_owner)
+{
+	struct brokerd_slot *s, *next;
+	struct bname *b = bname_get(bus, name, false);
+	uint64_t id;
+
+	if (name[0] == ':' && !new_owner[0] && ctrl_unique_name_parse(name, &id) >= 0)
+		peer_inbox_drop(bus, id);
+	if (b && !new_owner[0]) {
+		/* the name's last owner is gone: so are the calls it was serving */
+		chan_close(&bus->ring, b->call_send);
+		b->call_send = NULL;
+		for (s = bus->slots; s; s = next) {
+			next = s->next;
+			if (s->type == SLOT_CALL && s->serial && s->bname == b) {
+				bus_call_complete(s, NULL, -ECONNRESET);
+				next = bus->slots;
+			}
+		}
+	}
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (s->type == SLOT_WATCH && (!s->name || strcmp(s->name, name) == 0))
+			s->handler.name(bus, name, old_owner, new_owner, s->userdata);
+	}
+}
+
+/* Takes ownership of fds. */
+int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds, unsigned int n_fds)
+{
+	struct ctrl_message m;
+	struct ctrl_reader r;
+	const char *a = NULL, *o = NULL, *n = NULL;
+	int k;
+
+	assert(fds || n_fds == 0);
+	k = ctrl_message_decode(&m, buf, len, n_fds);
+	if (k < 0 || m.hdr.type != CTRL_TYPE_SIGNAL)
+		goto done;
+	ctrl_reader_init(&r, &m);
+	switch (m.hdr.code) {
+	case CTRL_SIGNAL_NAME_OWNER_CHANGED:
+		if (ctrl_read_string(&r, &a, NULL) >= 0 && ctrl_read_string(&r, &o, NULL) >= 0 &&
+		    ctrl_read_string(&r, &n, NULL) >= 0)
+			dispatch_name_owner_changed(bus, a, o, n);
+		break;
+	case CTRL_SIGNAL_NAME_ACQUIRED:
+		if (ctrl_read_string(&r, &a, NULL) >= 0) {
+			struct bname *b = bname_get(bus, a, false);
+			_cleanup_ctrl_reply_ struct ctrl_reply rep = { .n_fds = n_fds };
+
+			memcpy(rep.fds, fds, sizeof(int) * n_fds);
+			n_fds = 0;
+			if (b)
+				(void)bname_take_owner_fds(bus, b, &rep);
+		}
+		break;
+	case CTRL_SIGNAL_NAME_LOST:
+		if (ctrl_read_string(&r, &a, NULL) >= 0) {
+			struct bname *b = bname_get(bus, a, false);
+
+			if (b) {
+				chan_close(&bus->ring, b->call_recv);
+				chan_close(&bus->ring, b->sig_send);
+				b->call_recv = b->sig_send = NULL;
+			}
+		}
+		break;
+	case CTRL_SIGNAL_MONITOR_CHANNEL: {
+		uint32_t kind = 0;
+
+		if (n_fds >= 1 && ctrl_read_string(&r, &a, NULL) >= 0 &&
+		    ctrl_read_u32(&r, &kind) >= 0) {
+			(void)bus_monitor_add(bus, a, kind, fds[0]);
+			fds[0] = -1;
+		}
+		break;
+	}
+	case CTRL_SIGNAL_CAPABILITY_REVOKED:
+		/*
+		 * The kernel has already detached what we attached through the
+		 * revoked caps: receives in flight end with -EACCES (see
+		 * bus_dispatch_chan), sends fail and reopen through brokerd,
+		 * which then answers with the policy's verdict.
+		 */
+		break;
+	default:
+		break;
+	}
+done:
+	for (unsigned int i = 0; i < n_fds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return 1;
+}

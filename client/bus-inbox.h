@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-inbox.h - SEND caps to other connections' inboxes (bus-inbox.c).
+ */
+#ifndef BROKERD_CLIENT_BUS_INBOX_H
+#define BROKERD_CLIENT_BUS_INBOX_H
+
+#include <stdint.h>
+#include "client/bus-internal.h"
+
+/*
+ * A SEND cap to the inbox of `name` (unique, or well-known: its primary
+ * owner), cached per connection id for the BUS_PEERS_MAX most recent peers.
+ */
+int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox **ret);
+/* The same by connection id. */
+int peer_inbox_get(brokerd_bus *bus, uint64_t id, struct peer_inbox **ret);
+/* Forgets the cap to id's inbox (it is gone, or the cap revoked). */
+void peer_inbox_drop(brokerd_bus *bus, uint64_t id);
+void peer_inbox_clear(brokerd_bus *bus);
+
+#endif

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-loop.c - running a bus: one dispatch pass (queued broker signals, the
+ * control socket, ready chans, deadlines and the reconnect timer), the
+ * epoll fd for event loops, waiting, brokerd_bus_run(), and the synchronous
+ * brokerd_bus_call(), which runs passes until its reply is in.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "client/bus-alloc.h"
+#include "client/bus-call.h"
+#include "client/bus-connect.h"
+#include "client/bus-control.h"
+#include "client/bus-dispatch.h"
+
+static void bus_update_timer(brokerd_bus *bus)
+{
+	struct itimerspec its = { 0 };
+	uint64_t next = UINT64_MAX;
+
+	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
+		if (s->type == SLOT_CALL && s->serial && s->deadline < next)
+			next = s->deadline;
+	if (bus->reconnect_at && bus->reconnect_at < next)
+		next = bus->reconnect_at;
+	if (next != UINT64_MAX) {
+		if (next == 0)
+			next = 1;
+		its.it_value.tv_sec = (time_t)(next / 1000000ULL);
+		its.it_value.tv_nsec = (long)(next % 1000000ULL) * 1000L;
+	}
+	(void)timerfd_settime(bus->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static int bus_process_timeouts(brokerd_bus *bus)
+{
+	uint64_t now = now_usec(), v;
+	struct brokerd_slot *s, *next;
+	int n = 0;
+
+	(void)!read(bus->timer_fd, &v, sizeof(v));
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (s->type == SLOT_CALL && s->serial && s->deadline <= now) {
+			bus_call_complete(s, NULL, -ETIMEDOUT);
+			n++;
+			/* the handler may have freed any slot: start over */
+			next = bus->slots;
+		}
+	}
+	if (!bus->connected && bus->reconnect && bus->reconnect_at && bus->reconnect_at <= now &&
+	    !bus->closed) {
+		n++;
+		if (bus_connect(bus) >= 0) {
+			bus_set_state(bus, BROKERD_STATE_CONNECTED);
+		} else {
+			bus->backoff_msec = bus->backoff_msec * 2 > BUS_RECONNECT_MAX_MSEC ?
+					    BUS_RECONNECT_MAX_MSEC : bus->backoff_msec * 2;
+			bus->reconnect_at = now_usec() + bus->backoff_msec * 1000ULL;
+		}
+	}
+	return n;
+}
+
+static int bus_process_internal(brokerd_bus *bus)
+{
+	struct ctrl_queued *q;
+	struct chan *c;
+	int n = 0, k;
+
+	if (bus->closed)
+		return -ENOTCONN;
+	ring_ack(&bus->ring);
+	(void)ring_reap(&bus->ring);
+
+	/* broker signals queued during control requests */
+	while ((q = bus->cq_head)) {
+		bus->cq_head = q->next;
+		if (!bus->cq_head)
+			bus->cq_tail = &bus->cq_head;
+		n += bus_dispatch_ctrl(bus, q->data, q->len, q->fds, q->n_fds);
+		free(q);
+	}
+	/* the control socket */
+	while (bus->connected) {
+		int fds[CTRL_FDS_MAX];
+		unsigned int n_fds = 0;
+		uint8_t *buf = NULL;
+
+		if (bus->ctrl_failed) {
+			/* a control request (perhaps a handler's, just now) found it broken */
+			bus_disconnect(bus, true);
+			n++;
+			break;
+		}
+		k = bus_ctrl_recv(bus, &buf, fds, &n_fds, false);
+		if (k == -EAGAIN || k == -EINTR)
+			break;
+		if (k <= 0 && k != -EBADMSG) {
+			for (unsigned int i = 0; i < n_fds; i++)
+				close(fds[i]);
+			bus_disconnect(bus, true);
+			n++;
+			break;
+		}
+		if (k > 0)
+			n += bus_dispatch_ctrl(bus, buf, (size_t)k, fds, n_fds);
+		free(buf);
+	}
+	/* channels: inside a synchronous call only the inbox, for the reply; a
+	 * budget per call so that a flood cannot starve the caller's loop */
+	for (unsigned int budget = 64; budget > 0; budget--) {
+		c = bus->sync_depth ? ring_pop_ready_kind(&bus->ring, CHAN_INBOX) :
+				      ring_pop_ready(&bus->ring);
+		if (!c)
+			break;
+		bus_dispatch_chan(bus, c);
+		n++;
+		if (bus->closed)
+			return n;
+		(void)ring_reap(&bus->ring);
+		if (budget == 1 && bus->ring.ready_head)
+			bus_kick(bus);	/* come back for the rest */
+	}
+	n += bus_process_timeouts(bus);
+	if (!bus->closed)
+		bus_update_timer(bus);
+	return n;
+}
+
+/* --- Public API ----------------------------------------------------------------- */
+
+_public_ int brokerd_bus_get_fd(brokerd_bus *bus)
+{
+	if (!bus || bus->closed)
+		return -EINVAL;
+	return bus->epoll_fd;
+}
+
+_public_ int brokerd_bus_process(brokerd_bus *bus)
+{
+	int k;
+
+	if (!bus || bus->closed)
+		return -EINVAL;
+	bus_ref(bus);
+	k = bus_process_internal(bus);
+	bus_unref(bus);
+	return k;
+}
+
+_public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
+{
+	struct pollfd pfd;
+	int k, ms;
+
+	if (!bus || bus->closed)
+		return -EINVAL;
+	/* inside a synchronous call only the inbox counts: other ready
+	 * channels wait for the next dispatch */
+	if (bus->cq_head || bus->ctrl_failed || (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) :
+				  bus->ring.ready_head != NULL))
+		return 1;
+	/* the timer in the epoll set covers call deadlines and reconnects */
+	bus_update_timer(bus);
+	pfd = (struct pollfd){ .fd = bus->epoll_fd, .events = POLLIN };
+	ms = timeout_usec == UINT64_MAX ? -1 :
+	     timeout_usec / 1000 > INT32_MAX ? INT32_MAX : (int)((timeout_usec + 999) / 1000);
+	k = poll(&pfd, 1, ms);
+	if (k < 0)
+		return errno == EINTR ? 0 : -errno;
+	return k;
+}
+
+_public_ int brokerd_bus_exit(brokerd_bus *bus, int code)
+{
+	if (!bus || bus->closed)
+		return -EINVAL;
+	bus->exit = true;
+	bus->exit_code = code;
+	return 0;
+}
+
+_public_ int brokerd_bus_run(brokerd_bus *bus)
+{
+	int k = 0;
+
+	if (!bus || bus->closed)
+		return -EINVAL;
+	bus_ref(bus);
+	bus->exit = false;
+	for (struct bname *b = bus->names; b; b = b->next)
+		if (b->call_recv)
+			(void)chan_arm(&bus->ring, b->call_recv);	/* stopped by an earlier exit */
+	while (!bus->exit && !bus->closed) {
+		k = bus_process_internal(bus);
+		if (k < 0)
+			break;
+		if (bus->exit || bus->closed)
+			break;
+		if (k == 0 && !bus->connected && !bus->reconnect) {
+			k = -ENOTCONN;
+			break;
+		}
+		if (k == 0) {
+			k = brokerd_bus_wait(bus, UINT64_MAX);
+			if (k < 0)
+				break;
+		}
+	}
+	if (bus->exit)
+		k = bus->exit_code;
+	bus_unref(bus);
+	return k;
+}
+
+struct sync_call {
+	bool done;
+	int error;
+	brokerd_msg *reply;
+};
+
+static int sync_call_handler(brokerd_msg *msg, int error, void *userdata)
+{
+	struct sync_call *c = userdata;
+
+	c->done = true;
+	c->error = error;
+	c->reply = brokerd_msg_ref(msg);
+	return 0;
+}
+
+_public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member,
+			      const void *body, size_t size, uint64_t timeout_usec,
+			      brokerd_msg **ret_reply)
+{
+	struct sync_call c = { 0 };
+	struct brokerd_slot *s = NULL;
+	int k;
+
+	if (!bus || bus->closed)
+		return -EINVAL;
+	bus->sync_opening = true;
+	k = brokerd_bus_call_async(bus, &s, name, member, body, size, timeout_usec,
+				   sync_call_handler, &c);
+	bus->sync_opening = false;
+	if (k < 0)
+		return k;
+	bus_ref(bus);
+	bus->sync_depth++;
+	while (!c.done) {
+		k = bus_process_internal(bus);
+		if (k < 0)
+			break;
+		if (c.done)
+			break;
+		if (k == 0)
+			(void)brokerd_bus_wait(bus, UINT64_MAX);
+	}
+	assert(bus->sync_depth > 0);
+	bus->sync_depth--;
+	/* what we skipped while waiting still needs dispatching */
+	if (bus->ring.ready_head || bus->cq_head)
+		bus_kick(bus);
+	brokerd_slot_free(s);
+	bus_unref(bus);
+	if (!c.done)
+		return k < 0 ? k : -EIO;
+	if (ret_reply)
+		*ret_reply = c.reply;
+	else
+		brokerd_msg_unref(c.reply);
+	return c.error;
+}

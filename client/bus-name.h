@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-name.h - the well-known names a bus uses (bus-name.c).
+ */
+#ifndef BROKERD_CLIENT_BUS_NAME_H
+#define BROKERD_CLIENT_BUS_NAME_H
+
+#include <stdbool.h>
+#include "client/bus-internal.h"
+
+/* The bname of name; with create, a new one if there is none (NULL without
+ * memory). */
+struct bname *bname_get(brokerd_bus *bus, const char *name, bool create);
+void bname_close_chans(brokerd_bus *bus, struct bname *b);
+/* Frees b if nothing refers to it any more. */
+void bname_gc(brokerd_bus *bus, struct bname *b);
+/* Takes the caps that come with owning b out of r (call receive, signal send). */
+int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r);
+int bname_subscribe(brokerd_bus *bus, struct bname *b);
+/* Ends the subscription to b's signals; wait: for brokerd's answer. */
+int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait);
+/* REQUEST_NAME: a BROKERD_NAME_* result or -errno. */
+int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags);
+/* Opens b's call chan; wait: let brokerd activate the name first. */
+int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait);
+
+#endif

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bus-signal.c - signals: emitting on a name's broadcast chan, sending to
+ * one connection's inbox, subscribing (a member filter per slot, one
+ * subscription per name), and watching NameOwnerChanged.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "client/bus-chan.h"
+#include "client/bus-inbox.h"
+#include "client/bus-name.h"
+#include "client/bus-slot.h"
+#include "client/filter.h"
+
+_public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member,
+				     const void *body, size_t size)
+{
+	struct chmsg m = { .type = CHMSG_SIGNAL, .member = member, .destination = "",
+			   .body = body, .body_len = (uint32_t)size };
+	struct bname *b;
+
+	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) ||
+	    !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	if (!bus->connected)
+		return -ENOTCONN;
+	if (!(bus->features & CTRL_FEATURE_CHANNELS))
+		return -EOPNOTSUPP;
+	b = bname_get(bus, name, false);
+	if (!b || !b->sig_send)
+		return -EPERM;	/* only the name's owner may emit its signals */
+	m.serial = bus_next_serial(bus);
+	return bus_chan_send(bus, b->sig_send, &m);
+}
+
+_public_ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member,
+				     const void *body, size_t size)
+{
+	struct chmsg m = { .type = CHMSG_SIGNAL, .member = member, .body = body,
+			   .body_len = (uint32_t)size };
+	struct peer_inbox *p;
+	int k;
+
+	if (!bus || bus->closed || !destination ||
+	    (!ctrl_name_is_valid_wellknown(destination) && !ctrl_name_is_valid_unique(destination)) ||
+	    !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	if (!bus->connected)
+		return -ENOTCONN;
+	k = peer_inbox_get_by_name(bus, destination, &p);
+	if (k < 0)
+		return k;
+	{
+		char unique[CTRL_UNIQUE_NAME_MAX];
+
+		ctrl_unique_name_format(p->id, unique);
+		m.destination = unique;
+		m.serial = bus_next_serial(bus);
+		k = bus_chan_send(bus, p->send, &m);
+	}
+	if (k == -ENOENT || k == -EACCES || k == -EPIPE)
+		peer_inbox_drop(bus, p->id);
+	return k;
+}
+
+_public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+				   const char *member_filter, brokerd_msg_handler_t handler,
+				   void *userdata)
+{
+	struct brokerd_slot *s;
+	struct bname *b;
+	int k;
+
+	if (!bus || bus->closed || (name && !ctrl_name_is_valid_wellknown(name)) ||
+	    !filter_is_valid(member_filter) || !handler)
+		return -EINVAL;
+	if (!name) {
+		/* signals sent to this connection's inbox: nothing to ask brokerd */
+		s = slot_new(bus, SLOT_SUBSCRIBE, NULL,
+			     member_filter && *member_filter ? member_filter : NULL, userdata);
+		if (!s)
+			return -ENOMEM;
+		s->handler.msg = handler;
+		return slot_hand_out(s, ret_slot);
+	}
+	if (!bus->connected)
+		return -ENOTCONN;
+	b = bname_get(bus, name, true);
+	if (!b)
+		return -ENOMEM;
+	k = bname_subscribe(bus, b);
+	if (k < 0) {
+		bname_gc(bus, b);
+		return k;
+	}
+	s = slot_new(bus, SLOT_SUBSCRIBE, name,
+		     member_filter && *member_filter ? member_filter : NULL, userdata);
+	if (!s) {
+		if (!b->n_subs)
+			(void)bname_unsubscribe(bus, b, false);
+		bname_gc(bus, b);
+		return -ENOMEM;
+	}
+	s->handler.msg = handler;
+	s->bname = b;
+	b->n_subs++;
+	return slot_hand_out(s, ret_slot);
+}
+
+_public_ int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name)
+{
+	struct brokerd_slot *s, *next;
+	struct bname *b;
+	int k;
+
+	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name))
+		return -EINVAL;
+	b = bname_get(bus, name, false);
+	if (!b || !b->n_subs)
+		return -ENOENT;
+	/* the caller's slots go quiet (it frees them), the bus's own go now */
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (s->type != SLOT_SUBSCRIBE || s->bname != b)
+			continue;
+		s->bname = NULL;
+		if (s->floating)
+			slot_destroy(s);
+	}
+	b->n_subs = 0;	/* not subscribed again after a reconnect */
+	k = bname_unsubscribe(bus, b, true);
+	bname_gc(bus, b);
+	return k;
+}
+
+_public_ int brokerd_bus_watch_name(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+				    brokerd_name_handler_t handler, void *userdata)
+{
+	struct brokerd_slot *s;
+
+	if (!bus || bus->closed || !handler || (name && !ctrl_name_is_valid_wellknown(name)))
+		return -EINVAL;
+	s = slot_new(bus, SLOT_WATCH, name, NULL, userdata);
+	if (!s)
+		return -ENOMEM;
+	s->handler.name = handler;
+	return slot_hand_out(s, ret_slot);
+}

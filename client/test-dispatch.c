@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-dispatch.c - host unit test of the client's data path, which
+ * otherwise only runs in the guest: a completed channel receive, as the
+ * kernel leaves it in the chan's buffer (struct ioipc_msg_info, then the
+ * message), goes through bus_dispatch_chan(), the seam fuzz-recv.c feeds
+ * too, to a method, the subscriptions or a pending call, and the replies
+ * go out; broker signals go through bus_dispatch_ctrl().
+ *
+ * No channel is needed: the test links with --wrap for chan_arm,
+ * chan_send and chan_close, so receives are "armed" by counting and sends
+ * are kept here, decoded and checked. The chans are the test's own.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/bus-alloc.h"
+#include "client/bus-dispatch.h"
+#include "client/bus-name.h"
+#include "util/test.h"
+
+/* --- The wrapped channel layer ------------------------------------------------ */
+
+int __wrap_chan_arm(struct ring *r, struct chan *c);
+int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
+void __wrap_chan_close(struct ring *r, struct chan *c);
+
+static unsigned int n_armed, n_closed;
+static struct {
+	unsigned int n;
+	struct chan *chan;
+	uint8_t buf[CHMSG_MAX];
+	size_t len;
+} sent;
+
+int __wrap_chan_arm(struct ring *r, struct chan *c)
+{
+	n_armed++;
+	return 0;
+}
+
+int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
+{
+	ASSERT(len <= sizeof(sent.buf));
+	sent.n++;
+	sent.chan = c;
+	memcpy(sent.buf, buf, len);
+	sent.len = len;
+	return (int)len;
+}
+
+void __wrap_chan_close(struct ring *r, struct chan *c)
+{
+	n_closed++;
+}
+
+/* The last message sent, decoded. */
+static struct chmsg last_sent(void)
+{
+	struct chmsg m;
+
+	ASSERT(sent.n > 0);
+	ASSERT_INT(chmsg_decode(&m, sent.buf, sent.len), ==, 0);
+	return m;
+}
+
+/* --- Chans and received messages ----------------------------------------------- */
+
+#define PEER_BADGE	7
+#define PEER_NAME	":1.7"
+#define SVC		"org.test.Svc"
+
+static struct chan *chan_new(unsigned int kind, unsigned int rights, void *owner)
+{
+	struct chan *c = calloc(1, sizeof(*c));
+
+	ASSERT(c);
+	c->kind = kind;
+	c->rights = rights;
+	c->owner = owner;
+	if (rights & IOIPC_SUB_RECV) {
+		c->buf_size = sizeof(struct ioipc_msg_info) + CHMSG_MAX;
+		c->buf = calloc(1, c->buf_size);
+		ASSERT(c->buf);
+	}
+	return c;
+}
+
+static void chan_free_test(struct chan *c)
+{
+	free(c->buf);
+	free(c);
+}
+
+/* What the kernel leaves after a receive of payload (len bytes) sent by badge. */
+static void receive_raw(struct chan *c, const void *payload, size_t len, uint32_t info_len,
+			uint64_t badge)
+{
+	struct ioipc_msg_info info = {
+		.pid = 4242, .uid = 2001, .gid = 2100, .badge = badge, .len = info_len,
+	};
+
+	ASSERT(sizeof(info) + len <= c->buf_size);
+	memcpy(c->buf, &info, sizeof(info));
+	memcpy(c->buf + sizeof(info), payload, len);
+	c->res = (int)(sizeof(info) + len);
+}
+
+/* Receives m on c from the peer and dispatches it. */
+static void deliver(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
+{
+	static uint8_t buf[CHMSG_MAX];
+	int k = chmsg_encode(m, buf, sizeof(buf));
+
+	ASSERT(k > 0);
+	receive_raw(c, buf, (size_t)k, (uint32_t)k, PEER_BADGE);
+	bus_dispatch_chan(bus, c);
+}
+
+/* --- Handlers that record what they saw ------------------------------------------ */
+
+struct seen {
+	unsigned int n;
+	int error;
+	char sender[64];
+	char name[256];
+	char member[256];
+	char body[256];
+	uint64_t serial;
+	struct brokerd_creds creds;
+};
+
+static void seen_record(struct seen *s, brokerd_msg *msg, int error)
+{
+	const void *body;
+	size_t size;
+
+	s->n++;
+	s->error = error;
+	s->sender[0] = s->name[0] = s->member[0] = s->body[0] = 0;
+	if (!msg)
+		return;
+	snprintf(s->sender, sizeof(s->sender), "%s", brokerd_msg_get_sender(msg));
+	snprintf(s->name, sizeof(s->name), "%s", brokerd_msg_get_name(msg));
+	snprintf(s->member, sizeof(s->member), "%s", brokerd_msg_get_member(msg));
+	ASSERT_INT(brokerd_msg_get_body(msg, &body, &size), ==, 0);
+	snprintf(s->body, sizeof(s->body), "%.*s", (int)size, (const char *)body);
+	s->serial = brokerd_msg_get_serial(msg);
+	ASSERT_INT(brokerd_msg_get_creds(msg, &s->creds), ==, 0);
+}
+
+static int on_msg(brokerd_msg *msg, void *userdata)
+{
+	seen_record(userdata, msg, 0);
+	return 0;
+}
+
+static int on_echo(brokerd_msg *msg, void *userdata)
+{
+	const void *body;
+	size_t size;
+
+	seen_record(userdata, msg, 0);
+	ASSERT_INT(brokerd_msg_get_body(msg, &body, &size), ==, 0);
+	ASSERT_INT(brokerd_msg_reply(msg, body, size), ==, 0);
+	ASSERT_INT(brokerd_msg_reply(msg, "again", 5), ==, -EBADMSG);	/* one answer per call */
+	return 0;
+}
+
+static int on_fail(brokerd_msg *msg, void *userdata)
+{
+	seen_record(userdata, msg, 0);
+	return -ENOENT;
+}
+
+static int on_reply(brokerd_msg *msg, int error, void *userdata)
+{
+	seen_record(userdata, msg, error);
+	return 0;
+}
+
+static struct seen noc;
+static char noc_old[64], noc_new[64];
+
+static int on_owner_changed(brokerd_bus *bus, const char *name, const char *old_owner,
+			    const char *new_owner, void *userdata)
+{
+	seen_record(&noc, NULL, 0);
+	snprintf(noc.name, sizeof(noc.name), "%s", name);
+	snprintf(noc_old, sizeof(noc_old), "%s", old_owner);
+	snprintf(noc_new, sizeof(noc_new), "%s", new_owner);
+	return 0;
+}
+
+/* --- The bus under test ------------------------------------------------------------- */
+
+struct fixture {
+	brokerd_bus *bus;
+	struct bname *svc;
+	struct chan *inbox, *call_recv, *sig_recv, *call_send, *peer_send;
+};
+
+static int fixture_init(struct fixture *f)
+{
+	struct peer_inbox *p;
+	int k;
+
+	memset(f, 0, sizeof(*f));
+	k = bus_alloc(&f->bus, "/nonexistent/brokerd/socket");
+	if (k < 0)
+		return k;
+	/* connected as far as the data path can tell; a control request would
+	 * find no socket and fail with -ENOTCONN */
+	f->bus->connected = true;
+	f->bus->features = CTRL_FEATURE_CHANNELS;
+	f->svc = bname_get(f->bus, SVC, true);
+	ASSERT(f->svc);
+	f->inbox = f->bus->inbox = chan_new(CHAN_INBOX, IOIPC_SUB_RECV, NULL);
+	f->call_recv = f->svc->call_recv = chan_new(CHAN_CALL_RECV, IOIPC_SUB_RECV, f->svc);
+	f->sig_recv = f->svc->sig_recv = chan_new(CHAN_SIGNAL_RECV, IOIPC_SUB_RECV, f->svc);
+	f->call_send = f->svc->call_send = chan_new(CHAN_CALL_SEND, IOIPC_SUB_SEND, f->svc);
+	/* the peer's inbox is in the cache: replies need not ask brokerd */
+	p = calloc(1, sizeof(*p));
+	ASSERT(p);
+	p->id = PEER_BADGE;
+	p->send = f->peer_send = chan_new(CHAN_PEER_SEND, IOIPC_SUB_SEND, p);
+	p->next = f->bus->peer_inboxes;
+	f->bus->peer_inboxes = p;
+	f->bus->n_peer_inboxes++;
+	return 0;
+}
+
+static void fixture_deinit(struct fixture *f)
+{
+	/* chan_close() is wrapped: the chans stay the test's to free */
+	ASSERT(brokerd_bus_close(f->bus) == NULL);
+	chan_free_test(f->inbox);
+	chan_free_test(f->call_recv);
+	chan_free_test(f->sig_recv);
+	chan_free_test(f->call_send);
+	chan_free_test(f->peer_send);
+}
+
+/* --- Tests --------------------------------------------------------------------------- */
+
+/* A call reaches the method of its member, and the reply goes to the caller's inbox. */
+static void test_call(struct fixture *f)
+{
+	struct seen echo = { 0 }, fallback = { 0 }, failing = { 0 };
+	struct chmsg call = { .type = CHMSG_CALL, .serial = 41, .member = "Echo", .destination = "",
+			      .body = "hello", .body_len = 5 };
+	brokerd_slot *s_echo = NULL, *s_fallback = NULL, *s_fail = NULL;
+	struct chmsg r;
+	unsigned int armed;
+
+	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_echo, SVC, "Echo", on_echo, &echo), ==, 0);
+	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_fail, SVC, "Fail", on_fail, &failing), ==, 0);
+	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_fallback, SVC, NULL, on_msg, &fallback), ==, 0);
+
+	sent.n = 0;
+	armed = n_armed;
+	deliver(f->bus, f->call_recv, &call);
+	ASSERT_INT(echo.n, ==, 1);
+	ASSERT_INT(fallback.n, ==, 0);
+	ASSERT(strcmp(echo.sender, PEER_NAME) == 0);
+	ASSERT(strcmp(echo.name, SVC) == 0);
+	ASSERT(strcmp(echo.member, "Echo") == 0);
+	ASSERT(strcmp(echo.body, "hello") == 0);
+	ASSERT_INT(echo.serial, ==, 41);
+	ASSERT_INT(echo.creds.pid, ==, 4242);
+	ASSERT_INT(echo.creds.uid, ==, 2001);
+	ASSERT_INT(echo.creds.gid, ==, 2100);
+	ASSERT_INT(echo.creds.id, ==, PEER_BADGE);
+	/* one reply, to the caller's inbox, answering serial 41 with the body */
+	ASSERT_INT(sent.n, ==, 1);
+	ASSERT(sent.chan == f->peer_send);
+	r = last_sent();
+	ASSERT_INT(r.type, ==, CHMSG_REPLY);
+	ASSERT_INT(r.reply_serial, ==, 41);
+	ASSERT(strcmp(r.destination, PEER_NAME) == 0);
+	ASSERT(r.body_len == 5 && memcmp(r.body, "hello", 5) == 0);
+	/* the call chan is re-armed after the handler, for the next call */
+	ASSERT_INT(n_armed, ==, armed + 1);
+
+	/* no method of that member: the fallback, which answers with an empty reply */
+	call.member = "Other";
+	call.serial = 42;
+	deliver(f->bus, f->call_recv, &call);
+	ASSERT_INT(fallback.n, ==, 1);
+	ASSERT(strcmp(fallback.member, "Other") == 0);
+	ASSERT_INT(sent.n, ==, 2);
+	r = last_sent();
+	ASSERT_INT(r.type, ==, CHMSG_REPLY);
+	ASSERT_INT(r.reply_serial, ==, 42);
+	ASSERT_INT(r.body_len, ==, 0);
+
+	/* a handler that fails: an error reply with the errno's text */
+	call.member = "Fail";
+	call.serial = 43;
+	deliver(f->bus, f->call_recv, &call);
+	ASSERT_INT(failing.n, ==, 1);
+	r = last_sent();
+	ASSERT_INT(r.type, ==, CHMSG_ERROR);
+	ASSERT_INT(r.reply_serial, ==, 43);
+	ASSERT(strcmp(r.member, BROKERD_ERROR_FAILED) == 0);
+	ASSERT(r.body_len == strlen(strerror(ENOENT)) &&
+	       memcmp(r.body, strerror(ENOENT), r.body_len) == 0);
+
+	/* a caller that expects no reply gets none, not even the empty one */
+	call.member = "Other";
+	call.serial = 44;
+	call.flags = CHMSG_F_NO_REPLY_EXPECTED;
+	deliver(f->bus, f->call_recv, &call);
+	ASSERT_INT(fallback.n, ==, 2);
+	ASSERT_INT(sent.n, ==, 3);
+
+	/* without a fallback, an unknown member is answered UnknownMethod */
+	brokerd_slot_free(s_fallback);
+	call.flags = 0;
+	call.member = "Nope";
+	call.serial = 45;
+	deliver(f->bus, f->call_recv, &call);
+	ASSERT_INT(fallback.n, ==, 2);
+	ASSERT_INT(sent.n, ==, 4);
+	r = last_sent();
+	ASSERT_INT(r.type, ==, CHMSG_ERROR);
+	ASSERT_INT(r.reply_serial, ==, 45);
+	ASSERT(strcmp(r.member, BROKERD_ERROR_UNKNOWN_METHOD) == 0);
+	ASSERT(r.body_len == 4 && memcmp(r.body, "Nope", 4) == 0);
+
+	/* what arrives on a call chan and is no call reaches no method */
+	call.type = CHMSG_SIGNAL;
+	call.serial = 46;
+	deliver(f->bus, f->call_recv, &call);
+	ASSERT_INT(echo.n + fallback.n + failing.n, ==, 4);
+	ASSERT_INT(sent.n, ==, 4);
+
+	brokerd_slot_free(s_echo);
+	brokerd_slot_free(s_fail);
+}
+
+/* Signals reach the subscriptions of their name whose filter matches. */
+static void test_signal(struct fixture *f)
+{
+	struct seen tick = { 0 }, all = { 0 }, direct = { 0 };
+	struct chmsg sig = { .type = CHMSG_SIGNAL, .serial = 9, .member = "Tick", .destination = "",
+			     .body = "1", .body_len = 1 };
+	brokerd_slot *s_tick = NULL, *s_all = NULL, *s_direct = NULL;
+	unsigned int n_sent = sent.n;
+
+	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_tick, SVC, "Tick*,Tock", on_msg, &tick), ==, 0);
+	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_all, SVC, NULL, on_msg, &all), ==, 0);
+	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_direct, NULL, NULL, on_msg, &direct), ==, 0);
+	ASSERT_INT(f->svc->n_subs, ==, 2);
+
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(tick.n, ==, 1);
+	ASSERT_INT(all.n, ==, 1);
+	ASSERT_INT(direct.n, ==, 0);
+	ASSERT(strcmp(tick.sender, PEER_NAME) == 0);
+	ASSERT(strcmp(tick.name, SVC) == 0);
+	ASSERT(strcmp(tick.member, "Tick") == 0);
+	ASSERT(strcmp(tick.body, "1") == 0);
+
+	sig.member = "Changed";
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(tick.n, ==, 1);	/* filtered out */
+	ASSERT_INT(all.n, ==, 2);
+	ASSERT(strcmp(all.member, "Changed") == 0);
+
+	/* a signal sent to this connection's inbox: the subscriptions without a name */
+	sig.member = "Poke";
+	sig.destination = ":1.1";
+	deliver(f->bus, f->inbox, &sig);
+	ASSERT_INT(direct.n, ==, 1);
+	ASSERT(strcmp(direct.member, "Poke") == 0);
+	ASSERT(strcmp(direct.sender, PEER_NAME) == 0);
+	ASSERT_INT(tick.n + all.n, ==, 3);
+
+	/* nothing is ever answered for a signal */
+	ASSERT_INT(sent.n, ==, n_sent);
+
+	/* freeing a slot: that subscription hears nothing more */
+	brokerd_slot_free(s_tick);
+	sig.member = "Tick";
+	sig.destination = "";
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(tick.n, ==, 1);
+	ASSERT_INT(all.n, ==, 3);
+	/* the name's last subscription slot gone: the subscription ends */
+	brokerd_slot_free(s_all);
+	ASSERT_INT(f->svc->n_subs, ==, 0);
+	ASSERT(f->svc->sig_recv == NULL);
+	f->svc->sig_recv = f->sig_recv;	/* subscribed again, as far as the next test can tell */
+	brokerd_slot_free(s_direct);
+}
+
+/* Replies and errors on the inbox complete the pending call of their serial. */
+static void test_reply(struct fixture *f)
+{
+	struct seen a = { 0 }, b = { 0 };
+	struct chmsg r = { .type = CHMSG_REPLY, .serial = 100, .member = "", .destination = ":1.1",
+			   .body = "pong", .body_len = 4 };
+	uint32_t serial_a, serial_b;
+	struct chmsg c;
+
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", "a", 1, 0, on_reply, &a), ==, 0);
+	c = last_sent();
+	ASSERT(sent.chan == f->call_send);
+	ASSERT_INT(c.type, ==, CHMSG_CALL);
+	ASSERT(strcmp(c.member, "Ping") == 0);
+	serial_a = c.serial;
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", "b", 1, 0, on_reply, &b), ==, 0);
+	serial_b = last_sent().serial;
+	ASSERT(serial_a != serial_b);
+
+	/* a reply to a serial nobody waits for completes nothing */
+	r.reply_serial = serial_b + 1000;
+	deliver(f->bus, f->inbox, &r);
+	ASSERT_INT(a.n + b.n, ==, 0);
+
+	/* b's reply completes b, not a */
+	r.reply_serial = serial_b;
+	deliver(f->bus, f->inbox, &r);
+	ASSERT_INT(b.n, ==, 1);
+	ASSERT_INT(a.n, ==, 0);
+	ASSERT_INT(b.error, ==, 0);
+	ASSERT(strcmp(b.body, "pong") == 0);
+	ASSERT(strcmp(b.sender, PEER_NAME) == 0);
+
+	/* once: a second reply to b is dropped */
+	deliver(f->bus, f->inbox, &r);
+	ASSERT_INT(b.n, ==, 1);
+
+	/* an error for a: -EREMOTEIO, the error name as the member */
+	r.type = CHMSG_ERROR;
+	r.member = "org.test.Error.Nope";
+	r.body = "no";
+	r.body_len = 2;
+	r.reply_serial = serial_a;
+	deliver(f->bus, f->inbox, &r);
+	ASSERT_INT(a.n, ==, 1);
+	ASSERT_INT(a.error, ==, -EREMOTEIO);
+	ASSERT(strcmp(a.member, "org.test.Error.Nope") == 0);
+	ASSERT(strcmp(a.body, "no") == 0);
+}
+
+/* Malformed or truncated messages are dropped: no handler runs, nothing is sent. */
+static void test_malformed(struct fixture *f)
+{
+	static const uint8_t garbage[] = { 0xff, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+					   0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11,
+					   0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19 };
+	static struct seen reply;	/* still pending when the bus closes */
+	struct seen any = { 0 }, call = { 0 };
+	struct chmsg m = { .type = CHMSG_CALL, .serial = 5, .member = "Echo", .destination = "",
+			   .body = "x", .body_len = 1 };
+	brokerd_slot *s_sig = NULL, *s_method = NULL;
+	static uint8_t buf[CHMSG_MAX];
+	unsigned int armed, n_sent;
+	int k;
+
+	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_sig, SVC, NULL, on_msg, &any), ==, 0);
+	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_method, SVC, NULL, on_msg, &call), ==, 0);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", NULL, 0, 0, on_reply, &reply),
+		   ==, 0);
+	n_sent = sent.n;
+
+	/* garbage on each kind of chan */
+	receive_raw(f->sig_recv, garbage, sizeof(garbage), sizeof(garbage), PEER_BADGE);
+	bus_dispatch_chan(f->bus, f->sig_recv);
+	receive_raw(f->inbox, garbage, sizeof(garbage), sizeof(garbage), PEER_BADGE);
+	bus_dispatch_chan(f->bus, f->inbox);
+	armed = n_armed;
+	receive_raw(f->call_recv, garbage, sizeof(garbage), sizeof(garbage), PEER_BADGE);
+	bus_dispatch_chan(f->bus, f->call_recv);
+	ASSERT_INT(n_armed, ==, armed + 1);	/* a malformed call: take the next one */
+
+	/* a well-formed call, truncated by the kernel (longer than the buffer said) */
+	k = chmsg_encode(&m, buf, sizeof(buf));
+	ASSERT(k > 0);
+	receive_raw(f->call_recv, buf, (size_t)k - 1, (uint32_t)k + 100, PEER_BADGE);
+	bus_dispatch_chan(f->bus, f->call_recv);
+
+	/* shorter than the kernel's info header */
+	f->inbox->res = 10;
+	bus_dispatch_chan(f->bus, f->inbox);
+
+	ASSERT_INT(any.n + call.n + reply.n, ==, 0);
+	ASSERT_INT(sent.n, ==, n_sent);
+
+	/* and the bus still works: the same call, whole, is served */
+	deliver(f->bus, f->call_recv, &m);
+	ASSERT_INT(call.n, ==, 1);
+	ASSERT_INT(sent.n, ==, n_sent + 1);
+	brokerd_slot_free(s_sig);
+	brokerd_slot_free(s_method);
+}
+
+/* A broker signal: NameOwnerChanged reaches the watches and fails the calls to a
+ * name that lost its last owner. */
+static void test_ctrl(struct fixture *f)
+{
+	struct seen pending = { 0 };
+	struct ctrl_writer w;
+	brokerd_slot *watch = NULL;
+	const void *data;
+	size_t len;
+	unsigned int closed;
+
+	ASSERT_INT(brokerd_bus_watch_name(f->bus, &watch, SVC, on_owner_changed, NULL), ==, 0);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Hang", NULL, 0, 0, on_reply, &pending),
+		   ==, 0);
+
+	/* garbage is dropped */
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, (const uint8_t *)"garbage", 7, NULL, 0), ==, 1);
+	ASSERT_INT(noc.n + pending.n, ==, 0);
+
+	/* another name changing hands is not ours to hear */
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
+	ctrl_write_string(&w, "org.test.Other");
+	ctrl_write_string(&w, "");
+	ctrl_write_string(&w, ":1.9");
+	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0), ==, 1);
+	ctrl_writer_deinit(&w);
+	ASSERT_INT(noc.n + pending.n, ==, 0);
+
+	closed = n_closed;
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
+	ctrl_write_string(&w, SVC);
+	ctrl_write_string(&w, PEER_NAME);
+	ctrl_write_string(&w, "");
+	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0), ==, 1);
+	ctrl_writer_deinit(&w);
+	ASSERT_INT(noc.n, ==, 1);
+	ASSERT(strcmp(noc.name, SVC) == 0);
+	ASSERT(strcmp(noc_old, PEER_NAME) == 0 && strcmp(noc_new, "") == 0);
+	/* the server is gone: so is the call it was serving, and the call chan */
+	ASSERT_INT(pending.n, ==, 1);
+	ASSERT_INT(pending.error, ==, -ECONNRESET);
+	ASSERT(f->svc->call_send == NULL);
+	ASSERT_INT(n_closed, ==, closed + 1);
+	f->svc->call_send = f->call_send;	/* the test's to free */
+	brokerd_slot_free(watch);
+}
+
+int main(void)
+{
+	struct fixture f;
+	int k;
+
+	k = fixture_init(&f);
+	if (k < 0) {
+		printf("test-dispatch: no bus without io_uring (%s): skipped\n", strerror(-k));
+		return 77;
+	}
+	test_call(&f);
+	test_signal(&f);
+	test_reply(&f);
+	test_malformed(&f);
+	test_ctrl(&f);
+	fixture_deinit(&f);
+	printf("test-dispatch: ok\n");
+	return 0;
+}
