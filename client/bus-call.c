@@ -5,7 +5,6 @@
  * error, its deadline or the loss of the connection or the name. The
  * synchronous brokerd_bus_call() runs the loop and lives in bus-loop.c.
  */
-#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -20,7 +19,7 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 	void *userdata = s->userdata;
 	bool floating = s->floating;
 
-	assert(s->type == SLOT_CALL && s->serial);
+	BUG_ON(s->type != SLOT_CALL || !s->serial);
 	s->serial = 0;		/* done: no longer pending */
 	s->deadline = 0;
 	if (floating)

@@ -5,7 +5,6 @@
  * drops every chan of the old instance and fails the calls in flight; the
  * connection's state as the application sees it.
  */
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,7 +96,7 @@ int bus_connect(brokerd_bus *bus)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int fd, k;
 
-	assert(!bus->connected && bus->ctrl_fd < 0);	/* or the old socket would leak */
+	BUG_ON(bus->connected || bus->ctrl_fd >= 0);	/* or the old socket would leak */
 	fd = unix_connect(bus->path, SOCK_SEQPACKET);
 	if (fd < 0)
 		return fd;

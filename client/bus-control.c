@@ -9,7 +9,6 @@
  * connection is only marked here (bus->ctrl_failed): disconnecting belongs
  * to the dispatcher, which sits above.
  */
-#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -159,7 +158,7 @@ static void bus_ctrl_queue(brokerd_bus *bus, uint8_t *buf, size_t len, int *fds,
 {
 	struct ctrl_queued *q = malloc(sizeof(*q) + len);
 
-	assert(n_fds <= CTRL_FDS_MAX);
+	BUG_ON(n_fds > CTRL_FDS_MAX);
 	if (!q) {
 		for (unsigned int i = 0; i < n_fds; i++)
 			close(fds[i]);

@@ -8,7 +8,6 @@
  * receive re-armed before any handler runs, so handlers may make calls of
  * their own.
  */
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,11 +108,11 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 
 	if (c->kind == CHAN_CALL_RECV || c->kind == CHAN_SIGNAL_RECV) {
 		b = c->owner;
-		assert(b);
+		BUG_ON(!b);
 		name = b->name;
 	} else if (c->kind == CHAN_MONITOR) {
 		mc = c->owner;
-		assert(mc);
+		BUG_ON(!mc);
 		name = mc->name;
 	}
 	k = chan_message(c, &info, &payload, &len);
@@ -229,7 +228,7 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 	const char *a = NULL, *o = NULL, *n = NULL;
 	int k;
 
-	assert(fds || n_fds == 0);
+	BUG_ON(!fds && n_fds > 0);
 	k = ctrl_message_decode(&m, buf, len, n_fds);
 	if (k < 0 || m.hdr.type != CTRL_TYPE_SIGNAL)
 		goto done;

@@ -4,7 +4,6 @@
  * unicast signals: asked of brokerd (OPEN_INBOX) by name, cached per
  * connection id for the BUS_PEERS_MAX most recently used.
  */
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +75,7 @@ int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox
 		chan_close(&bus->ring, (*pp)->send);
 		free(*pp);
 		*pp = NULL;
-		assert(bus->n_peer_inboxes > 0);
+		BUG_ON(bus->n_peer_inboxes == 0);
 		bus->n_peer_inboxes--;
 	}
 	*ret = p;
@@ -100,7 +99,7 @@ void peer_inbox_drop(brokerd_bus *bus, uint64_t id)
 			*pp = p->next;
 			chan_close(&bus->ring, p->send);
 			free(p);
-			assert(bus->n_peer_inboxes > 0);
+			BUG_ON(bus->n_peer_inboxes == 0);
 		bus->n_peer_inboxes--;
 			return;
 		}

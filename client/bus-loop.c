@@ -5,7 +5,6 @@
  * epoll fd for event loops, waiting, brokerd_bus_run(), and the synchronous
  * brokerd_bus_call(), which runs passes until its reply is in.
  */
-#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -262,7 +261,7 @@ _public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *me
 		if (k == 0)
 			(void)brokerd_bus_wait(bus, UINT64_MAX);
 	}
-	assert(bus->sync_depth > 0);
+	BUG_ON(bus->sync_depth <= 0);
 	bus->sync_depth--;
 	/* what we skipped while waiting still needs dispatching */
 	if (bus->ring.ready_head || bus->cq_head)
