@@ -13,6 +13,7 @@
  * with the shared structs in bus-state.h.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,14 @@ static void bus_conn_free(struct bus_conn *c);
 
 /* --- connections ----------------------------------------------------------- */
 
+/* Has the peer closed (or shut down) its end? */
+static bool conn_eof(struct bus_conn *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) != 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
 static int conn_read(struct bus_conn *c)
 {
 	static uint8_t buf[CTRL_MSG_MAX + 1];
@@ -66,7 +75,11 @@ static int conn_read(struct bus_conn *c)
 				return 0;
 			return -errno;
 		}
-		if (n == 0)
+		/*
+		 * 0 is the end of the connection or a zero-length datagram; only
+		 * the first has shut the socket down. Fds make it a datagram.
+		 */
+		if (n == 0 && !CMSG_FIRSTHDR(&mh) && conn_eof(c))
 			return -ECONNRESET;
 		/* Clients never send fds: close whatever came, then let the decoder complain. */
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {

@@ -636,7 +636,8 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 		r = -EBADMSG;
 	if (r < 0) {
 		const char *e = CTRL_ERROR_PROTOCOL;
-		const char *why = "malformed message";
+		const char *why = len < CTRL_HEADER_SIZE && !truncated ? "datagram shorter than the 16-byte header"
+								       : "malformed message";
 
 		switch (r) {
 		case -EPROTO:
