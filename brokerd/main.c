@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -153,6 +154,23 @@ static int listen_socket(void)
 	return fd;
 }
 
+/*
+ * Every connection costs fds (socket, pidfd): take all the kernel lets us
+ * have, as dbus-broker does; the bus caps connections below it
+ * (max_connections, brokerd/README.md "Quotas").
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warning("cannot raise RLIMIT_NOFILE to %llu: %s", (unsigned long long)rl.rlim_max,
+			    strerror(errno));
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct bus *b = userdata;
@@ -219,6 +237,7 @@ int main(int argc, char **argv)
 	(void)sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	raise_nofile();
 	r = sd_event_default(&event);
 	if (r < 0)
 		goto out;
