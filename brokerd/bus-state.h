@@ -23,7 +23,13 @@
 #include "protocol/ctrl.h"
 
 struct activator_req;
+struct bus_conn;
 struct out_msg;
+
+/* Connections in the order of their deadlines (the same timeout for all: FIFO). */
+struct conn_fifo {
+	struct bus_conn *head, *tail;
+};
 
 /* The rights a connection holds on a channel: what a revocation by its badge can take back. */
 struct grant {
@@ -63,7 +69,11 @@ struct bus_conn {
 	int pidfd;
 	char *label;
 	struct registry_peer *peer;	/* after HELLO */
-	bool over_quota;		/* connections quota hit at accept: HELLO fails */
+	bool refused;			/* over a connection limit: its first request learns why */
+	char refusal[160];		/* "QUOTA: ..." message of the QuotaExceeded it gets */
+	struct conn_fifo *fifo;		/* waiting for HELLO (or, refused, for a request) */
+	struct bus_conn *fifo_prev, *fifo_next;
+	uint64_t deadline;		/* CLOCK_MONOTONIC usec, while on a fifo */
 	bool name_events;
 	bool monitor;
 	bool dead;
@@ -108,6 +118,24 @@ struct bus {
 	bool gc_needed;			/* some name may have become idle */
 	struct activator_req *activator_reqs;	/* waiting for the activator's answer */
 	uint32_t signal_serial;
+
+	/* Connection floods (bus.c) */
+	unsigned int n_conns;		/* admitted, with or without HELLO */
+	unsigned int n_refused;		/* refused, waiting a moment for a request to answer */
+	uint64_t fd_conn_budget;	/* connections RLIMIT_NOFILE leaves room for */
+	struct conn_fifo hello_fifo, refused_fifo;
+	sd_event_source *deadline_src;	/* the earliest deadline of both fifos */
+	sd_event_source *accept_src;	/* resumes accepting after EMFILE */
+	bool accept_paused;
+	sd_event_source *refusal_log_src;	/* summary of refusals, once per interval */
+	struct bus_refusals {
+		uid_t uid;
+		unsigned long quota, cap;	/* over the uid's quota, over max_connections */
+	} refusals[32];
+	unsigned int n_refusals;
+	unsigned long refusals_other;	/* of uids beyond the table */
+	unsigned long accept_pauses;
+	int accept_errno;
 };
 
 #endif

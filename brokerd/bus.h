@@ -30,7 +30,10 @@ struct bus *bus_free(struct bus *b);
 /* Take a listening SEQPACKET socket (from sd_listen_fds or bound by main). */
 int bus_listen(struct bus *b, int fd);
 
-/* Serve one connected SEQPACKET socket (non-blocking; taken over even on error). */
+/*
+ * Serve one connected SEQPACKET socket (non-blocking; taken over even on
+ * error). -EDQUOT: over a connection limit, it is told why and closed.
+ */
 int bus_add_connection(struct bus *b, int fd);
 
 /* Reload policy and services. On a policy error returns -EINVAL, keeps the old policy, err says FILE:LINE. */

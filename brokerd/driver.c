@@ -208,13 +208,6 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	ctrl_read_u32(rd, &flags);
 	if (flags & ~CTRL_HELLO_NAME_EVENTS)
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown HELLO flags 0x%x", flags);
-	if (c->over_quota) {
-		/* Say why, then close: an over-quota uid cannot pile up idle connections. */
-		r = conn_reply_quota(c, m, QUOTA_CONNECTIONS);
-		if (!c->out_head)
-			conn_kill(c);
-		return r;
-	}
 
 	r = registry_peer_add(b->registry, c->cred.uid, &c->peer);
 	if (r < 0)
@@ -632,6 +625,12 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 	r = truncated ? -EMSGSIZE : ctrl_message_decode(&m, buf, len, n_fds);
 	if (truncated)
 		(void)ctrl_message_decode(&m, buf, CTRL_HEADER_SIZE, 0);	/* for the serial only */
+	if (c->refused) {
+		/* Over a connection limit at accept: its first request learns why, then it is closed. */
+		(void)conn_reply_error(c, &m, CTRL_ERROR_QUOTA_EXCEEDED, "%s", c->refusal);
+		conn_kill(c);
+		return;
+	}
 	if (r == 0 && m.hdr.type != CTRL_TYPE_REQUEST)
 		r = -EBADMSG;
 	if (r < 0) {

@@ -303,6 +303,10 @@ static void apply_limits(struct bus *b)
 		l = policy_limit(b->policy, q);
 		quota_limit_set(b->quota, q, l == UINT64_MAX ? quota_limit_default(q) : l);
 	}
+	for (unsigned int bk = 0; bk < _QUOTA_BUS_MAX; bk++) {
+		l = policy_bus_limit(b->policy, bk);
+		quota_bus_limit_set(b->quota, bk, l == UINT64_MAX ? quota_bus_limit_default(bk) : l);
+	}
 	quota_limit_reset_uids(b->quota);
 	for (size_t i = 0; policy_limit_uid_get(b->policy, i, &uid, &k, &l); i++)
 		quota_limit_set_uid(b->quota, uid, k, l);

@@ -43,6 +43,7 @@ struct policy {
 	struct policy_rule *rules;
 	size_t n_rules, alloc_rules;
 	uint64_t limit[_QUOTA_MAX];
+	uint64_t bus_limit[_QUOTA_BUS_MAX];
 	struct policy_uid_limit *uid_limits;
 	size_t n_uid_limits, alloc_uid_limits;
 };
@@ -78,6 +79,8 @@ int policy_new(struct policy **ret)
 		return -ENOMEM;
 	for (unsigned int k = 0; k < _QUOTA_MAX; k++)
 		p->limit[k] = UINT64_MAX;
+	for (unsigned int k = 0; k < _QUOTA_BUS_MAX; k++)
+		p->bus_limit[k] = UINT64_MAX;
 	*ret = p;
 	return 0;
 }
@@ -111,6 +114,11 @@ size_t policy_rule_count(const struct policy *p)
 uint64_t policy_limit(const struct policy *p, enum quota_kind k)
 {
 	return p && (unsigned int)k < _QUOTA_MAX ? p->limit[k] : UINT64_MAX;
+}
+
+uint64_t policy_bus_limit(const struct policy *p, enum quota_bus_kind k)
+{
+	return p && (unsigned int)k < _QUOTA_BUS_MAX ? p->bus_limit[k] : UINT64_MAX;
 }
 
 bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quota_kind *k, uint64_t *limit)
@@ -203,6 +211,7 @@ struct policy_parser {
 	struct policy_rule *rules;
 	size_t n_rules, alloc_rules;
 	uint64_t limit[_QUOTA_MAX];
+	uint64_t bus_limit[_QUOTA_BUS_MAX];
 	struct policy_uid_limit *uid_limits;
 	size_t n_uid_limits, alloc_uid_limits;
 };
@@ -255,17 +264,24 @@ static int parse_limit(struct policy_parser *pp, char **w, size_t nw)
 {
 	unsigned long long v;
 	char *end;
-	int k;
+	int k, bk;
 
 	if (nw != 2)
 		return parser_fail(pp, "expected 'QUOTA VALUE'");
 	k = quota_kind_from_string(w[0]);
-	if (k < 0)
+	bk = k < 0 ? quota_bus_kind_from_string(w[0]) : -EINVAL;
+	if (k < 0 && bk < 0)
 		return parser_fail(pp, "unknown quota '%s'", w[0]);
+	if (bk >= 0 && pp->limits_uid)
+		return parser_fail(pp, "'%s' is for the whole bus: only in [limits]", w[0]);
 	errno = 0;
 	v = strtoull(w[1], &end, 10);
 	if (errno || *end || w[1][0] < '0' || w[1][0] > '9')
 		return parser_fail(pp, "invalid number '%s'", w[1]);
+	if (bk >= 0) {
+		pp->bus_limit[bk] = v;
+		return 0;
+	}
 	if (!pp->limits_uid) {
 		pp->limit[k] = v;
 		return 0;
@@ -324,6 +340,7 @@ static int parser_commit(struct policy_parser *pp, struct policy *p)
 		memcpy(p->uid_limits + p->n_uid_limits, pp->uid_limits, pp->n_uid_limits * sizeof(*pp->uid_limits));
 	p->n_uid_limits += pp->n_uid_limits;
 	memcpy(p->limit, pp->limit, sizeof(p->limit));
+	memcpy(p->bus_limit, pp->bus_limit, sizeof(p->bus_limit));
 	return 0;
 }
 
@@ -338,6 +355,7 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 	if (!p || !file || !text)
 		return -EINVAL;
 	memcpy(pp.limit, p->limit, sizeof(pp.limit));
+	memcpy(pp.bus_limit, p->bus_limit, sizeof(pp.bus_limit));
 	line_reader_init(&lr, text, NULL, '#');
 	while ((r = line_reader_next(&lr, &l)) > 0) {
 		pp.line = lr.line;

@@ -64,6 +64,8 @@ bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n
 
 /* Limits set in [limits], UINT64_MAX where the file set none. */
 uint64_t policy_limit(const struct policy *p, enum quota_kind k);
+/* Bus-wide limits set in [limits], UINT64_MAX where the files set none. */
+uint64_t policy_bus_limit(const struct policy *p, enum quota_bus_kind k);
 /* The i-th per-uid limit of [limits user X] sections; false past the end. */
 bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quota_kind *k, uint64_t *limit);
 

@@ -16,6 +16,7 @@ struct quota_uid {
 
 struct quota {
 	uint64_t limit[_QUOTA_MAX];
+	uint64_t bus_limit[_QUOTA_BUS_MAX];
 	struct quota_uid *uids;
 	size_t n_uids, alloc_uids;
 };
@@ -32,6 +33,45 @@ static const struct {
 	[QUOTA_SUBSCRIPTIONS] = { "subscriptions", 1024 },
 };
 _Static_assert(ELEMENTSOF(kinds) == _QUOTA_MAX, "every quota needs a name and a default");
+
+static const struct {
+	const char *name;
+	uint64_t def;
+} bus_kinds[] = {
+	[QUOTA_BUS_MAX_CONNECTIONS] = { "max_connections", 16384 },
+	[QUOTA_BUS_RESERVED_CONNECTIONS] = { "reserved_connections", 256 },
+	[QUOTA_BUS_HELLO_TIMEOUT_MS] = { "hello_timeout_ms", 5000 },
+};
+_Static_assert(ELEMENTSOF(bus_kinds) == _QUOTA_BUS_MAX, "every bus limit needs a name and a default");
+
+const char *quota_bus_kind_to_string(enum quota_bus_kind k)
+{
+	return (unsigned int)k < _QUOTA_BUS_MAX ? bus_kinds[k].name : NULL;
+}
+
+int quota_bus_kind_from_string(const char *s)
+{
+	for (unsigned int k = 0; s && k < _QUOTA_BUS_MAX; k++)
+		if (strcmp(bus_kinds[k].name, s) == 0)
+			return (int)k;
+	return -EINVAL;
+}
+
+uint64_t quota_bus_limit_default(enum quota_bus_kind k)
+{
+	return (unsigned int)k < _QUOTA_BUS_MAX ? bus_kinds[k].def : 0;
+}
+
+void quota_bus_limit_set(struct quota *q, enum quota_bus_kind k, uint64_t limit)
+{
+	if (q && (unsigned int)k < _QUOTA_BUS_MAX)
+		q->bus_limit[k] = limit;
+}
+
+uint64_t quota_bus_limit(const struct quota *q, enum quota_bus_kind k)
+{
+	return q && (unsigned int)k < _QUOTA_BUS_MAX ? q->bus_limit[k] : 0;
+}
 
 const char *quota_kind_to_string(enum quota_kind k)
 {
@@ -62,6 +102,8 @@ int quota_new(struct quota **ret)
 		return -ENOMEM;
 	for (unsigned int k = 0; k < _QUOTA_MAX; k++)
 		q->limit[k] = kinds[k].def;
+	for (unsigned int k = 0; k < _QUOTA_BUS_MAX; k++)
+		q->bus_limit[k] = bus_kinds[k].def;
 	*ret = q;
 	return 0;
 }

@@ -20,6 +20,14 @@ enum quota_kind {
 	_QUOTA_MAX,
 };
 
+/* Bus-wide limits, all uids together ([limits] only, never per uid). */
+enum quota_bus_kind {
+	QUOTA_BUS_MAX_CONNECTIONS,	/* open connections, HELLO or not */
+	QUOTA_BUS_RESERVED_CONNECTIONS,	/* the last of them: root and light users only */
+	QUOTA_BUS_HELLO_TIMEOUT_MS,	/* a connection without HELLO is closed after this */
+	_QUOTA_BUS_MAX,
+};
+
 struct quota;
 
 int quota_new(struct quota **ret);
@@ -41,6 +49,12 @@ uint64_t quota_limit_uid(const struct quota *q, uid_t uid, enum quota_kind k);
 int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
 void quota_release(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
 uint64_t quota_used(const struct quota *q, uid_t uid, enum quota_kind k);
+
+const char *quota_bus_kind_to_string(enum quota_bus_kind k);
+int quota_bus_kind_from_string(const char *s);	/* enum quota_bus_kind or -EINVAL */
+uint64_t quota_bus_limit_default(enum quota_bus_kind k);
+void quota_bus_limit_set(struct quota *q, enum quota_bus_kind k, uint64_t limit);
+uint64_t quota_bus_limit(const struct quota *q, enum quota_bus_kind k);
 
 /* Iterate uids with any use: returns 1 and sets *uid, or 0 at the end. Start with idx 0. */
 int quota_uid_next(const struct quota *q, size_t *idx, uid_t *uid);

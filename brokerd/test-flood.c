@@ -13,6 +13,7 @@
  * Runs as root (clients as alice 2001 and bob 2002); skipped otherwise.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -46,6 +47,14 @@ static pid_t daemon_pid = -1, main_pid;
 static const char base_policy[] = "# brokerd flood tests\n";
 
 /* --- a raw client ------------------------------------------------------------ */
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
+}
 
 static int sock_connect(void)
 {
@@ -153,6 +162,55 @@ static int hello(int fd, int timeout_ms)
 	}
 	free(m);
 	return r;
+}
+
+/* Connect with uid as the effective uid: SO_PEERCRED is what connect() saw. */
+static int connect_as(uid_t uid)
+{
+	int fd;
+
+	CHECK(setegid(uid) == 0 && seteuid(uid) == 0);
+	fd = sock_connect();
+	CHECK(seteuid(0) == 0 && setegid(0) == 0);
+	return fd;
+}
+
+/* Connect and HELLO as uid: how long it took, in ms (-1: failed). */
+static long connect_hello_ms(uid_t uid)
+{
+	uint64_t t0 = now_usec();
+	int fd = connect_as(uid);
+	long ms;
+
+	if (fd < 0)
+		return -1;
+	ms = hello(fd, 10000) == 0 ? (long)((now_usec() - t0) / 1000) : -1;
+	close(fd);
+	return ms;
+}
+
+/* Root and bob connect and get HELLO answered within the bound. */
+static void check_others_served(const char *while_what)
+{
+	long root_ms = connect_hello_ms(0), bob_ms = connect_hello_ms(BOB);
+
+	printf("# %s: HELLO answered for root in %ld ms, for bob in %ld ms\n", while_what, root_ms, bob_ms);
+	CHECK(root_ms >= 0 && root_ms < LATENCY_BOUND_MS);
+	CHECK(bob_ms >= 0 && bob_ms < LATENCY_BOUND_MS);
+}
+
+/* An ERROR called name, then EOF, within timeout_ms each. */
+static bool recv_error_then_eof(int fd, struct msg *m, const char *name, int timeout_ms)
+{
+	if (recv_msg(fd, m, timeout_ms) != 0 || !is_error(m, name))
+		return false;
+	{
+		struct msg *x = malloc(sizeof(*x));
+		bool eof = recv_msg(fd, x, timeout_ms) == -ECONNRESET;
+
+		free(x);
+		return eof;
+	}
 }
 
 /* --- policy and the daemon ----------------------------------------------------- */
@@ -326,6 +384,209 @@ static void test_malformed(void)
 	printf("# malformed: zero-length datagrams and unwanted fds get ProtocolError, fds closed: ok\n");
 }
 
+
+/* --- connection floods ----------------------------------------------------------- */
+
+static void close_all(int *fds, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/*
+ * Connections without HELLO count against the uid's quota; over it a
+ * connection is told why at once and closed; idle ones go at the HELLO
+ * deadline.
+ */
+static void test_connection_quota(void)
+{
+	struct msg *m = malloc(sizeof(*m));
+	int idle[8], fd;
+	uint64_t t0;
+	long ms;
+
+	CHECK(m);
+	set_policy("[limits]\nconnections 8\nhello_timeout_ms 1000\n");
+	for (int i = 0; i < 8; i++)
+		CHECK((idle[i] = connect_as(ALICE)) >= 0);
+	/* the 9th, silent: QuotaExceeded with serial 0, then EOF */
+	CHECK((fd = connect_as(ALICE)) >= 0);
+	CHECK(recv_error_then_eof(fd, m, CTRL_ERROR_QUOTA_EXCEEDED, 5000));
+	CHECK(m->m.hdr.serial == 0);
+	CHECK(strcmp(m->error_message, "connections: uid 2001 uses 8 of 8") == 0);
+	close(fd);
+	/* the 10th says HELLO at once: the answer carries its serial */
+	CHECK((fd = connect_as(ALICE)) >= 0);
+	CHECK(send_request(fd, CTRL_OP_HELLO, 42, "u", 0) == 0);
+	CHECK(recv_error_then_eof(fd, m, CTRL_ERROR_QUOTA_EXCEEDED, 5000));
+	CHECK(m->m.hdr.serial == 42 && m->m.hdr.code == CTRL_OP_HELLO);
+	close(fd);
+	check_others_served("alice at her connections quota without HELLO");
+	/* the idle ones are closed at the HELLO deadline, with Timeout */
+	t0 = now_usec();
+	for (int i = 0; i < 8; i++) {
+		CHECK(recv_error_then_eof(idle[i], m, CTRL_ERROR_TIMEOUT, 5000));
+		close(idle[i]);
+	}
+	ms = (long)((now_usec() - t0) / 1000);
+	printf("# HELLO deadline 1000 ms: idle connections closed after %ld ms more\n", ms);
+	CHECK(ms < 3000);
+	/* and alice may connect again */
+	CHECK(connect_hello_ms(ALICE) >= 0);
+	set_policy("");
+	free(m);
+	printf("# connections quota counts connections without HELLO, refused at accept, HELLO deadline: ok\n");
+}
+
+/* The bus-wide cap keeps its last reserved_connections for root and light users. */
+static void test_connection_cap(void)
+{
+	struct msg *m = malloc(sizeof(*m));
+	int alice[17], bob, fd;
+
+	CHECK(m);
+	set_policy("[limits]\nconnections 40\nmax_connections 24\nreserved_connections 8\n");
+	for (int i = 0; i < 16; i++) {
+		CHECK((alice[i] = connect_as(ALICE)) >= 0);
+		CHECK(hello(alice[i], 5000) == 0);
+	}
+	/* alice holds 16 >= 40 / 4: none of the last 8 for her */
+	CHECK((alice[16] = connect_as(ALICE)) >= 0);
+	CHECK(send_request(alice[16], CTRL_OP_HELLO, 7, "u", 0) == 0);
+	CHECK(recv_error_then_eof(alice[16], m, CTRL_ERROR_QUOTA_EXCEEDED, 5000));
+	printf("# %s\n", m->error_message);
+	CHECK(strncmp(m->error_message, "max_connections: the bus has 16 of 24", 37) == 0);
+	/* bob and root still get in */
+	CHECK((bob = connect_as(BOB)) >= 0);
+	CHECK(hello(bob, 5000) == 0);
+	check_others_served("the bus in its reserved connections");
+	/* at the cap, nobody */
+	int more[7], n = 0;
+	for (; n < 7; n++) {
+		CHECK((more[n] = connect_as(0)) >= 0);
+		CHECK(hello(more[n], 5000) == 0);
+	}
+	CHECK((fd = connect_as(0)) >= 0);
+	CHECK(send_request(fd, CTRL_OP_HELLO, 8, "u", 0) == 0);
+	CHECK(recv_error_then_eof(fd, m, CTRL_ERROR_QUOTA_EXCEEDED, 5000));
+	CHECK(strncmp(m->error_message, "max_connections: the bus has 24 of 24", 37) == 0);
+	close(fd);
+	close_all(more, 7);
+	close_all(alice, 17);
+	close(bob);
+	usleep(200000);
+	set_policy("");
+	free(m);
+	printf("# max_connections with reserved_connections for root and light users: ok\n");
+}
+
+/* One uid connects in a loop, keeping what it gets: others are still served. */
+static void test_connection_flood(void)
+{
+	enum { N = 3000 };
+	int p[2];
+	pid_t pid;
+	char ch;
+
+	CHECK(pipe(p) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		static int fds[N];
+		unsigned long total = 0;
+		uint64_t end;
+
+		close(p[0]);
+		CHECK(setresgid(ALICE, ALICE, ALICE) == 0 && setresuid(ALICE, ALICE, ALICE) == 0);
+		end = now_usec() + 3000000ULL;
+		while (now_usec() < end) {
+			unsigned int n = 0;
+
+			for (; n < N && now_usec() < end; n++) {
+				fds[n] = sock_connect();
+				if (fds[n] < 0)
+					break;
+				total++;
+				if (total == N)
+					CHECK(write(p[1], "x", 1) == 1);	/* flooding in earnest */
+			}
+			close_all(fds, n);
+		}
+		printf("# alice connected %lu times in 3 s\n", total);
+		if (total < N)
+			CHECK(write(p[1], "x", 1) == 1);
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK(read(p[0], &ch, 1) == 1);
+	check_others_served("alice flooding with connections");
+	check_others_served("alice flooding with connections (again)");
+	close(p[0]);
+	{
+		int status;
+
+		CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	check_others_served("after the flood");
+	printf("# connection flood from one uid: ok\n");
+}
+
+/* Host only: out of fds, brokerd pauses accepting instead of spinning, and resumes. */
+static void test_emfile(void)
+{
+	struct rlimit old, low;
+	char path[64], stat[1024];
+	unsigned long ticks[2];
+	int fds[16], n_fds = 0, n = 0;
+	DIR *d;
+
+	if (!host_mode)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd", daemon_pid);
+	CHECK((d = opendir(path)));
+	while (readdir(d))
+		n_fds++;
+	closedir(d);
+	CHECK(prlimit(daemon_pid, RLIMIT_NOFILE, NULL, &old) == 0);
+	low = old;
+	low.rlim_cur = (rlim_t)n_fds + 2;	/* "." and ".." make room for about two connections */
+	CHECK(prlimit(daemon_pid, RLIMIT_NOFILE, &low, NULL) == 0);
+	for (int i = 0; i < 16; i++)
+		CHECK((fds[i] = connect_as(BOB)) >= 0);
+	for (int k = 0; k < 2; k++) {
+		FILE *f;
+
+		if (k)
+			usleep(1000000);
+		snprintf(path, sizeof(path), "/proc/%d/stat", daemon_pid);
+		CHECK((f = fopen(path, "r")));
+		CHECK(fgets(stat, sizeof(stat), f));
+		fclose(f);
+		{
+			char *q = strrchr(stat, ')');
+			unsigned long ut, st;
+
+			CHECK(q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2);
+			ticks[k] = ut + st;
+		}
+	}
+	printf("# out of fds for 1 s: brokerd used %lu clock ticks\n", ticks[1] - ticks[0]);
+	CHECK(ticks[1] - ticks[0] < 30);	/* spinning would be about 100 */
+	/* closing accepted ones frees fds: the rest are accepted and answered */
+	CHECK(prlimit(daemon_pid, RLIMIT_NOFILE, &old, NULL) == 0);
+	for (int i = 0; i < 2; i++)
+		close(fds[i]);
+	for (int i = 2; i < 16; i++)
+		if (hello(fds[i], 5000) == 0)
+			n++;
+	printf("# after the pause: %d of 14 waiting connections answered\n", n);
+	CHECK(n == 14);
+	close_all(fds + 2, 14);
+	check_others_served("after running out of fds");
+	printf("# accept paused, not spinning, at the fd limit: ok\n");
+}
+
 /* --- setup ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -362,6 +623,10 @@ int main(int argc, char **argv)
 	printf("# brokerd %s mode\n", host_mode ? "host" : "guest");
 
 	test_malformed();
+	test_connection_quota();
+	test_connection_cap();
+	test_connection_flood();
+	test_emfile();
 	printf("ok\n");
 	return 0;
 }

@@ -110,6 +110,8 @@ static void test_errors(void)
 	expect_error("[default]\nallow own org*\n", "bad.conf:2: invalid name 'org*'");
 	expect_error("[limits]\nnames -1\n", "bad.conf:2: invalid number '-1'");
 	expect_error("[limits]\nfoo 1\n", "bad.conf:2: unknown quota 'foo'");
+	expect_error("[limits user 0]\nmax_connections 5\n",
+		     "bad.conf:2: 'max_connections' is for the whole bus: only in [limits]");
 	{
 		static char long_line[2048] = "[default]\n# ";
 
@@ -141,6 +143,13 @@ static void test_errors(void)
 		ASSERT(policy_limit_uid_get(p, 2, &u, &k, &v) && u == 8 && k == QUOTA_CHANNELS && v == 5);
 		ASSERT(!policy_limit_uid_get(p, 3, &u, &k, &v));
 	}
+	/* bus-wide limits: set in [limits], unset is UINT64_MAX */
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_MAX_CONNECTIONS) == UINT64_MAX);
+	ASSERT(policy_parse_string(p, "l3.conf", "[limits]\nmax_connections 100\nhello_timeout_ms 250\n", err,
+				   sizeof(err)) == 0);
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_MAX_CONNECTIONS) == 100);
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_HELLO_TIMEOUT_MS) == 250);
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_RESERVED_CONNECTIONS) == UINT64_MAX);
 	policy_free(p);
 }
 
