@@ -13,6 +13,7 @@
  * with the shared structs in bus-state.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -657,10 +658,14 @@ struct bus *bus_free(struct bus *b)
 
 int bus_listen(struct bus *b, int fd)
 {
-	int r;
+	int r, flags;
 
 	if (!b || fd < 0)
 		return -EINVAL;
+	/* on_accept() accepts until EAGAIN; systemd passes sockets blocking. */
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
 	r = sd_event_add_io(b->event, &b->listen_src, fd, EPOLLIN, on_accept, b);
 	if (r < 0)
 		return r;
