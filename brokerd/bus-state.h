@@ -79,7 +79,10 @@ struct bus_conn {
 	bool dead;
 	struct bus_channel *inbox;
 	struct out_msg *out_head, *out_tail;
-	unsigned int out_len;
+	unsigned int out_len, out_fds;
+	size_t out_bytes;
+	bool closing;			/* over the output limit: says why, then goes */
+	sd_event_source *closing_src;	/* closes it if it never reads that */
 	unsigned int n_caps;
 	uint64_t n_subscriptions;
 	struct bus_conn *prev, *next;

@@ -408,6 +408,7 @@ static void bus_conn_free(struct bus_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	sd_event_source_disable_unref(c->src);
+	sd_event_source_disable_unref(c->closing_src);
 	close(c->fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);

@@ -28,7 +28,11 @@
 #define SO_PEERPIDFD 77
 #endif
 
-#define CONN_OUT_MAX	256	/* queued outgoing messages before we give up on a reader */
+/* What a connection that does not read may have queued before we give up on it. */
+#define CONN_OUT_MAX		256		/* messages */
+#define CONN_OUT_MAX_BYTES	(1024 * 1024)
+#define CONN_OUT_MAX_FDS	64		/* capability fds, each a dup brokerd holds */
+#define CONN_CLOSING_USEC	(5ULL * 1000000ULL)	/* to read why it is closed */
 
 struct out_msg {
 	void *data;
@@ -93,15 +97,86 @@ static void conn_update_events(struct bus_conn *c)
 	(void)sd_event_source_set_io_events(c->src, c->out_head ? EPOLLOUT : EPOLLIN);
 }
 
+/* Append to the output queue (fds are dup'ed). */
+static int out_queue(struct bus_conn *c, const void *data, size_t len, const int *fds, unsigned int n_fds)
+{
+	struct out_msg *o;
+
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->data = malloc(len);
+	if (!o->data) {
+		free(o);
+		return -ENOMEM;
+	}
+	memcpy(o->data, data, len);
+	o->len = len;
+	for (unsigned int i = 0; i < n_fds; i++) {
+		o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+		if (o->fds[i] < 0) {
+			int r = -errno;
+
+			o->n_fds = i;
+			out_msg_free(o);
+			return r;
+		}
+		o->n_fds = i + 1;
+	}
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	c->out_len++;
+	c->out_bytes += len;
+	c->out_fds += n_fds;
+	conn_update_events(c);
+	return 0;
+}
+
+static int on_closing_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	conn_kill(userdata);
+	return 0;
+}
+
+/*
+ * c does not read what it gets: drop what is queued and queue only the
+ * reason; c is closed once it has read that, or after CONN_CLOSING_USEC.
+ * Its requests are no longer read meanwhile, nothing else is sent to it.
+ */
+static void conn_overflow(struct bus_conn *c)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	const void *data;
+	size_t len;
+
+	log_full(LOG_WARNING, conn_name(c), c->cred.uid,
+		 "%s (uid %u, pid %u) does not read its replies: %u messages, %zu bytes, %u fds queued; disconnecting",
+		 conn_name(c), c->cred.uid, c->cred.pid, c->out_len, c->out_bytes, c->out_fds);
+	conn_out_clear(c);
+	c->closing = true;
+	if (ctrl_writer_init(&w, CTRL_TYPE_ERROR, 0, 0) == 0) {
+		ctrl_write_string(&w, CTRL_ERROR_QUOTA_EXCEEDED);
+		ctrl_write_string(&w, "output: too many unread replies and signals (limits: 256 messages, 1 MiB, "
+				      "64 fds); closing the connection");
+		if (ctrl_writer_finish(&w, &data, &len) == 0 && out_queue(c, data, len, NULL, 0) == 0 &&
+		    sd_event_add_time_relative(c->bus->event, &c->closing_src, CLOCK_MONOTONIC, CONN_CLOSING_USEC,
+					       0, on_closing_timeout, c) >= 0)
+			return;
+	}
+	conn_kill(c);
+}
+
 /* Send a finished writer's message; fds in w are borrowed (the caller closes them). */
 int conn_send(struct bus_conn *c, struct ctrl_writer *w)
 {
 	const void *data;
 	size_t len;
-	struct out_msg *o;
 	int r;
 
-	if (c->dead)
+	if (c->dead || c->closing)
 		return 0;
 	r = ctrl_writer_finish(w, &data, &len);
 	if (r < 0) {
@@ -119,39 +194,12 @@ int conn_send(struct bus_conn *c, struct ctrl_writer *w)
 			return r;
 		}
 	}
-	if (c->out_len >= CONN_OUT_MAX) {
-		log_full(LOG_WARNING, conn_name(c), c->cred.uid,
-			 "%s does not read its replies (%u queued), disconnecting", conn_name(c), c->out_len);
-		conn_kill(c);
+	if (c->out_len >= CONN_OUT_MAX || c->out_bytes + len > CONN_OUT_MAX_BYTES ||
+	    c->out_fds + w->n_fds > CONN_OUT_MAX_FDS) {
+		conn_overflow(c);
 		return -ENOBUFS;
 	}
-	o = calloc(1, sizeof(*o));
-	if (!o)
-		return -ENOMEM;
-	o->data = malloc(len);
-	if (!o->data) {
-		free(o);
-		return -ENOMEM;
-	}
-	memcpy(o->data, data, len);
-	o->len = len;
-	for (unsigned int i = 0; i < w->n_fds; i++) {
-		o->fds[i] = fcntl(w->fds[i], F_DUPFD_CLOEXEC, 3);
-		if (o->fds[i] < 0) {
-			o->n_fds = i;
-			out_msg_free(o);
-			return -errno;
-		}
-		o->n_fds = i + 1;
-	}
-	if (c->out_tail)
-		c->out_tail->next = o;
-	else
-		c->out_head = o;
-	c->out_tail = o;
-	c->out_len++;
-	conn_update_events(c);
-	return 0;
+	return out_queue(c, data, len, w->fds, w->n_fds);
 }
 
 int conn_flush(struct bus_conn *c)
@@ -169,8 +217,12 @@ int conn_flush(struct bus_conn *c)
 			c->out_tail = NULL;
 		BUG_ON(c->out_len == 0);
 		c->out_len--;
+		c->out_bytes -= o->len;
+		c->out_fds -= o->n_fds;
 		out_msg_free(o);
 	}
+	if (c->closing)
+		return -ECONNRESET;	/* it has read why */
 	conn_update_events(c);
 	return 0;
 }
@@ -185,6 +237,8 @@ void conn_out_clear(struct bus_conn *c)
 	}
 	c->out_tail = NULL;
 	c->out_len = 0;
+	c->out_bytes = 0;
+	c->out_fds = 0;
 }
 
 int conn_reply_error(struct bus_conn *c, const struct ctrl_message *m, const char *name, const char *fmt, ...)

@@ -73,7 +73,8 @@ static int sock_connect(void)
 	return fd;
 }
 
-static int send_request(int fd, uint16_t op, uint32_t serial, const char *sig, uint32_t u)
+/* A request with signature sig: 'u' (u), 's' (str), "su" (str, u) or none. */
+static int send_request_s(int fd, uint16_t op, uint32_t serial, const char *sig, const char *str, uint32_t u)
 {
 	struct ctrl_writer w;
 	const void *d;
@@ -83,8 +84,12 @@ static int send_request(int fd, uint16_t op, uint32_t serial, const char *sig, u
 	r = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, serial);
 	if (r < 0)
 		return r;
-	if (sig && *sig == 'u')
-		ctrl_write_u32(&w, u);
+	for (const char *p = sig ? sig : ""; *p; p++) {
+		if (*p == 'u')
+			ctrl_write_u32(&w, u);
+		else
+			ctrl_write_string(&w, str);
+	}
 	r = ctrl_writer_finish(&w, &d, &l);
 	if (r == 0 && send(fd, d, l, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)l)
 		r = -errno;
@@ -97,6 +102,11 @@ struct msg {
 	struct ctrl_message m;
 	const char *error_name, *error_message;
 };
+
+static int send_request(int fd, uint16_t op, uint32_t serial, const char *sig, uint32_t u)
+{
+	return send_request_s(fd, op, serial, sig, NULL, u);
+}
 
 /* One message within timeout_ms: 0, -ETIMEDOUT, -ECONNRESET or -EBADMSG. Fds are closed. */
 static int recv_msg(int fd, struct msg *out, int timeout_ms)
@@ -136,19 +146,29 @@ static int recv_msg(int fd, struct msg *out, int timeout_ms)
 	return 0;
 }
 
+/* The next message that is not a signal. */
+static int recv_reply(int fd, struct msg *m, int timeout_ms)
+{
+	int r;
+
+	while ((r = recv_msg(fd, m, timeout_ms)) == 0 && m->m.hdr.type == CTRL_TYPE_SIGNAL)
+		;
+	return r;
+}
+
 static bool is_error(const struct msg *m, const char *name)
 {
 	return m->m.hdr.type == CTRL_TYPE_ERROR && strcmp(m->error_name, name) == 0;
 }
 
 /* HELLO on fd: 0 when answered with a REPLY, else what came instead. */
-static int hello(int fd, int timeout_ms)
+static int hello_flags(int fd, uint32_t flags, int timeout_ms)
 {
 	struct msg *m = malloc(sizeof(*m));
 	int r;
 
 	CHECK(m);
-	r = send_request(fd, CTRL_OP_HELLO, 1, "u", 0);
+	r = send_request(fd, CTRL_OP_HELLO, 1, "u", flags);
 	while (r == 0) {
 		r = recv_msg(fd, m, timeout_ms);
 		if (r == 0 && m->m.hdr.type == CTRL_TYPE_SIGNAL)
@@ -162,6 +182,11 @@ static int hello(int fd, int timeout_ms)
 	}
 	free(m);
 	return r;
+}
+
+static int hello(int fd, int timeout_ms)
+{
+	return hello_flags(fd, 0, timeout_ms);
 }
 
 /* Connect with uid as the effective uid: SO_PEERCRED is what connect() saw. */
@@ -589,6 +614,76 @@ static void test_emfile(void)
 	printf("# accept paused, not spinning, at the fd limit: ok\n");
 }
 
+
+/* --- request floods and slow readers --------------------------------------------- */
+
+/* Alice sends requests on many connections and never reads: brokerd pauses them, others are served. */
+static void test_request_flood(void)
+{
+	enum { N = 32 };
+	int fds[N];
+	unsigned long sent = 0;
+
+	for (int i = 0; i < N; i++) {
+		CHECK((fds[i] = connect_as(ALICE)) >= 0);
+		CHECK(hello(fds[i], 5000) == 0);
+	}
+	for (int round = 0; round < 50; round++)
+		for (int i = 0; i < N; i++)
+			for (int k = 0; k < 100; k++) {
+				if (send_request(fds[i], CTRL_OP_LIST_PEERS, 100 + (uint32_t)k, "u", 0) < 0)
+					break;
+				sent++;
+			}
+	printf("# alice sent %lu requests on %d connections without reading a reply\n", sent, N);
+	check_others_served("alice flooding with unread requests");
+	close_all(fds, N);
+	check_others_served("after the request flood");
+	printf("# request flood without reading replies: ok\n");
+}
+
+/*
+ * Alice asks for NameOwnerChanged signals and never reads; bob makes many:
+ * her queue hits the output limit, she is told why and disconnected.
+ */
+static void test_slow_reader(void)
+{
+	struct msg *m = malloc(sizeof(*m));
+	int alice, bob, signals = 0, r;
+	char name[64];
+	uint64_t t0;
+
+	CHECK(m);
+	set_policy("[user 2002]\nallow own org.brokerdtest.flood.*\n");
+	CHECK((alice = connect_as(ALICE)) >= 0);
+	CHECK(hello_flags(alice, CTRL_HELLO_NAME_EVENTS, 5000) == 0);
+	CHECK((bob = connect_as(BOB)) >= 0);
+	CHECK(hello(bob, 5000) == 0);
+	t0 = now_usec();
+	for (uint32_t i = 0; i < 500; i++) {
+		snprintf(name, sizeof(name), "org.brokerdtest.flood.N%u", i);
+		CHECK(send_request_s(bob, CTRL_OP_REQUEST_NAME, 2 * i + 10, "su", name, 0) == 0);
+		CHECK(recv_reply(bob, m, 5000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
+		CHECK(send_request_s(bob, CTRL_OP_RELEASE_NAME, 2 * i + 11, "s", name, 0) == 0);
+		CHECK(recv_reply(bob, m, 5000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
+	}
+	printf("# bob made 1000 name owner changes in %llu ms\n", (unsigned long long)((now_usec() - t0) / 1000));
+	/* alice reads now: what fit in her socket, then why, then EOF */
+	while ((r = recv_msg(alice, m, 5000)) == 0 && m->m.hdr.type == CTRL_TYPE_SIGNAL)
+		signals++;
+	CHECK(r == 0);
+	CHECK(is_error(m, CTRL_ERROR_QUOTA_EXCEEDED));
+	printf("# alice read %d signals, then: %s\n", signals, m->error_message);
+	CHECK(strncmp(m->error_message, "output:", 7) == 0);
+	CHECK(recv_msg(alice, m, 5000) == -ECONNRESET);
+	close(alice);
+	close(bob);
+	check_others_served("after a slow reader");
+	set_policy("");
+	free(m);
+	printf("# slow reader: output limit, told why, disconnected: ok\n");
+}
+
 /* --- setup ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -629,6 +724,8 @@ int main(int argc, char **argv)
 	test_connection_cap();
 	test_connection_flood();
 	test_emfile();
+	test_request_flood();
+	test_slow_reader();
 	printf("ok\n");
 	return 0;
 }
