@@ -139,6 +139,11 @@ struct bus {
 	unsigned long refusals_other;	/* of uids beyond the table */
 	unsigned long accept_pauses;
 	int accept_errno;
+
+	/* Mass disconnects (bus.c): the badges whose caps are still to be revoked */
+	uint64_t *revoke_ids;
+	size_t n_revoke_ids, alloc_revoke_ids;
+	sd_event_source *revoke_src;	/* revokes them in batches, between other work */
 };
 
 #endif

@@ -37,6 +37,7 @@
 #include "brokerd/registry.h"
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
+#include "util/array.h"
 #include "util/macro.h"
 
 #define CONN_BATCH		32	/* requests handled per wakeup, for fairness */
@@ -48,6 +49,7 @@
 #define REFUSAL_LOG_USEC	(10ULL * 1000000ULL)	/* one summary of refusals per interval */
 #define FDS_PER_CONN		2	/* the socket and its pidfd */
 #define FDS_SPARE		128	/* for everything else: channels, queued caps, refusals */
+#define REVOKE_BATCH		256	/* ended connections revoked per walk over all channels */
 
 static const char *const default_policy_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_VENDOR, NULL };
 static const char *const default_service_dirs[] = { SERVICE_DIR_ETC, SERVICE_DIR_VENDOR, NULL };
@@ -309,13 +311,18 @@ static int conn_read(struct bus_conn *c)
 		char buf[CMSG_SPACE(sizeof(int) * 253)];
 	} u;
 
-	for (unsigned int i = 0; i < CONN_BATCH && !c->dead && !c->out_head; i++) {
+	for (unsigned int i = 0; !c->dead && !c->out_head; i++) {
 		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u,
 				     .msg_controllen = sizeof(u) };
 		unsigned int n_fds = 0;
 		ssize_t n;
 
+		if (i == CONN_BATCH) {
+			/* Others' turn: re-arm the edge, so that what is left is reported again. */
+			(void)sd_event_source_set_io_events(c->src, EPOLLIN | EPOLLET);
+			return 0;
+		}
 		n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -347,12 +354,88 @@ static int conn_read(struct bus_conn *c)
 	return 0;
 }
 
+/* --- revocation of ended connections, in batches --------------------------- */
+
+static int id_compare(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Revokes every grant on ch of the peers in ids (sorted). */
+static void channel_revoke_ids(struct bus *b, struct bus_channel *ch, const uint64_t *ids, size_t n)
+{
+	for (size_t i = 0; ch && i < ch->n_grants;) {
+		uint64_t id = ch->grants[i].peer_id;
+
+		if (bsearch(&id, ids, n, sizeof(*ids), id_compare))
+			grant_revoke(b, ch, id, GRANT_ALL);	/* the grant goes: another moves to i */
+		else
+			i++;
+	}
+}
+
+/*
+ * A connection's caps are revoked (its process may live on, attached to
+ * channels) in batches: one walk over all channels per REVOKE_BATCH ended
+ * connections instead of one per connection, so that thousands of them
+ * closing at once cost O(n) and others are answered in between.
+ */
+static int on_revoke_batch(sd_event_source *s, void *userdata)
+{
+	struct bus *b = userdata;
+	size_t n = b->n_revoke_ids < REVOKE_BATCH ? b->n_revoke_ids : REVOKE_BATCH;
+	uint64_t *ids = b->revoke_ids + b->n_revoke_ids - n;
+
+	qsort(ids, n, sizeof(*ids), id_compare);
+	for (struct bus_name *nm = b->names; nm; nm = nm->next) {
+		channel_revoke_ids(b, nm->call, ids, n);
+		channel_revoke_ids(b, nm->signal, ids, n);
+	}
+	channel_revoke_ids(b, b->bus_signal, ids, n);
+	for (struct bus_conn *o = b->conns; o; o = o->next)
+		channel_revoke_ids(b, o->inbox, ids, n);
+	b->n_revoke_ids -= n;
+	if (b->n_revoke_ids == 0)
+		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	b->gc_needed = true;	/* names only ended connections held may go now */
+	grant_revoke_pending(b);
+	return 0;
+}
+
+static void revoke_later(struct bus *b, uint64_t id)
+{
+	if (ARRAY_RESERVE(b->revoke_ids, b->alloc_revoke_ids, b->n_revoke_ids + 1) < 0 || !b->revoke_src) {
+		/* No memory: revoke now, the slow way, rather than not at all. */
+		for (struct bus_name *nm = b->names; nm; nm = nm->next) {
+			grant_revoke(b, nm->call, id, GRANT_ALL);
+			grant_revoke(b, nm->signal, id, GRANT_ALL);
+		}
+		grant_revoke(b, b->bus_signal, id, GRANT_ALL);
+		for (struct bus_conn *o = b->conns; o; o = o->next)
+			grant_revoke(b, o->inbox, id, GRANT_ALL);
+		return;
+	}
+	b->revoke_ids[b->n_revoke_ids++] = id;
+	(void)sd_event_source_set_enabled(b->revoke_src, SD_EVENT_ON);
+}
+
+/*
+ * Connections are edge-triggered: sd-event asks epoll for every ready fd
+ * each iteration but dispatches one source, so thousands of level-triggered
+ * sockets that stay ready (all hung up at once) made each dispatch O(n) and
+ * a mass disconnect O(n^2). An edge is reported once; conn_read() reads to
+ * EAGAIN or re-arms the edge (its batch is done, or input is paused until
+ * the output queue drains, see conn.c).
+ */
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct bus_conn *c = userdata;
 	int r = 0;
 
-	if (revents & EPOLLOUT)
+	/* A peer that went away while output is queued: the flush fails and ends it. */
+	if (c->out_head && (revents & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
 		r = conn_flush(c);
 	if (r == 0 && !c->dead && (revents & EPOLLIN))
 		r = conn_read(c);
@@ -366,6 +449,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 static void bus_conn_free(struct bus_conn *c)
 {
 	struct bus *b;
+	bool had_peer = false;
 
 	if (!c)
 		return;
@@ -380,15 +464,11 @@ static void bus_conn_free(struct bus_conn *c)
 		c->peer = NULL;
 		/*
 		 * The process may live on, attached to channels, without its
-		 * connection: all it was granted goes with the connection.
+		 * connection: all it was granted goes with the connection, in
+		 * the next batch (on_revoke_batch).
 		 */
-		for (struct bus_name *n = b->names; n; n = n->next) {
-			grant_revoke(b, n->call, id, GRANT_ALL);
-			grant_revoke(b, n->signal, id, GRANT_ALL);
-		}
-		grant_revoke(b, b->bus_signal, id, GRANT_ALL);
-		for (struct bus_conn *o = b->conns; o; o = o->next)
-			grant_revoke(b, o->inbox, id, GRANT_ALL);
+		revoke_later(b, id);
+		had_peer = true;
 	}
 	c->inbox = bus_channel_free(b, c->inbox);
 	if (c->n_subscriptions)
@@ -415,8 +495,11 @@ static void bus_conn_free(struct bus_conn *c)
 	free(c->gids);
 	free(c->label);
 	free(c);
-	b->gc_needed = true;
-	grant_revoke_pending(b);
+	if (had_peer) {
+		/* Its names went to the next in their queues: revoke at once what that took away. */
+		b->gc_needed = true;
+		grant_revoke_pending(b);
+	}
 	if (b->accept_paused) {
 		/* An fd is free again: accept before the retry timer says so. */
 		b->accept_paused = false;
@@ -466,7 +549,7 @@ int bus_add_connection(struct bus *b, int cfd)
 		fifo_push(&b->refused_fifo, c, now_usec() + REFUSED_LINGER_USEC);
 	}
 	deadline_arm(b);
-	r = sd_event_add_io(b->event, &c->src, cfd, EPOLLIN, on_conn_io, c);
+	r = sd_event_add_io(b->event, &c->src, cfd, EPOLLIN | EPOLLET, on_conn_io, c);
 	c->next = b->conns;
 	if (b->conns)
 		b->conns->prev = c;
@@ -574,6 +657,10 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	if (r < 0)
 		goto fail;
 	(void)sd_event_source_set_enabled(b->deadline_src, SD_EVENT_OFF);
+	r = sd_event_add_defer(event, &b->revoke_src, on_revoke_batch, b);
+	if (r < 0)
+		goto fail;
+	(void)sd_event_source_set_enabled(b->revoke_src, SD_EVENT_OFF);
 	r = sd_event_add_time(event, &b->refusal_log_src, CLOCK_MONOTONIC, 0, 0, on_refusal_log, b);
 	if (r < 0)
 		goto fail;
@@ -640,6 +727,8 @@ struct bus *bus_free(struct bus *b)
 		bus_name_free(b, n);
 	}
 	b->bus_signal = bus_channel_free(b, b->bus_signal);
+	sd_event_source_disable_unref(b->revoke_src);
+	free(b->revoke_ids);	/* their channels are destroyed below */
 	sd_event_source_disable_unref(b->deadline_src);
 	sd_event_source_disable_unref(b->refusal_log_src);
 	sd_event_source_disable_unref(b->accept_src);

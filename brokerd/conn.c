@@ -88,13 +88,18 @@ void conn_kill(struct bus_conn *c)
 {
 	c->dead = true;
 	(void)shutdown(c->fd, SHUT_RDWR);
-	(void)sd_event_source_set_io_events(c->src, EPOLLIN);
+	(void)sd_event_source_set_io_events(c->src, EPOLLIN | EPOLLET);
 }
 
 static void conn_update_events(struct bus_conn *c)
 {
-	/* Pause input while output is queued: a client that does not read cannot make us buffer. */
-	(void)sd_event_source_set_io_events(c->src, c->out_head ? EPOLLOUT : EPOLLIN);
+	/*
+	 * Pause input while output is queued: a client that does not read
+	 * cannot make us buffer. Edge-triggered (see bus.c, on_conn_io), and
+	 * setting the events re-arms the edge: input left unread while
+	 * paused is reported again.
+	 */
+	(void)sd_event_source_set_io_events(c->src, (c->out_head ? EPOLLOUT : EPOLLIN) | EPOLLET);
 }
 
 /* Append to the output queue (fds are dup'ed). */

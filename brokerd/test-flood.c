@@ -35,8 +35,9 @@
 #define BOB	2002
 #define LATENCY_BOUND_MS	2000
 
+/* A child exits at once; the test itself through atexit(), which stops its brokerd. */
 #define CHECK(x) do { if (!(x)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #x); fflush(stdout); \
-	_exit(1); } } while (0)
+	if (getpid() == main_pid) { exit(1); } else { _exit(1); } } } while (0)
 
 static bool host_mode;
 static char tmpdir[64], sock_path[108], policy_dir[128], policy_file[192];
@@ -204,14 +205,19 @@ static int connect_as(uid_t uid)
 static long connect_hello_ms(uid_t uid)
 {
 	uint64_t t0 = now_usec();
-	int fd = connect_as(uid);
+	int fd = connect_as(uid), r;
 	long ms;
 
-	if (fd < 0)
+	if (fd < 0) {
+		printf("# uid %u cannot connect: %s\n", uid, strerror(-fd));
 		return -1;
-	ms = hello(fd, 10000) == 0 ? (long)((now_usec() - t0) / 1000) : -1;
+	}
+	r = hello(fd, 10000);
+	ms = (long)((now_usec() - t0) / 1000);
+	if (r < 0)
+		printf("# uid %u: HELLO failed after %ld ms: %s\n", uid, ms, strerror(-r));
 	close(fd);
-	return ms;
+	return r < 0 ? -1 : ms;
 }
 
 /* Root and bob connect and get HELLO answered within the bound. */
@@ -684,6 +690,106 @@ static void test_slow_reader(void)
 	printf("# slow reader: output limit, told why, disconnected: ok\n");
 }
 
+
+/* --- mass disconnects ----------------------------------------------------------- */
+
+/* What QUOTA says uid uses of its connections quota (asked as root). */
+static long quota_connections(uid_t uid)
+{
+	struct msg *m = malloc(sizeof(*m));
+	struct ctrl_reader rd;
+	uint32_t n_uids, u, n_q;
+	long used = -1;
+	int fd = connect_as(0);
+
+	CHECK(m && fd >= 0);
+	CHECK(hello(fd, 10000) == 0);
+	CHECK(send_request(fd, CTRL_OP_QUOTA, 3, "u", uid) == 0);
+	CHECK(recv_reply(fd, m, 10000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
+	ctrl_reader_init(&rd, &m->m);
+	CHECK(ctrl_read_u32(&rd, &n_uids) == 0);
+	for (uint32_t i = 0; i < n_uids; i++) {
+		CHECK(ctrl_read_u32(&rd, &u) == 0 && ctrl_read_u32(&rd, &n_q) == 0);
+		for (uint32_t k = 0; k < n_q; k++) {
+			const char *name;
+			uint64_t v, limit;
+
+			CHECK(ctrl_read_string(&rd, &name, NULL) == 0);
+			CHECK(ctrl_read_u64(&rd, &v) == 0 && ctrl_read_u64(&rd, &limit) == 0);
+			if (u == uid && strcmp(name, "connections") == 0)
+				used = (long)v;
+		}
+	}
+	close(fd);
+	free(m);
+	return used < 0 ? 0 : used;
+}
+
+/*
+ * Alice holds thousands of connections (with HELLO as far as her quotas
+ * go) and closes them all at once: root and bob are served meanwhile, and
+ * the teardown rate is measured.
+ */
+static void test_mass_close(void)
+{
+	unsigned int n = host_mode ? 5000 : 1500;
+	int report[2], go[2];
+	uint64_t t0;
+	long ok = 0, left;
+	pid_t pid;
+	char ch;
+
+	/* no HELLO deadline while alice says HELLO on thousands of connections */
+	set_policy("[limits]\nhello_timeout_ms 120000\n[limits user 2001]\nconnections 6000\n");
+	CHECK(pipe(report) == 0 && pipe(go) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { n + 64, n + 64 };
+		struct msg *m = malloc(sizeof(*m));
+		int *fds = calloc(n, sizeof(int));
+
+		CHECK(m && fds);
+		CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		CHECK(setresgid(ALICE, ALICE, ALICE) == 0 && setresuid(ALICE, ALICE, ALICE) == 0);
+		for (unsigned int i = 0; i < n; i++) {
+			CHECK((fds[i] = sock_connect()) >= 0);
+			CHECK(send_request(fds[i], CTRL_OP_HELLO, 1, "u", 0) == 0);
+			if (i % 64 == 63 || i == n - 1)
+				for (unsigned int j = i - i % 64; j <= i; j++) {
+					CHECK(recv_reply(fds[j], m, 30000) == 0);
+					ok += m->m.hdr.type == CTRL_TYPE_REPLY;
+				}
+		}
+		CHECK(write(report[1], &ok, sizeof(ok)) == sizeof(ok));
+		CHECK(read(go[0], &ch, 1) == 1);
+		_exit(0);	/* all of them close at once */
+	}
+	close(report[1]);
+	close(go[0]);
+	CHECK(read(report[0], &ok, sizeof(ok)) == sizeof(ok));
+	printf("# alice holds %u connections, %ld with HELLO\n", n, ok);
+	CHECK(quota_connections(ALICE) == (long)n);
+	t0 = now_usec();
+	CHECK(write(go[1], "x", 1) == 1);
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	check_others_served("alice's connections closing at once");
+	while ((left = quota_connections(ALICE)) > 0 && now_usec() - t0 < 60000000ULL)
+		usleep(10000);
+	CHECK(left == 0);
+	{
+		uint64_t us = now_usec() - t0;
+
+		printf("# %u connections torn down in %llu ms: %llu per second\n", n, (unsigned long long)(us / 1000),
+		       (unsigned long long)n * 1000000ULL / (us ? us : 1));
+	}
+	check_others_served("after the mass close");
+	close(report[0]);
+	close(go[1]);
+	set_policy("");
+	printf("# mass close: others served, teardown measured: ok\n");
+}
+
 /* --- setup ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -726,6 +832,7 @@ int main(int argc, char **argv)
 	test_emfile();
 	test_request_flood();
 	test_slow_reader();
+	test_mass_close();
 	printf("ok\n");
 	return 0;
 }
