@@ -20,6 +20,7 @@
 #include <systemd/sd-event.h>
 
 #include "brokerd/channel.h"
+#include "brokerd/log.h"
 #include "protocol/ctrl.h"
 
 struct activator_req;
@@ -144,6 +145,8 @@ struct bus {
 	uint64_t *revoke_ids;
 	size_t n_revoke_ids, alloc_revoke_ids;
 	sd_event_source *revoke_src;	/* revokes them in batches, between other work */
+	/* "connected", "disconnected": a flood of them would throttle brokerd on the journal */
+	struct log_ratelimit conn_log;
 };
 
 #endif

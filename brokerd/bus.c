@@ -459,7 +459,8 @@ static void bus_conn_free(struct bus_conn *c)
 	if (c->peer) {
 		uint64_t id = c->peer->id;
 
-		log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s disconnected", c->peer->unique_name);
+		if (log_ratelimit_test(&b->conn_log))
+			log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s disconnected", c->peer->unique_name);
 		registry_peer_remove(b->registry, c->peer);	/* names go, queues are promoted */
 		c->peer = NULL;
 		/*
@@ -634,6 +635,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	if (!b)
 		return -ENOMEM;
 	b->event = sd_event_ref(event);
+	b->conn_log = (struct log_ratelimit){ .what = "connect/disconnect", .interval_usec = 10000000ULL,
+					      .burst = 100 };
 	b->listen_fd = -1;
 	b->policy_dirs = config && config->policy_dirs ? config->policy_dirs : default_policy_dirs;
 	b->service_dirs = config && config->service_dirs ? config->service_dirs : default_service_dirs;

@@ -246,9 +246,10 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	ctrl_write_u32(&w, b->chanmgr.available ? CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES : 0);
 	if (fd >= 0)
 		ctrl_write_fd(&w, fd);
-	log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s connected: pid %u uid %u gid %u%s%s",
-		 c->peer->unique_name, c->cred.pid, c->cred.uid, c->cred.gid, c->label ? " label " : "",
-		 c->label ? c->label : "");
+	if (log_ratelimit_test(&b->conn_log))
+		log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s connected: pid %u uid %u gid %u%s%s",
+			 c->peer->unique_name, c->cred.pid, c->cred.uid, c->cred.gid, c->label ? " label " : "",
+			 c->label ? c->label : "");
 	return conn_send(c, &w);
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <systemd/sd-journal.h>
 
 #include "brokerd/log.h"
@@ -92,4 +93,27 @@ void log_quota(const char *peer, uid_t uid, const char *quota, unsigned long lon
 	if (use_journal() && journal_send(LOG_WARNING, msg, fields, 3))
 		return;
 	fprintf(stderr, "<%d>%s\n", LOG_WARNING, msg);
+}
+
+bool log_ratelimit_test(struct log_ratelimit *rl)
+{
+	struct timespec ts;
+	unsigned long long now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
+	if (rl->begin == 0 || now - rl->begin >= rl->interval_usec) {
+		if (rl->suppressed)
+			log_full(LOG_INFO, NULL, (uid_t)-1, "%lu %s message(s) suppressed in %llu s", rl->suppressed,
+				 rl->what, (now - rl->begin) / 1000000ULL);
+		rl->begin = now;
+		rl->n = 0;
+		rl->suppressed = 0;
+	}
+	if (rl->n < rl->burst) {
+		rl->n++;
+		return true;
+	}
+	rl->suppressed++;
+	return false;
 }

@@ -8,6 +8,7 @@
 #ifndef BROKERD_LOG_H
 #define BROKERD_LOG_H
 
+#include <stdbool.h>
 #include <syslog.h>
 #include <sys/types.h>
 
@@ -20,6 +21,21 @@ void log_full(int prio, const char *peer, uid_t uid, const char *fmt, ...)
 /* "uid U hit quota Q": MESSAGE_ID-less but with BROKERD_QUOTA= for journalctl filtering. */
 void log_quota(const char *peer, uid_t uid, const char *quota, unsigned long long used,
 	       unsigned long long limit);
+
+/*
+ * At most burst messages per interval pass (log_ratelimit_test() true); the
+ * others are counted, and the first to pass in a later interval is preceded
+ * by a line saying how many of what were suppressed.
+ */
+struct log_ratelimit {
+	const char *what;		/* "connection", for the summary line */
+	unsigned long long interval_usec;
+	unsigned int burst, n;
+	unsigned long long begin;
+	unsigned long suppressed;
+};
+
+bool log_ratelimit_test(struct log_ratelimit *rl);
 
 #define log_error(...) log_full(LOG_ERR, NULL, (uid_t)-1, __VA_ARGS__)
 #define log_warning(...) log_full(LOG_WARNING, NULL, (uid_t)-1, __VA_ARGS__)
