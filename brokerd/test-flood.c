@@ -704,6 +704,33 @@ static void test_slow_reader(void)
 }
 
 
+
+/*
+ * Host only: 100 requests queued at once are all answered, 32 per turn (the
+ * edge-triggered socket is re-armed after each batch, or the rest would
+ * wait for the next datagram).
+ */
+static void test_batches(void)
+{
+	struct msg *m = malloc(sizeof(*m));
+	int fd, got = 0;
+
+	if (!host_mode)
+		return;
+	CHECK(m && (fd = connect_as(BOB)) >= 0);
+	CHECK(hello(fd, 5000) == 0);
+	CHECK(kill(daemon_pid, SIGSTOP) == 0);
+	for (uint32_t i = 0; i < 100; i++)
+		CHECK(send_request(fd, CTRL_OP_LIST_NAMES, 100 + i, "u", 0) == 0);
+	CHECK(kill(daemon_pid, SIGCONT) == 0);
+	while (got < 100 && recv_reply(fd, m, 5000) == 0 && m->m.hdr.serial == 100 + (uint32_t)got)
+		got++;
+	CHECK(got == 100);
+	close(fd);
+	free(m);
+	printf("# 100 requests queued at once: all answered, in order, 32 per turn: ok\n");
+}
+
 /* --- mass disconnects ----------------------------------------------------------- */
 
 /* What QUOTA says uid uses of its connections quota (asked as root). */
@@ -845,6 +872,7 @@ int main(int argc, char **argv)
 	test_emfile();
 	test_request_flood();
 	test_slow_reader();
+	test_batches();
 	test_mass_close();
 	printf("ok\n");
 	return 0;
