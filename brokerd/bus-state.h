@@ -78,6 +78,8 @@ struct bus_conn {
 	bool name_events;
 	bool monitor;
 	bool dead;
+	bool ended;			/* gone for the others; its fds and memory go in a batch */
+	struct bus_conn *reap_next;
 	struct bus_channel *inbox;
 	struct out_msg *out_head, *out_tail;
 	unsigned int out_len, out_fds;
@@ -145,6 +147,9 @@ struct bus {
 	uint64_t *revoke_ids;
 	size_t n_revoke_ids, alloc_revoke_ids;
 	sd_event_source *revoke_src;	/* revokes them in batches, between other work */
+	/* Ended connections whose fds and memory are freed at low priority, a batch at a time */
+	struct bus_conn *reap_head, *reap_tail;
+	sd_event_source *reap_src;
 	/* "connected", "disconnected": a flood of them would throttle brokerd on the journal */
 	struct log_ratelimit conn_log;
 };

@@ -50,11 +50,14 @@
 #define FDS_PER_CONN		2	/* the socket and its pidfd */
 #define FDS_SPARE		128	/* for everything else: channels, queued caps, refusals */
 #define REVOKE_BATCH		256	/* ended connections revoked per walk over all channels */
+#define REAP_BATCH		64	/* ended connections freed per turn */
+#define REAP_MAX_DELAY_USEC	(50ULL * 1000ULL)	/* freed by then even on a busy bus */
 
 static const char *const default_policy_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_VENDOR, NULL };
 static const char *const default_service_dirs[] = { SERVICE_DIR_ETC, SERVICE_DIR_VENDOR, NULL };
 
 static void bus_conn_free(struct bus_conn *c);
+static void bus_conn_end(struct bus_conn *c);
 
 /* --- deadlines: HELLO, and the answer to a refused connection ------------- */
 
@@ -429,10 +432,59 @@ static void revoke_later(struct bus *b, uint64_t id)
  * EAGAIN or re-arms the edge (its batch is done, or input is paused until
  * the output queue drains, see conn.c).
  */
+static void reap(struct bus *b, unsigned int max)
+{
+	for (unsigned int i = 0; i < max && b->reap_head; i++) {
+		struct bus_conn *c = b->reap_head;
+
+		b->reap_head = c->reap_next;
+		if (!b->reap_head)
+			b->reap_tail = NULL;
+		bus_conn_free(c);
+	}
+	if (!b->reap_head)
+		(void)sd_event_source_set_enabled(b->reap_src, SD_EVENT_OFF);
+}
+
+static int on_reap(sd_event_source *s, void *userdata)
+{
+	reap(userdata, REAP_BATCH);
+	return 0;
+}
+
+/*
+ * A connection that ended is gone for the others at once (bus_conn_end);
+ * closing its fds and freeing it waits for a moment when nothing else is
+ * pending (at most REAP_MAX_DELAY_USEC), so that thousands ending at once
+ * do not stand between a new client and its HELLO.
+ */
+static void bus_conn_reap_later(struct bus_conn *c)
+{
+	struct bus *b = c->bus;
+
+	if (!b->reap_src) {
+		bus_conn_free(c);
+		return;
+	}
+	bus_conn_end(c);
+	c->deadline = now_usec();	/* when it ended (it is on no fifo now) */
+	c->reap_next = NULL;
+	if (b->reap_tail)
+		b->reap_tail->reap_next = c;
+	else
+		b->reap_head = c;
+	b->reap_tail = c;
+	(void)sd_event_source_set_enabled(b->reap_src, SD_EVENT_ON);
+}
+
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct bus_conn *c = userdata;
 	int r = 0;
+
+	/* A bus too busy to reap at low priority reaps here, a batch at a time. */
+	if (c->bus->reap_head && now_usec() - c->bus->reap_head->deadline > REAP_MAX_DELAY_USEC)
+		reap(c->bus, REAP_BATCH);
 
 	/* A peer that went away while output is queued: the flush fails and ends it. */
 	if (c->out_head && (revents & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
@@ -442,19 +494,24 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	if (r == 0 && !c->dead && !c->out_head && (revents & (EPOLLHUP | EPOLLERR)))
 		r = -ECONNRESET;
 	if (r < 0 || c->dead)
-		bus_conn_free(c);
+		bus_conn_reap_later(c);
 	return 0;
 }
 
-static void bus_conn_free(struct bus_conn *c)
+/*
+ * The part of a connection's end that others see: its names go (queues are
+ * promoted), its calls waiting for an activation, its revocation is queued.
+ * Its fds, inbox, quota and memory go in bus_conn_free().
+ */
+static void bus_conn_end(struct bus_conn *c)
 {
-	struct bus *b;
+	struct bus *b = c->bus;
 	bool had_peer = false;
 
-	if (!c)
-		return;
-	b = c->bus;
+	c->ended = true;
 	c->dead = true;
+	c->monitor = false;
+	c->name_events = false;
 	activation_drop_conn(b, c);
 	if (c->peer) {
 		uint64_t id = c->peer->id;
@@ -471,16 +528,35 @@ static void bus_conn_free(struct bus_conn *c)
 		revoke_later(b, id);
 		had_peer = true;
 	}
-	c->inbox = bus_channel_free(b, c->inbox);
-	if (c->n_subscriptions)
-		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, c->n_subscriptions);
 	fifo_remove(c);
+	(void)sd_event_source_set_enabled(c->src, SD_EVENT_OFF);
+	/* No longer counted: a new connection may take its place before it is freed. */
 	if (c->refused) {
 		b->n_refused--;
 	} else {
 		quota_release(b->quota, c->cred.uid, QUOTA_CONNECTIONS, 1);
 		b->n_conns--;
 	}
+	if (had_peer) {
+		/* Its names went to the next in their queues: revoke at once what that took away. */
+		b->gc_needed = true;
+		grant_revoke_pending(b);
+	}
+}
+
+static void bus_conn_free(struct bus_conn *c)
+{
+	struct bus *b;
+
+	if (!c)
+		return;
+	b = c->bus;
+	if (!c->ended)
+		bus_conn_end(c);
+	c->inbox = bus_channel_free(b, c->inbox);
+	if (c->n_subscriptions)
+		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, c->n_subscriptions);
+	fifo_remove(c);
 	conn_out_clear(c);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -496,11 +572,6 @@ static void bus_conn_free(struct bus_conn *c)
 	free(c->gids);
 	free(c->label);
 	free(c);
-	if (had_peer) {
-		/* Its names went to the next in their queues: revoke at once what that took away. */
-		b->gc_needed = true;
-		grant_revoke_pending(b);
-	}
 	if (b->accept_paused) {
 		/* An fd is free again: accept before the retry timer says so. */
 		b->accept_paused = false;
@@ -660,6 +731,11 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	if (r < 0)
 		goto fail;
 	(void)sd_event_source_set_enabled(b->deadline_src, SD_EVENT_OFF);
+	r = sd_event_add_defer(event, &b->reap_src, on_reap, b);
+	if (r < 0)
+		goto fail;
+	(void)sd_event_source_set_enabled(b->reap_src, SD_EVENT_OFF);
+	(void)sd_event_source_set_priority(b->reap_src, SD_EVENT_PRIORITY_IDLE);
 	r = sd_event_add_defer(event, &b->revoke_src, on_revoke_batch, b);
 	if (r < 0)
 		goto fail;
@@ -721,6 +797,7 @@ struct bus *bus_free(struct bus *b)
 	if (!b)
 		return NULL;
 	activation_deinit(b);	/* first: a pending StartUnit callback may still run here */
+	b->reap_head = b->reap_tail = NULL;	/* they are all in conns */
 	while (b->conns)
 		bus_conn_free(b->conns);
 	while (b->names) {
@@ -730,6 +807,7 @@ struct bus *bus_free(struct bus *b)
 		bus_name_free(b, n);
 	}
 	b->bus_signal = bus_channel_free(b, b->bus_signal);
+	sd_event_source_disable_unref(b->reap_src);
 	sd_event_source_disable_unref(b->revoke_src);
 	free(b->revoke_ids);	/* their channels are destroyed below */
 	sd_event_source_disable_unref(b->deadline_src);
