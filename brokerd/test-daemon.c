@@ -1786,6 +1786,30 @@ static int helper(int argc, char **argv)
 		for (;;)
 			pause();
 	}
+	if (strcmp(argv[1], "--own-until-eof") == 0) {
+		/* owns the name, then reads until brokerd closes the connection */
+		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", argv[2], 0) == 0);
+		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("%s: %s\n", m.error_name, m.error_message);
+			return 1;
+		}
+		printf("owner of %s: %u\nunique %s\n", argv[2], tc_read_u32(&m), c.unique);
+		tc_msg_close_fds(&m);
+		fflush(stdout);
+		for (;;) {
+			int r = tc_recv(&c, &m, 600000);
+
+			if (r == -ECONNRESET) {
+				printf("disconnected: EOF\n");
+				return 0;
+			}
+			if (r < 0) {
+				printf("recv: %s\n", strerror(-r));
+				return 1;
+			}
+			tc_msg_close_fds(&m);	/* a signal: keep reading */
+		}
+	}
 	if (strcmp(argv[1], "--open-call") == 0) {
 		tc_timeout_ms = 120000;
 		TC_ASSERT(tc_call(&c, CTRL_OP_OPEN_CALL, &m, "su", argv[2], 0) == 0);
