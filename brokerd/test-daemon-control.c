@@ -4,7 +4,7 @@
  * in the host test (brokerd --no-channels) and in the guest (the system
  * brokerd): HELLO, malformed input, names and their queue, credentials,
  * policy across uids, quotas, reload, introspection, paged listings,
- * UNSUBSCRIBE and a flood of unread requests.
+ * and UNSUBSCRIBE (floods: test-daemon-flood.c).
  */
 #include "brokerd/test-daemon.h"
 
@@ -702,36 +702,6 @@ static void test_list_pages(void)
 	printf("# list pages: same entries in the same order as unpaged, cursors are positions: ok\n");
 }
 
-static void test_flood(void)
-{
-	struct tc f, other;
-	struct tc_msg m;
-	struct ctrl_writer w;
-	const void *d;
-	size_t l;
-	int sent = 0;
-
-	/* f sends requests and never reads: brokerd must pause it, not grow, and serve others */
-	TC_ASSERT(tc_connect_hello(&f, sock_path, 0) == 0);
-	TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_LIST_NAMES, 1) == 0);
-	ctrl_write_u32(&w, 0);
-	TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
-	int flags = fcntl(f.fd, F_GETFL);
-	fcntl(f.fd, F_SETFL, flags | O_NONBLOCK);
-	for (int i = 0; i < 100000; i++) {
-		if (send(f.fd, d, l, MSG_NOSIGNAL) < 0)
-			break;
-		sent++;
-	}
-	ctrl_writer_deinit(&w);
-	TC_ASSERT(sent > 0);
-	TC_ASSERT(tc_connect_hello(&other, sock_path, 0) == 0);
-	TC_ASSERT(tc_call(&other, CTRL_OP_LIST_NAMES, &m, "u", 0) == 0);
-	TC_EXPECT_REPLY(&m);
-	tc_close(&other);
-	tc_close(&f);
-	printf("# flood of %d unread requests: others still served: ok\n", sent);
-}
 
 /*
  * UNSUBSCRIBE: brokerd forgets a subscription, which then no longer counts

@@ -301,6 +301,7 @@ int main(int argc, char **argv)
 	printf("# brokerd host mode (--no-channels)\n");
 
 	control_tests_run();
+	test_flood_disconnect();
 	test_reload_sighup();
 	test_list_pages_large();
 	test_activation();

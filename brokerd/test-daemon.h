@@ -62,6 +62,10 @@ int list_pages(struct tc *c, uint16_t op, uint32_t flags, uint32_t max, char *ou
 	       uint32_t *max_names);
 size_t count_words(const char *s);
 
+/* test-daemon-flood.c: peers that flood (both) or never read (host). */
+void test_flood(void);
+void test_flood_disconnect(void);
+
 /* test-daemon-channels.c: the data plane (guest). */
 uint32_t attach_cap(struct io_uring *ring, int fd, uint32_t rights);
 int chan_send(struct io_uring *ring, uint32_t sub, const struct chmsg *msg);
