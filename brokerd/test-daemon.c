@@ -5,7 +5,7 @@
  * a temp dir with its own policy and activation dirs, runs the control-plane
  * tests (test-daemon-control.c), then what only a brokerd of its own allows:
  * SIGHUP, more names than a reply holds, activation through a fake
- * activator, a restart. The data plane is tested in the guest
+ * activator (NO_WAIT included), a start-up with a broken policy, a restart. The data plane is tested in the guest
  * (test-daemon-guest.c).
  *
  *   test-daemon BROKERD-BINARY
@@ -144,7 +144,7 @@ static void activator_say(int afd, const char *line)
 static void test_activation(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct tc caller, svc;
+	struct tc caller, svc, svc2;
 	struct tc_msg m;
 	int lfd, afd;
 	char buf[256];
@@ -214,6 +214,39 @@ static void test_activation(void)
 	TC_ASSERT(tc_wait_reply(&caller, 4444, &m, 5000) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_TIMEOUT);
 
+	/*
+	 * NO_WAIT: ACTIVATING at once, before the activator has even been
+	 * heard; the activation goes on, and once the name is owned a plain
+	 * OPEN_CALL says OWNED.
+	 */
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Slow", CTRL_CALL_NO_WAIT) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_ACTIVATING);
+	tc_msg_close_fds(&m);
+	afd = accept(lfd, NULL, NULL);
+	TC_ASSERT(afd >= 0);
+	{
+		ssize_t n = read(afd, buf, sizeof(buf) - 1);
+
+		TC_ASSERT(n > 0);
+		buf[n] = 0;
+		TC_ASSERT(strcmp(buf, "org.brokerdtest.Slow\n") == 0);
+	}
+	activator_say(afd, "ok\n");
+	TC_ASSERT(tc_connect_hello(&svc2, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&svc2, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Slow", 0) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0);	/* the owner ended the watch */
+	close(afd);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Slow", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&svc2, CTRL_OP_RELEASE_NAME, &m, "s", "org.brokerdtest.Slow") == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_RELEASE_RELEASED);
+	tc_close(&svc2);
+
 	/* no activator at all: a clear error, not a hang */
 	close(lfd);
 	unlink(activator_path);
@@ -221,7 +254,75 @@ static void test_activation(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
 	tc_close(&svc);
 	tc_close(&caller);
-	printf("# activation: waits for the owner, activator errors, unit failures, timeout: ok\n");
+	printf("# activation: waits for the owner, activator errors, unit failures, timeout, NO_WAIT: ok\n");
+}
+
+static void builtin_alice_main(void)
+{
+	struct tc c;
+	struct tc_msg m;
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Builtin", 0) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
+	tc_close(&c);
+}
+
+/*
+ * A brokerd started with a policy file it cannot parse runs with the
+ * built-in policy (root only), never without one or with a looser one;
+ * once the file is fixed, a reload brings the real policy.
+ */
+static void test_builtin_policy(void)
+{
+	char saved[sizeof(sock_path)], dir[300], state[300];
+	struct tc root;
+	struct tc_msg m;
+	bool up = false;
+	pid_t pid;
+
+	memcpy(saved, sock_path, sizeof(saved));
+	snprintf(sock_path, sizeof(sock_path), "%s/socket-builtin", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/policy-broken.d", tmpdir);
+	snprintf(state, sizeof(state), "%s/next-id-builtin", tmpdir);
+	TC_ASSERT(mkdir(dir, 0755) == 0);
+	write_file(dir, policy_file, "[user 2001]\nallow own org.brokerdtest.alice.*\nthis is bad\n");
+	pid = fork();
+	TC_ASSERT(pid >= 0);
+	if (pid == 0) {
+		const char *args[] = { daemon_binary, "--state", state, "--address", sock_path, "--policy-dir", dir,
+				       "--service-dir", service_dir, "--no-channels", NULL };
+
+		execv(daemon_binary, (char **)args);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && !up; i++) {
+		up = tc_connect_hello(&root, sock_path, 0) == 0;
+		if (!up)
+			usleep(20000);
+	}
+	TC_ASSERT(up);
+	/* root may, alice may not, and the reason is the built-in policy */
+	TC_ASSERT(tc_call(&root, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.root.Builtin", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.Builtin", "own") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_DENY);
+	TC_ASSERT(strcmp(tc_read_string(&m), "built-in: denied when no rule matches") == 0);
+	as_user(ALICE, builtin_alice_main);
+	/* fixed and reloaded: the file's policy applies */
+	write_file(dir, policy_file, base_policy);
+	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.Builtin", "own") == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_ALLOW);
+	tc_close(&root);
+	kill(pid, SIGTERM);
+	TC_ASSERT(waitpid(pid, NULL, 0) == pid);
+	memcpy(sock_path, saved, sizeof(saved));
+	printf("# a broken policy at start-up: the built-in one (root only) until fixed and reloaded: ok\n");
 }
 
 static void cleanup(void)
@@ -305,6 +406,7 @@ int main(int argc, char **argv)
 	test_reload_sighup();
 	test_list_pages_large();
 	test_activation();
+	test_builtin_policy();
 	test_restart();
 	printf("ok\n");
 	return 0;
