@@ -393,3 +393,4 @@ void test_unsubscribe_revocation(void)
 	tc_close(&c);
 	printf("# unsubscribe: the receive right is revoked in the kernel: ok\n");
 }
+

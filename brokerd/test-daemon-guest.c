@@ -168,6 +168,7 @@ static void test_channels(void)
 	test_revocation_inbox();
 	test_unsubscribe_revocation();
 	test_channel_quota();
+	test_channel_limits();
 }
 
 int main(int argc, char **argv)

@@ -66,6 +66,9 @@ size_t count_words(const char *s);
 void test_flood(void);
 void test_flood_disconnect(void);
 
+/* test-daemon-limits.c: channel sizes on the kernel (guest). */
+void test_channel_limits(void);
+
 /* test-daemon-channels.c: the data plane (guest). */
 uint32_t attach_cap(struct io_uring *ring, int fd, uint32_t rights);
 int chan_send(struct io_uring *ring, uint32_t sub, const struct chmsg *msg);
