@@ -394,3 +394,60 @@ void test_unsubscribe_revocation(void)
 	printf("# unsubscribe: the receive right is revoked in the kernel: ok\n");
 }
 
+/*
+ * Guest only: a worker pool. The second connection to request a name with
+ * POOL is queued, and gets the call channel's RECV cap (and no signal SEND
+ * cap) with IN_QUEUE; through it, it receives calls, each stamped with the
+ * caller's badge. A queued owner without POOL gets no cap at all.
+ */
+void test_pool_queued_member(void)
+{
+	const char *N = "org.brokerdtest.root.Pool";
+	struct tc w1, w2, plain, caller;
+	struct tc_msg m;
+	struct io_uring ring;
+	struct ioipc_msg_info info;
+	struct chmsg msg;
+	uint8_t buf[1024];
+	uint32_t w2_recv, send_sub;
+
+	TC_ASSERT(io_uring_queue_init(16, &ring, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&w1, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&w2, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&plain, sock_path, 0) == 0);
+	TC_ASSERT(tc_connect_hello(&caller, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&w1, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_POOL) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	TC_ASSERT_EQ(m.n_fds, 2);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&w2, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_POOL) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_IN_QUEUE);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	w2_recv = attach_cap(&ring, m.fds[0], IOIPC_SUB_RECV);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&plain, CTRL_OP_REQUEST_NAME, &m, "su", N, 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_IN_QUEUE);
+	TC_ASSERT_EQ(m.n_fds, 0);
+
+	/* w1 does not receive: the call waits in the ring until w2 takes it */
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", N, 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
+	send_sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_SEND);
+	tc_msg_close_fds(&m);
+	struct chmsg call = { .type = CHMSG_CALL, .serial = 3, .member = "Work" };
+	TC_ASSERT(chan_send(&ring, send_sub, &call) > 0);
+	TC_ASSERT(chan_recv(&ring, w2_recv, &info, &msg, buf, sizeof(buf), 5000) > 0);
+	TC_ASSERT(msg.type == CHMSG_CALL && strcmp(msg.member, "Work") == 0 && msg.serial == 3);
+	TC_ASSERT_EQ(info.badge, caller.id);
+
+	io_uring_queue_exit(&ring);
+	tc_close(&caller);
+	tc_close(&plain);
+	tc_close(&w2);
+	tc_close(&w1);
+	printf("# pool: a queued POOL member gets the call RECV cap and receives calls through it: ok\n");
+}

@@ -169,6 +169,7 @@ static void test_channels(void)
 	test_unsubscribe_revocation();
 	test_channel_quota();
 	test_channel_limits();
+	test_pool_queued_member();
 }
 
 int main(int argc, char **argv)

@@ -78,5 +78,6 @@ void test_channels_more(void);
 void test_revocation(void);
 void test_revocation_inbox(void);
 void test_unsubscribe_revocation(void);
+void test_pool_queued_member(void);
 
 #endif
