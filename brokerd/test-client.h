@@ -20,10 +20,11 @@
 #include <unistd.h>
 
 #include "protocol/ctrl.h"
+#include "util/test.h"
 
-#define TC_ASSERT(x) do { if (!(x)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #x); fflush(stdout); exit(1); } } while (0)
-#define TC_ASSERT_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); if (_a != _b) { \
-	printf("FAIL %s:%d: %s == %s (%lld != %lld)\n", __FILE__, __LINE__, #a, #b, _a, _b); fflush(stdout); exit(1); } } while (0)
+/* util/test.h's, after what the test printed so far (the log reads in order). */
+#define TC_ASSERT(x) do { fflush(stdout); ASSERT(x); } while (0)
+#define TC_ASSERT_EQ(a, b) do { fflush(stdout); ASSERT_INT(a, ==, b); } while (0)
 
 struct tc_msg {
 	uint8_t buf[CTRL_MSG_MAX];

@@ -3,11 +3,16 @@
  * fuzz-bus.c - libFuzzer target for brokerd's request handling: the input is
  * a sequence of datagrams (u16 little-endian length, bytes) sent by one
  * client on a socketpair to a bus with brokerd's real channel code (on a host
- * kernel without IPC channels it runs without a data plane); brokerd must
- * answer or drop each and never crash. Bus state (names, ids) carries over
- * between inputs, as in a long-running daemon.
+ * kernel without IPC channels it runs without a data plane; in the guest it
+ * mints, attaches and revokes capabilities on the kernel's channels). As the
+ * protocol says, brokerd must answer every datagram with exactly one REPLY
+ * or ERROR (signals may come in between) and never hang up without one: the
+ * target aborts otherwise, and on any crash. Bus state (names, ids) carries
+ * over between inputs, as in a long-running daemon.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,7 @@
 
 #include "brokerd/bus.h"
 #include "brokerd/log.h"
+#include "protocol/ctrl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -44,9 +50,28 @@ static void run_loop(void)
 			break;
 }
 
+/*
+ * Reads everything brokerd sent so far: returns how many REPLY and ERROR
+ * messages (signals do not count), sets *eof when it hung up. Passed fds are
+ * not taken (recv without control data: the kernel closes them).
+ */
+static unsigned int drain(int fd, bool *eof)
+{
+	static uint8_t buf[65600];
+	unsigned int answers = 0;
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		if (n < 2 || buf[1] != CTRL_TYPE_SIGNAL)
+			answers++;
+	if (n == 0)
+		*eof = true;
+	return answers;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t buf[65600];
+	bool eof = false;
 	int sv[2];
 
 	if (!bus)
@@ -57,19 +82,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(sv[1]);
 		return 0;
 	}
-	while (size >= 2) {
+	while (size >= 2 && !eof) {
 		size_t len = (size_t)data[0] | (size_t)data[1] << 8;
+		unsigned int answers;
+		bool sent;
 
 		data += 2;
 		size -= 2;
 		if (len > size)
 			len = size;
-		(void)send(sv[1], data, len, MSG_NOSIGNAL);
+		/* an empty datagram reads as a hangup on SOCK_SEQPACKET: not a request */
+		sent = len > 0 && send(sv[1], data, len, MSG_NOSIGNAL) == (ssize_t)len;
 		data += len;
 		size -= len;
 		run_loop();
-		while (recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT) > 0)
-			;
+		answers = drain(sv[1], &eof);
+		if (!sent)
+			continue;
+		if (answers == 0) {
+			fprintf(stderr, "fuzz-bus: %s without an answer to a %zu-byte request\n",
+				eof ? "hung up" : "stayed silent", len);
+			abort();
+		}
+		if (answers > 1) {
+			fprintf(stderr, "fuzz-bus: %u answers to one %zu-byte request\n", answers, len);
+			abort();
+		}
 	}
 	close(sv[1]);
 	run_loop();

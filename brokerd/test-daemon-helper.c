@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-daemon-helper.c - brokerd-test-helper, what the guest's shell tests
+ * (brokerd-activation, brokerd-restart, brokerd-service) drive brokerd with:
+ *
+ *   brokerd-test-helper --own NAME           owns NAME, prints its unique
+ *                                            name, sleeps until killed
+ *   brokerd-test-helper --own-until-eof NAME owns NAME, reads its connection
+ *                                            and exits 0 at EOF
+ *   brokerd-test-helper --open-call NAME     OPEN_CALL: prints "owned",
+ *                                            "activating" or the error
+ *
+ * Installed beside the harness, not as a test.
+ */
+#include "brokerd/test-client.h"
+
+int main(int argc, char **argv)
+{
+	struct tc c;
+	struct tc_msg m;
+
+	if (argc != 3)
+		return 2;
+	if (tc_connect_hello(&c, CTRL_SOCKET_PATH, 0) < 0) {
+		printf("cannot connect\n");
+		return 1;
+	}
+	if (strcmp(argv[1], "--own") == 0) {
+		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", argv[2], 0) == 0);
+		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("%s: %s\n", m.error_name, m.error_message);
+			return 1;
+		}
+		printf("owner of %s: %u\nunique %s\n", argv[2], tc_read_u32(&m), c.unique);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	if (strcmp(argv[1], "--own-until-eof") == 0) {
+		/* owns the name, then reads until brokerd closes the connection */
+		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", argv[2], 0) == 0);
+		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("%s: %s\n", m.error_name, m.error_message);
+			return 1;
+		}
+		printf("owner of %s: %u\nunique %s\n", argv[2], tc_read_u32(&m), c.unique);
+		tc_msg_close_fds(&m);
+		fflush(stdout);
+		for (;;) {
+			int r = tc_recv(&c, &m, 600000);
+
+			if (r == -ECONNRESET) {
+				printf("disconnected: EOF\n");
+				return 0;
+			}
+			if (r < 0) {
+				printf("recv: %s\n", strerror(-r));
+				return 1;
+			}
+			tc_msg_close_fds(&m);	/* a signal: keep reading */
+		}
+	}
+	if (strcmp(argv[1], "--open-call") == 0) {
+		tc_timeout_ms = 120000;
+		TC_ASSERT(tc_call(&c, CTRL_OP_OPEN_CALL, &m, "su", argv[2], 0) == 0);
+		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("%s: %s\n", m.error_name, m.error_message);
+			return 1;
+		}
+		printf("%s\n", tc_read_u32(&m) == CTRL_CALL_OWNED ? "owned" : "activating");
+		return 0;
+	}
+	return 2;
+}
