@@ -81,9 +81,15 @@ static void activation_reply(struct bus *b, struct activation *a, const char *er
  */
 void activation_settle(struct bus *b, const char *name, const char *error, const char *msg)
 {
-	struct bus_name *n = bus_name_find(b, name);
+	struct bus_name *n;
 	struct activation *a, *next;
 
+	/*
+	 * name may belong to what this frees: an activator request (closed
+	 * below) or a waiting call. A name is at most 255 bytes.
+	 */
+	name = strdupa(name);
+	n = bus_name_find(b, name);
 	if (n)
 		n->activating = false;
 	activator_reqs_close(b, name);	/* nothing more to hear about this start */
