@@ -92,7 +92,7 @@ void activation_settle(struct bus *b, const char *name, const char *error, const
 	n = bus_name_find(b, name);
 	if (n)
 		n->activating = false;
-	activator_reqs_close(b, name);	/* nothing more to hear about this start */
+	activator_reqs_close(b, name); /* nothing more to hear about this start */
 	for (a = b->activations; a; a = next) {
 		next = a->next;
 		if (strcmp(a->name, name) != 0)
@@ -200,7 +200,7 @@ struct activator_req {
 	struct activator_req *next;
 	sd_event_source *src, *timer;
 	int fd;
-	bool started;		/* "ok" came: the unit start was queued */
+	bool started; /* "ok" came: the unit start was queued */
 	size_t len;
 	char buf[512];
 	char name[];
@@ -268,13 +268,13 @@ static int on_activator_io(sd_event_source *s, int fd, uint32_t revents, void *u
 		memmove(q->buf, nl + 1, q->len + 1);
 	}
 	if (n > 0 && q->len < sizeof(q->buf) - 1)
-		return 0;	/* the rest of the line is still to come */
+		return 0; /* the rest of the line is still to come */
 	/* EOF, an error or an overlong line */
 	if (!q->started) {
 		activator_req_fail(q, q->len ? q->buf : "activator gave no answer");
 		return 0;
 	}
-	activator_req_free(q);	/* it watched until the end: only the timeout is left */
+	activator_req_free(q); /* it watched until the end: only the timeout is left */
 	return 0;
 }
 
@@ -335,7 +335,8 @@ int activation_start(struct bus *b, const struct service *svc, char *err, size_t
 	if (!b->sdbus) {
 		r = sd_bus_open_system(&b->sdbus);
 		if (r < 0) {
-			snprintf(err, err_len, "cannot connect to the system bus to reach systemd: %s", strerror(-r));
+			snprintf(err, err_len, "cannot connect to the system bus to reach systemd: %s",
+				 strerror(-r));
 			return r;
 		}
 		r = sd_bus_attach_event(b->sdbus, b->event, 0);

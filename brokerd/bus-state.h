@@ -35,16 +35,16 @@ struct conn_fifo {
 /* The rights a connection holds on a channel: what a revocation by its badge can take back. */
 struct grant {
 	uint64_t peer_id;
-	uint32_t rights;	/* IOIPC_SUB_*, of all caps minted for the peer */
+	uint32_t rights; /* IOIPC_SUB_*, of all caps minted for the peer */
 };
 
-#define GRANT_ALL	(IOIPC_SUB_SEND | IOIPC_SUB_RECV | IOIPC_SUB_MONITOR)
+#define GRANT_ALL (IOIPC_SUB_SEND | IOIPC_SUB_RECV | IOIPC_SUB_MONITOR)
 
 /* A channel brokerd created (its chanmgr id), with every grant on it. */
 struct bus_channel {
 	uint32_t id;
 	enum ctrl_channel_kind kind;
-	char *name;		/* well-known name, unique name (inbox) or "brokerd" */
+	char *name; /* well-known name, unique name (inbox) or "brokerd" */
 	uid_t charged_uid;
 	struct grant *grants;
 	size_t n_grants, alloc_grants;
@@ -55,7 +55,7 @@ struct bus_name {
 	char *name;
 	struct bus_channel *call, *signal;
 	bool activating;
-	bool revoke_pending;	/* an owner lost the name: its caps must die */
+	bool revoke_pending; /* an owner lost the name: its caps must die */
 	struct bus_name *next;
 };
 
@@ -69,23 +69,23 @@ struct bus_conn {
 	size_t n_gids;
 	int pidfd;
 	char *label;
-	struct registry_peer *peer;	/* after HELLO */
-	bool refused;			/* over a connection limit: its first request learns why */
-	char refusal[160];		/* "QUOTA: ..." message of the QuotaExceeded it gets */
-	struct conn_fifo *fifo;		/* waiting for HELLO (or, refused, for a request) */
+	struct registry_peer *peer; /* after HELLO */
+	bool refused;		    /* over a connection limit: its first request learns why */
+	char refusal[160];	    /* "QUOTA: ..." message of the QuotaExceeded it gets */
+	struct conn_fifo *fifo;	    /* waiting for HELLO (or, refused, for a request) */
 	struct bus_conn *fifo_prev, *fifo_next;
-	uint64_t deadline;		/* CLOCK_MONOTONIC usec, while on a fifo */
+	uint64_t deadline; /* CLOCK_MONOTONIC usec, while on a fifo */
 	bool name_events;
 	bool monitor;
 	bool dead;
-	bool ended;			/* gone for the others; its fds and memory go in a batch */
+	bool ended; /* gone for the others; its fds and memory go in a batch */
 	struct bus_conn *reap_next;
 	struct bus_channel *inbox;
 	struct out_msg *out_head, *out_tail;
 	unsigned int out_len, out_fds;
 	size_t out_bytes;
-	bool closing;			/* over the output limit: says why, then goes */
-	sd_event_source *closing_src;	/* closes it if it never reads that */
+	bool closing;		      /* over the output limit: says why, then goes */
+	sd_event_source *closing_src; /* closes it if it never reads that */
 	unsigned int n_caps;
 	uint64_t n_subscriptions;
 	struct bus_conn *prev, *next;
@@ -119,34 +119,34 @@ struct bus {
 	uint64_t activation_timeout;
 	const char *activator_path;
 	const char *state_path;
-	uint64_t id_reserved;		/* ids below this are recorded in state_path */
-	uint32_t lossy;			/* IOIPC_F_LOSSY if the kernel has it, for signal channels */
-	bool gc_needed;			/* some name may have become idle */
-	struct activator_req *activator_reqs;	/* waiting for the activator's answer */
+	uint64_t id_reserved;		      /* ids below this are recorded in state_path */
+	uint32_t lossy;			      /* IOIPC_F_LOSSY if the kernel has it, for signal channels */
+	bool gc_needed;			      /* some name may have become idle */
+	struct activator_req *activator_reqs; /* waiting for the activator's answer */
 	uint32_t signal_serial;
 
 	/* Connection floods (bus.c) */
-	unsigned int n_conns;		/* admitted, with or without HELLO */
-	unsigned int n_refused;		/* refused, waiting a moment for a request to answer */
-	uint64_t fd_conn_budget;	/* connections RLIMIT_NOFILE leaves room for */
+	unsigned int n_conns;	 /* admitted, with or without HELLO */
+	unsigned int n_refused;	 /* refused, waiting a moment for a request to answer */
+	uint64_t fd_conn_budget; /* connections RLIMIT_NOFILE leaves room for */
 	struct conn_fifo hello_fifo, refused_fifo;
-	sd_event_source *deadline_src;	/* the earliest deadline of both fifos */
-	sd_event_source *accept_src;	/* resumes accepting after EMFILE */
+	sd_event_source *deadline_src; /* the earliest deadline of both fifos */
+	sd_event_source *accept_src;   /* resumes accepting after EMFILE */
 	bool accept_paused;
-	sd_event_source *refusal_log_src;	/* summary of refusals, once per interval */
+	sd_event_source *refusal_log_src; /* summary of refusals, once per interval */
 	struct bus_refusals {
 		uid_t uid;
-		unsigned long quota, cap;	/* over the uid's quota, over max_connections */
+		unsigned long quota, cap; /* over the uid's quota, over max_connections */
 	} refusals[32];
 	unsigned int n_refusals;
-	unsigned long refusals_other;	/* of uids beyond the table */
+	unsigned long refusals_other; /* of uids beyond the table */
 	unsigned long accept_pauses;
 	int accept_errno;
 
 	/* Mass disconnects (bus.c): the badges whose caps are still to be revoked */
 	uint64_t *revoke_ids;
 	size_t n_revoke_ids, alloc_revoke_ids;
-	sd_event_source *revoke_src;	/* revokes them in batches, between other work */
+	sd_event_source *revoke_src; /* revokes them in batches, between other work */
 	/* Ended connections whose fds and memory are freed at low priority, a batch at a time */
 	struct bus_conn *reap_head, *reap_tail;
 	sd_event_source *reap_src;

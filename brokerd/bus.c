@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "brokerd/activation.h"
-#include "brokerd/bus.h"
 #include "brokerd/bus-state.h"
+#include "brokerd/bus.h"
 #include "brokerd/channel.h"
 #include "brokerd/conn.h"
 #include "brokerd/driver.h"
@@ -40,18 +40,18 @@
 #include "util/array.h"
 #include "util/macro.h"
 
-#define CONN_BATCH		32	/* requests handled per wakeup, for fairness */
-#define ACCEPT_BATCH		16	/* connections accepted per wakeup */
-#define ACTIVATION_TIMEOUT_USEC	(25ULL * 1000000ULL)
-#define REFUSED_MAX		64	/* refused connections kept to answer their first request */
+#define CONN_BATCH		32 /* requests handled per wakeup, for fairness */
+#define ACCEPT_BATCH		16 /* connections accepted per wakeup */
+#define ACTIVATION_TIMEOUT_USEC (25ULL * 1000000ULL)
+#define REFUSED_MAX		64 /* refused connections kept to answer their first request */
 #define REFUSED_LINGER_USEC	(500ULL * 1000ULL)
-#define ACCEPT_RETRY_USEC	(100ULL * 1000ULL)	/* after EMFILE, unless an fd is freed first */
-#define REFUSAL_LOG_USEC	(10ULL * 1000000ULL)	/* one summary of refusals per interval */
-#define FDS_PER_CONN		2	/* the socket and its pidfd */
-#define FDS_SPARE		128	/* for everything else: channels, queued caps, refusals */
-#define REVOKE_BATCH		256	/* ended connections revoked per walk over all channels */
-#define REAP_BATCH		64	/* ended connections freed per turn */
-#define REAP_MAX_DELAY_USEC	(50ULL * 1000ULL)	/* freed by then even on a busy bus */
+#define ACCEPT_RETRY_USEC	(100ULL * 1000ULL)   /* after EMFILE, unless an fd is freed first */
+#define REFUSAL_LOG_USEC	(10ULL * 1000000ULL) /* one summary of refusals per interval */
+#define FDS_PER_CONN		2		     /* the socket and its pidfd */
+#define FDS_SPARE		128		  /* for everything else: channels, queued caps, refusals */
+#define REVOKE_BATCH		256		  /* ended connections revoked per walk over all channels */
+#define REAP_BATCH		64		  /* ended connections freed per turn */
+#define REAP_MAX_DELAY_USEC	(50ULL * 1000ULL) /* freed by then even on a busy bus */
 
 static const char *const default_policy_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_VENDOR, NULL };
 static const char *const default_service_dirs[] = { SERVICE_DIR_ETC, SERVICE_DIR_VENDOR, NULL };
@@ -149,7 +149,8 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	while ((c = b->hello_fifo.head) && c->deadline <= now) {
 		snprintf(msg, sizeof(msg), "no HELLO within %llu ms",
 			 (unsigned long long)quota_bus_limit(b->quota, QUOTA_BUS_HELLO_TIMEOUT_MS));
-		log_full(LOG_DEBUG, NULL, c->cred.uid, "closing a connection of uid %u: %s", c->cred.uid, msg);
+		log_full(LOG_DEBUG, NULL, c->cred.uid, "closing a connection of uid %u: %s", c->cred.uid,
+			 msg);
 		send_error(c->fd, 0, 0, CTRL_ERROR_TIMEOUT, msg);
 		bus_conn_free(c);
 	}
@@ -167,13 +168,16 @@ static int on_refusal_log(sd_event_source *s, uint64_t usec, void *userdata)
 	for (unsigned int i = 0; i < b->n_refusals; i++) {
 		struct bus_refusals *r = &b->refusals[i];
 
-		log_full(LOG_WARNING, NULL, r->uid,
-			 "refused %lu connection(s) of uid %u in the last %u s: %lu over its connections quota "
-			 "(%llu), %lu at the bus's max_connections", r->quota + r->cap, r->uid, secs, r->quota,
-			 (unsigned long long)quota_limit_uid(b->quota, r->uid, QUOTA_CONNECTIONS), r->cap);
+		log_full(
+			LOG_WARNING, NULL, r->uid,
+			"refused %lu connection(s) of uid %u in the last %u s: %lu over its connections quota "
+			"(%llu), %lu at the bus's max_connections",
+			r->quota + r->cap, r->uid, secs, r->quota,
+			(unsigned long long)quota_limit_uid(b->quota, r->uid, QUOTA_CONNECTIONS), r->cap);
 	}
 	if (b->refusals_other)
-		log_warning("refused %lu more connection(s) of other uids in the last %u s", b->refusals_other, secs);
+		log_warning("refused %lu more connection(s) of other uids in the last %u s",
+			    b->refusals_other, secs);
 	if (b->accept_pauses)
 		log_warning("accepting paused %lu time(s) in the last %u s: %s", b->accept_pauses, secs,
 			    strerror(b->accept_errno));
@@ -256,10 +260,12 @@ static bool bus_admit(struct bus *b, uid_t uid, char *why, size_t why_len, bool 
 	if (reserved > max)
 		reserved = max;
 	if (b->n_conns >= max - reserved && !privileged && used >= limit / 4) {
-		snprintf(why, why_len,
-			 "max_connections: the bus has %u of %llu connections; the last %llu are for root and "
-			 "uids with fewer than %llu", b->n_conns, (unsigned long long)max,
-			 (unsigned long long)reserved, (unsigned long long)(limit / 4));
+		snprintf(
+			why, why_len,
+			"max_connections: the bus has %u of %llu connections; the last %llu are for root and "
+			"uids with fewer than %llu",
+			b->n_conns, (unsigned long long)max, (unsigned long long)reserved,
+			(unsigned long long)(limit / 4));
 		return false;
 	}
 	return true;
@@ -279,7 +285,9 @@ static bool bus_refuse_now(struct bus *b, int fd, const char *why)
 		char b[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
 	} u;
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
+	};
 	struct ctrl_message m;
 	ssize_t n;
 
@@ -290,7 +298,7 @@ static bool bus_refuse_now(struct bus *b, int fd, const char *why)
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			for (size_t j = 0; j < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); j++)
 				close(((int *)CMSG_DATA(cm))[j]);
-	(void)ctrl_message_decode(&m, buf, n > 0 ? (size_t)n : 0, 0);	/* the header, for the serial */
+	(void)ctrl_message_decode(&m, buf, n > 0 ? (size_t)n : 0, 0); /* the header, for the serial */
 	send_error(fd, m.hdr.code, m.hdr.serial, CTRL_ERROR_QUOTA_EXCEEDED, why);
 	close(fd);
 	return true;
@@ -316,8 +324,9 @@ static int conn_read(struct bus_conn *c)
 
 	for (unsigned int i = 0; !c->dead && !c->out_head; i++) {
 		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u,
-				     .msg_controllen = sizeof(u) };
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
+		};
 		unsigned int n_fds = 0;
 		ssize_t n;
 
@@ -352,7 +361,7 @@ static int conn_read(struct bus_conn *c)
 		driver_dispatch(c, buf, (size_t)n, n_fds,
 				(mh.msg_flags & MSG_TRUNC) || (size_t)n > CTRL_MSG_MAX);
 		if (c->peer && c->fifo)
-			fifo_remove(c);	/* HELLO came in time */
+			fifo_remove(c); /* HELLO came in time */
 	}
 	return 0;
 }
@@ -373,7 +382,7 @@ static void channel_revoke_ids(struct bus *b, struct bus_channel *ch, const uint
 		uint64_t id = ch->grants[i].peer_id;
 
 		if (bsearch(&id, ids, n, sizeof(*ids), id_compare))
-			grant_revoke(b, ch, id, GRANT_ALL);	/* the grant goes: another moves to i */
+			grant_revoke(b, ch, id, GRANT_ALL); /* the grant goes: another moves to i */
 		else
 			i++;
 	}
@@ -402,7 +411,7 @@ static int on_revoke_batch(sd_event_source *s, void *userdata)
 	b->n_revoke_ids -= n;
 	if (b->n_revoke_ids == 0)
 		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
-	b->gc_needed = true;	/* names only ended connections held may go now */
+	b->gc_needed = true; /* names only ended connections held may go now */
 	grant_revoke_pending(b);
 	return 0;
 }
@@ -467,7 +476,7 @@ static void bus_conn_reap_later(struct bus_conn *c)
 		return;
 	}
 	bus_conn_end(c);
-	c->deadline = now_usec();	/* when it ended (it is on no fifo now) */
+	c->deadline = now_usec(); /* when it ended (it is on no fifo now) */
 	c->reap_next = NULL;
 	if (b->reap_tail)
 		b->reap_tail->reap_next = c;
@@ -517,8 +526,9 @@ static void bus_conn_end(struct bus_conn *c)
 		uint64_t id = c->peer->id;
 
 		if (log_ratelimit_test(&b->conn_log))
-			log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s disconnected", c->peer->unique_name);
-		registry_peer_remove(b->registry, c->peer);	/* names go, queues are promoted */
+			log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s disconnected",
+				 c->peer->unique_name);
+		registry_peer_remove(b->registry, c->peer); /* names go, queues are promoted */
 		c->peer = NULL;
 		/*
 		 * The process may live on, attached to channels, without its
@@ -609,7 +619,7 @@ int bus_add_connection(struct bus *b, int cfd)
 	c->pidfd = -1;
 	if (admitted) {
 		conn_creds_read(c);
-		(void)quota_charge(b->quota, c->cred.uid, QUOTA_CONNECTIONS, 1);	/* bus_admit() checked */
+		(void)quota_charge(b->quota, c->cred.uid, QUOTA_CONNECTIONS, 1); /* bus_admit() checked */
 		b->n_conns++;
 		fifo_push(&b->hello_fifo, c,
 			  now_usec() + quota_bus_limit(b->quota, QUOTA_BUS_HELLO_TIMEOUT_MS) * 1000ULL);
@@ -653,7 +663,7 @@ static void accept_pause(struct bus *b, int err)
 	refusal_log_arm(b);
 	if (!b->accept_src &&
 	    sd_event_add_time(b->event, &b->accept_src, CLOCK_MONOTONIC, 0, 0, on_accept_retry, b) < 0)
-		return;	/* no timer: keep polling rather than never accept again */
+		return; /* no timer: keep polling rather than never accept again */
 	b->accept_paused = true;
 	(void)sd_event_source_set_enabled(b->listen_src, SD_EVENT_OFF);
 	(void)sd_event_source_set_time(b->accept_src, now_usec() + ACCEPT_RETRY_USEC);
@@ -706,14 +716,15 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	if (!b)
 		return -ENOMEM;
 	b->event = sd_event_ref(event);
-	b->conn_log = (struct log_ratelimit){ .what = "connect/disconnect", .interval_usec = 10000000ULL,
+	b->conn_log = (struct log_ratelimit){ .what = "connect/disconnect",
+					      .interval_usec = 10000000ULL,
 					      .burst = 100 };
 	b->listen_fd = -1;
 	b->policy_dirs = config && config->policy_dirs ? config->policy_dirs : default_policy_dirs;
 	b->service_dirs = config && config->service_dirs ? config->service_dirs : default_service_dirs;
 	b->activator_path = config && config->activator_path ? config->activator_path : BUS_ACTIVATOR_PATH;
-	b->activation_timeout = config && config->activation_timeout_usec ? config->activation_timeout_usec
-									   : ACTIVATION_TIMEOUT_USEC;
+	b->activation_timeout = config && config->activation_timeout_usec ? config->activation_timeout_usec :
+									    ACTIVATION_TIMEOUT_USEC;
 	r = registry_new(&b->registry, &driver_registry_ops, b);
 	if (r < 0)
 		goto fail;
@@ -725,7 +736,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 
 		b->fd_conn_budget = UINT64_MAX;
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-			b->fd_conn_budget = rl.rlim_cur > FDS_SPARE ? (rl.rlim_cur - FDS_SPARE) / FDS_PER_CONN : 0;
+			b->fd_conn_budget =
+				rl.rlim_cur > FDS_SPARE ? (rl.rlim_cur - FDS_SPARE) / FDS_PER_CONN : 0;
 	}
 	r = sd_event_add_time(event, &b->deadline_src, CLOCK_MONOTONIC, 0, 10000, on_deadline, b);
 	if (r < 0)
@@ -749,8 +761,9 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	if (!(config && config->no_channels)) {
 		chanmgr_init(&b->chanmgr);
 		if (!b->chanmgr.available)
-			log_warning("io_uring IPC channels unavailable (%s failed: %s): running without a data plane",
-				    b->chanmgr.probe_step, strerror(-b->chanmgr.probe_error));
+			log_warning(
+				"io_uring IPC channels unavailable (%s failed: %s): running without a data plane",
+				b->chanmgr.probe_step, strerror(-b->chanmgr.probe_error));
 	} else {
 		b->chanmgr.probe_error = -EOPNOTSUPP;
 	}
@@ -762,7 +775,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 			(void)chanmgr_destroy(&b->chanmgr, id);
 			b->lossy = IOIPC_F_LOSSY;
 		} else {
-			log_warning("kernel has no IOIPC_F_LOSSY: a subscriber that stops reading blocks its publisher");
+			log_warning(
+				"kernel has no IOIPC_F_LOSSY: a subscriber that stops reading blocks its publisher");
 		}
 	}
 	if (b->chanmgr.ring_ok) {
@@ -771,7 +785,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 			goto fail;
 	}
 	if (b->chanmgr.available) {
-		r = bus_channel_new(b, CTRL_CHANNEL_SIGNAL, CTRL_BUS_NAME, geteuid(), &failed_quota, &b->bus_signal);
+		r = bus_channel_new(b, CTRL_CHANNEL_SIGNAL, CTRL_BUS_NAME, geteuid(), &failed_quota,
+				    &b->bus_signal);
 		if (r < 0)
 			goto fail;
 	}
@@ -781,7 +796,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 		r = policy_new(&b->policy);
 		if (r < 0)
 			goto fail;
-		log_error("running with the built-in policy (root only) until the policy is fixed and reloaded");
+		log_error(
+			"running with the built-in policy (root only) until the policy is fixed and reloaded");
 	} else if (r < 0) {
 		goto fail;
 	}
@@ -796,8 +812,8 @@ struct bus *bus_free(struct bus *b)
 {
 	if (!b)
 		return NULL;
-	activation_deinit(b);	/* first: a pending StartUnit callback may still run here */
-	b->reap_head = b->reap_tail = NULL;	/* they are all in conns */
+	activation_deinit(b);		    /* first: a pending StartUnit callback may still run here */
+	b->reap_head = b->reap_tail = NULL; /* they are all in conns */
 	while (b->conns)
 		bus_conn_free(b->conns);
 	while (b->names) {
@@ -809,7 +825,7 @@ struct bus *bus_free(struct bus *b)
 	b->bus_signal = bus_channel_free(b, b->bus_signal);
 	sd_event_source_disable_unref(b->reap_src);
 	sd_event_source_disable_unref(b->revoke_src);
-	free(b->revoke_ids);	/* their channels are destroyed below */
+	free(b->revoke_ids); /* their channels are destroyed below */
 	sd_event_source_disable_unref(b->deadline_src);
 	sd_event_source_disable_unref(b->refusal_log_src);
 	sd_event_source_disable_unref(b->accept_src);

@@ -16,12 +16,12 @@
 struct bus;
 
 struct bus_config {
-	const char *const *policy_dirs;		/* NULL: /etc/brokerd/policy.d, /usr/share/... */
-	const char *const *service_dirs;	/* NULL: /etc/brokerd/services, /usr/share/... */
-	uint64_t activation_timeout_usec;	/* 0: 25 s */
-	const char *activator_path;		/* NULL: BUS_ACTIVATOR_PATH */
-	const char *state_path;			/* keeps ids unique across restarts; NULL: none */
-	bool no_channels;			/* do not even probe the kernel */
+	const char *const *policy_dirs;	  /* NULL: /etc/brokerd/policy.d, /usr/share/... */
+	const char *const *service_dirs;  /* NULL: /etc/brokerd/services, /usr/share/... */
+	uint64_t activation_timeout_usec; /* 0: 25 s */
+	const char *activator_path;	  /* NULL: BUS_ACTIVATOR_PATH */
+	const char *state_path;		  /* keeps ids unique across restarts; NULL: none */
+	bool no_channels;		  /* do not even probe the kernel */
 };
 
 int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config);

@@ -16,9 +16,9 @@
 
 #include "protocol/ioipc.h"
 
-#define CHANNEL_SLOTS		32
-#define CHANNEL_MSG_MAX		8192
-#define CHANNEL_RING_BYTES	((uint64_t)CHANNEL_SLOTS * CHANNEL_MSG_MAX)
+#define CHANNEL_SLOTS	   32
+#define CHANNEL_MSG_MAX	   8192
+#define CHANNEL_RING_BYTES ((uint64_t)CHANNEL_SLOTS * CHANNEL_MSG_MAX)
 
 struct chanmgr {
 	struct io_uring ring;
@@ -26,7 +26,7 @@ struct chanmgr {
 	bool available;
 	bool monitor;		/* caps with IOIPC_SUB_MONITOR can be minted */
 	int probe_error;	/* why not available (negative errno) ... */
-	const char *probe_step;	/* ... and in which step */
+	const char *probe_step; /* ... and in which step */
 };
 
 int chanmgr_init(struct chanmgr *m);

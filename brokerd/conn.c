@@ -29,10 +29,10 @@
 #endif
 
 /* What a connection that does not read may have queued before we give up on it. */
-#define CONN_OUT_MAX		256		/* messages */
-#define CONN_OUT_MAX_BYTES	(1024 * 1024)
-#define CONN_OUT_MAX_FDS	64		/* capability fds, each a dup brokerd holds */
-#define CONN_CLOSING_USEC	(5ULL * 1000000ULL)	/* to read why it is closed */
+#define CONN_OUT_MAX	   256 /* messages */
+#define CONN_OUT_MAX_BYTES (1024 * 1024)
+#define CONN_OUT_MAX_FDS   64		       /* capability fds, each a dup brokerd holds */
+#define CONN_CLOSING_USEC  (5ULL * 1000000ULL) /* to read why it is closed */
 
 struct out_msg {
 	void *data;
@@ -157,18 +157,20 @@ static void conn_overflow(struct bus_conn *c)
 	const void *data;
 	size_t len;
 
-	log_full(LOG_WARNING, conn_name(c), c->cred.uid,
-		 "%s (uid %u, pid %u) does not read its replies: %u messages, %zu bytes, %u fds queued; disconnecting",
-		 conn_name(c), c->cred.uid, c->cred.pid, c->out_len, c->out_bytes, c->out_fds);
+	log_full(
+		LOG_WARNING, conn_name(c), c->cred.uid,
+		"%s (uid %u, pid %u) does not read its replies: %u messages, %zu bytes, %u fds queued; disconnecting",
+		conn_name(c), c->cred.uid, c->cred.pid, c->out_len, c->out_bytes, c->out_fds);
 	conn_out_clear(c);
 	c->closing = true;
 	if (ctrl_writer_init(&w, CTRL_TYPE_ERROR, 0, 0) == 0) {
 		ctrl_write_string(&w, CTRL_ERROR_QUOTA_EXCEEDED);
-		ctrl_write_string(&w, "output: too many unread replies and signals (limits: 256 messages, 1 MiB, "
-				      "64 fds); closing the connection");
+		ctrl_write_string(&w,
+				  "output: too many unread replies and signals (limits: 256 messages, 1 MiB, "
+				  "64 fds); closing the connection");
 		if (ctrl_writer_finish(&w, &data, &len) == 0 && out_queue(c, data, len, NULL, 0) == 0 &&
-		    sd_event_add_time_relative(c->bus->event, &c->closing_src, CLOCK_MONOTONIC, CONN_CLOSING_USEC,
-					       0, on_closing_timeout, c) >= 0)
+		    sd_event_add_time_relative(c->bus->event, &c->closing_src, CLOCK_MONOTONIC,
+					       CONN_CLOSING_USEC, 0, on_closing_timeout, c) >= 0)
 			return;
 	}
 	conn_kill(c);
@@ -186,8 +188,9 @@ int conn_send(struct bus_conn *c, struct ctrl_writer *w)
 	r = ctrl_writer_finish(w, &data, &len);
 	if (r < 0) {
 		/* Too large is the caller's to report; anything else is our bug. */
-		log_full(r == -EMSGSIZE ? LOG_NOTICE : LOG_ERR, conn_name(c), c->cred.uid, "cannot encode %s for %s: %s",
-			 ctrl_type_to_string(w->type), conn_name(c), strerror(-r));
+		log_full(r == -EMSGSIZE ? LOG_NOTICE : LOG_ERR, conn_name(c), c->cred.uid,
+			 "cannot encode %s for %s: %s", ctrl_type_to_string(w->type), conn_name(c),
+			 strerror(-r));
 		return r;
 	}
 	if (!c->out_head) {
@@ -195,7 +198,7 @@ int conn_send(struct bus_conn *c, struct ctrl_writer *w)
 		if (r == 0)
 			return 0;
 		if (r != -EAGAIN) {
-			conn_kill(c);	/* EPIPE and friends */
+			conn_kill(c); /* EPIPE and friends */
 			return r;
 		}
 	}
@@ -227,7 +230,7 @@ int conn_flush(struct bus_conn *c)
 		out_msg_free(o);
 	}
 	if (c->closing)
-		return -ECONNRESET;	/* it has read why */
+		return -ECONNRESET; /* it has read why */
 	conn_update_events(c);
 	return 0;
 }
@@ -256,8 +259,8 @@ int conn_reply_error(struct bus_conn *c, const struct ctrl_message *m, const cha
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	log_full(LOG_DEBUG, conn_name(c), c->cred.uid, "%s: %s: %s",
-		 m->info ? m->info->name : "?", name, msg);
+	log_full(LOG_DEBUG, conn_name(c), c->cred.uid, "%s: %s: %s", m->info ? m->info->name : "?", name,
+		 msg);
 	r = ctrl_writer_init(&w, CTRL_TYPE_ERROR, ctrl_op_get(m->hdr.code) ? m->hdr.code : 0, m->hdr.serial);
 	if (r < 0)
 		return r;
@@ -314,7 +317,7 @@ void conn_creds_read(struct bus_conn *c)
 	char label[4096];
 
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &l) < 0) {
-		c->cred.uid = (uid_t)-1;	/* never matches a rule but "default" */
+		c->cred.uid = (uid_t)-1; /* never matches a rule but "default" */
 		c->cred.gid = (gid_t)-1;
 	}
 	for (size_t ng = 32; ng <= 65536; ng *= 4) {

@@ -161,7 +161,8 @@ static void ids_reserve(struct bus *b)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", b->state_path);
 	f = fopen(tmp, "we");
 	if (!f) {
-		log_warning("cannot write %s: %s (unique names may repeat after a restart)", tmp, strerror(errno));
+		log_warning("cannot write %s: %s (unique names may repeat after a restart)", tmp,
+			    strerror(errno));
 		b->state_path = NULL;
 		return;
 	}
@@ -247,9 +248,9 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	if (fd >= 0)
 		ctrl_write_fd(&w, fd);
 	if (log_ratelimit_test(&b->conn_log))
-		log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s connected: pid %u uid %u gid %u%s%s",
-			 c->peer->unique_name, c->cred.pid, c->cred.uid, c->cred.gid, c->label ? " label " : "",
-			 c->label ? c->label : "");
+		log_full(LOG_INFO, c->peer->unique_name, c->cred.uid,
+			 "%s connected: pid %u uid %u gid %u%s%s", c->peer->unique_name, c->cred.pid,
+			 c->cred.uid, c->cred.gid, c->label ? " label " : "", c->label ? c->label : "");
 	return conn_send(c, &w);
 }
 
@@ -267,7 +268,8 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 	ctrl_read_string(rd, &name, NULL);
 	ctrl_read_u32(rd, &flags);
 	if (!ctrl_name_is_valid_wellknown(name))
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
+					name);
 	if (strcmp(name, CTRL_BUS_NAME) == 0)
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "the bus name cannot be owned");
 	if (flags & ~CTRL_NAME_FLAGS_ALL)
@@ -275,7 +277,8 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 	if (!conn_allowed(c, POLICY_OWN, name, why, sizeof(why)))
 		return deny(c, m, POLICY_OWN, name, why);
 	if (registry_name_entry_flags(b->registry, c->peer, name) < 0 &&
-	    quota_used(b->quota, c->cred.uid, QUOTA_NAMES) >= quota_limit_uid(b->quota, c->cred.uid, QUOTA_NAMES))
+	    quota_used(b->quota, c->cred.uid, QUOTA_NAMES) >=
+		    quota_limit_uid(b->quota, c->cred.uid, QUOTA_NAMES))
 		return conn_reply_quota(c, m, QUOTA_NAMES);
 	r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
 	if (r == -EDQUOT)
@@ -303,8 +306,11 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 		}
 	}
 	log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s requested %s: %s", c->peer->unique_name,
-		 name, r == CTRL_NAME_PRIMARY_OWNER ? "primary owner" : r == CTRL_NAME_IN_QUEUE ? "in queue" :
-		 r == CTRL_NAME_EXISTS ? "exists" : "already owner");
+		 name,
+		 r == CTRL_NAME_PRIMARY_OWNER ? "primary owner" :
+		 r == CTRL_NAME_IN_QUEUE      ? "in queue" :
+		 r == CTRL_NAME_EXISTS	      ? "exists" :
+						"already owner");
 	r = conn_reply_init(&w, m) < 0 ? -ENOMEM : r;
 	if (r < 0)
 		return r;
@@ -325,14 +331,15 @@ static int handle_release_name(struct bus_conn *c, const struct ctrl_message *m,
 
 	ctrl_read_string(rd, &name, NULL);
 	if (!ctrl_name_is_valid_wellknown(name))
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
+					name);
 	r = registry_name_release(c->bus->registry, c->peer, name);
 	if (r < 0)
 		return r;
 	if (r == CTRL_RELEASE_RELEASED) {
 		n = bus_name_find(c->bus, name);
 		if (n)
-			n->revoke_pending = true;	/* a pool member holds a call RECV cap too */
+			n->revoke_pending = true; /* a pool member holds a call RECV cap too */
 	}
 	r = conn_reply_init(&w, m) < 0 ? -ENOMEM : r;
 	if (r < 0)
@@ -355,14 +362,15 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 
 	ctrl_read_string(rd, &name, NULL);
 	if (!ctrl_name_is_valid_wellknown(name) && strcmp(name, CTRL_BUS_NAME) != 0)
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
+					name);
 	/* Policy first: a denial does not depend on the kernel. */
 	if (strcmp(name, CTRL_BUS_NAME) != 0 && !conn_allowed(c, POLICY_RECEIVE, name, why, sizeof(why)))
 		return deny(c, m, POLICY_RECEIVE, name, why);
 	if (!b->chanmgr.available)
 		return no_channels(c, m);
 	if (strcmp(name, CTRL_BUS_NAME) == 0) {
-		ch = b->bus_signal;	/* everybody may watch the bus */
+		ch = b->bus_signal; /* everybody may watch the bus */
 	} else {
 		/* One subscription per connection and name, however often it asks again. */
 		n = bus_name_find(b, name);
@@ -381,7 +389,7 @@ static int handle_subscribe(struct bus_conn *c, const struct ctrl_message *m, st
 		goto fail;
 	fd = r;
 	if (charged)
-		c->n_subscriptions++;	/* given back by UNSUBSCRIBE or at disconnect */
+		c->n_subscriptions++; /* given back by UNSUBSCRIBE or at disconnect */
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_fd(&w, fd);
@@ -413,7 +421,8 @@ static int handle_unsubscribe(struct bus_conn *c, const struct ctrl_message *m, 
 	ctrl_read_string(rd, &name, NULL);
 	bus_name = strcmp(name, CTRL_BUS_NAME) == 0;
 	if (!ctrl_name_is_valid_wellknown(name) && !bus_name)
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
+					name);
 	n = bus_name ? NULL : bus_name_find(b, name);
 	ch = bus_name ? b->bus_signal : n ? n->signal : NULL;
 	done = grant_has(ch, c->peer->id, IOIPC_SUB_RECV);
@@ -422,7 +431,7 @@ static int handle_unsubscribe(struct bus_conn *c, const struct ctrl_message *m, 
 	if (done && !bus_name) {
 		quota_release(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, 1);
 		c->n_subscriptions--;
-		b->gc_needed = true;	/* maybe nobody uses the name any more */
+		b->gc_needed = true; /* maybe nobody uses the name any more */
 	}
 	if (done)
 		log_full(LOG_DEBUG, c->peer->unique_name, c->cred.uid, "%s unsubscribed from %s",
@@ -449,7 +458,8 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	ctrl_read_string(rd, &name, NULL);
 	ctrl_read_u32(rd, &flags);
 	if (!ctrl_name_is_valid_wellknown(name))
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
+					name);
 	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
 	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
@@ -487,7 +497,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 			r = activation_add(b, c, m->hdr.serial, name);
 			if (r < 0)
 				return r;
-			return 0;	/* replied when the name is owned or on timeout */
+			return 0; /* replied when the name is owned or on timeout */
 		}
 	}
 	if (conn_reply_init(&w, m) < 0)
@@ -501,7 +511,6 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	}
 	return conn_send(c, &w);
 }
-
 
 static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
 {
@@ -522,7 +531,7 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	t = p->userdata;
-	BUG_ON(!t);	/* every peer is a connection's */
+	BUG_ON(!t); /* every peer is a connection's */
 	/* A well-known name needs "send" on it, a unique name see inbox_send_allowed(). */
 	if (ctrl_name_is_valid_wellknown(name))
 		ok = conn_allowed(c, POLICY_SEND, name, why, sizeof(why));
@@ -625,7 +634,7 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 
 	r = truncated ? -EMSGSIZE : ctrl_message_decode(&m, buf, len, n_fds);
 	if (truncated)
-		(void)ctrl_message_decode(&m, buf, CTRL_HEADER_SIZE, 0);	/* for the serial only */
+		(void)ctrl_message_decode(&m, buf, CTRL_HEADER_SIZE, 0); /* for the serial only */
 	if (c->refused) {
 		/* Over a connection limit at accept: its first request learns why, then it is closed. */
 		(void)conn_reply_error(c, &m, CTRL_ERROR_QUOTA_EXCEEDED, "%s", c->refusal);
@@ -636,8 +645,9 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 		r = -EBADMSG;
 	if (r < 0) {
 		const char *e = CTRL_ERROR_PROTOCOL;
-		const char *why = len < CTRL_HEADER_SIZE && !truncated ? "datagram shorter than the 16-byte header"
-								       : "malformed message";
+		const char *why = len < CTRL_HEADER_SIZE && !truncated ?
+					  "datagram shorter than the 16-byte header" :
+					  "malformed message";
 
 		switch (r) {
 		case -EPROTO:
@@ -663,7 +673,7 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 		return;
 	}
 	h = &handlers[m.hdr.code];
-	BUG_ON(!h->handle);	/* the decoder knows only ops that handlers[] has */
+	BUG_ON(!h->handle); /* the decoder knows only ops that handlers[] has */
 	if (!c->peer && !h->before_hello) {
 		(void)conn_reply_error(c, &m, CTRL_ERROR_NO_HELLO, "send HELLO first");
 		return;

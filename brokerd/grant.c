@@ -48,7 +48,7 @@ struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 
 /* Create a channel charged to uid; *failed_quota tells which quota refused. */
 int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name, uid_t uid,
-			   int *failed_quota, struct bus_channel **ret)
+		    int *failed_quota, struct bus_channel **ret)
 {
 	static const uint32_t flags[] = {
 		[CTRL_CHANNEL_INBOX] = 0,
@@ -78,8 +78,11 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 	ch->charged_uid = uid;
 	r = chanmgr_create(&b->chanmgr, flags[kind] | (kind == CTRL_CHANNEL_SIGNAL ? b->lossy : 0), &ch->id);
 	if (r < 0) {
-		log_error("cannot create %s channel for %s: %s", kind == CTRL_CHANNEL_INBOX ? "inbox" :
-			  kind == CTRL_CHANNEL_CALL ? "call" : "signal", name, strerror(-r));
+		log_error("cannot create %s channel for %s: %s",
+			  kind == CTRL_CHANNEL_INBOX ? "inbox" :
+			  kind == CTRL_CHANNEL_CALL  ? "call" :
+						       "signal",
+			  name, strerror(-r));
 		free(ch->name);
 		free(ch);
 		goto fail;
@@ -132,11 +135,11 @@ void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint3
 			return;
 		r = chanmgr_revoke(&b->chanmgr, ch->id, rights, peer_id);
 		if (r < 0)
-			log_error("cannot revoke rights 0x%x on %s from connection %llu: %s", rights, ch->name,
-				  (unsigned long long)peer_id, strerror(-r));
+			log_error("cannot revoke rights 0x%x on %s from connection %llu: %s", rights,
+				  ch->name, (unsigned long long)peer_id, strerror(-r));
 		else
-			log_debug("revoked rights 0x%x on %s from connection %llu: %d subscriber(s) detached", rights,
-				  ch->name, (unsigned long long)peer_id, r);
+			log_debug("revoked rights 0x%x on %s from connection %llu: %d subscriber(s) detached",
+				  rights, ch->name, (unsigned long long)peer_id, r);
 		g->rights &= ~rights;
 		if (!g->rights)
 			*g = ch->grants[--ch->n_grants];
@@ -149,7 +152,7 @@ int cap_mint(struct bus *b, struct bus_channel *ch, struct bus_conn *c, uint32_t
 {
 	int fd, r;
 
-	BUG_ON(!c->peer);	/* the badge is the id HELLO assigns */
+	BUG_ON(!c->peer); /* the badge is the id HELLO assigns */
 	fd = chanmgr_mint(&b->chanmgr, ch->id, rights, c->peer->id);
 	if (fd < 0) {
 		log_error("cannot mint capability on %s for %s: %s", ch->name, conn_name(c), strerror(-fd));
@@ -205,7 +208,7 @@ int bus_name_get(struct bus *b, const char *name, uid_t uid, int *failed_quota, 
 	if (b->chanmgr.available && !n->call) {
 		r = bus_channel_new(b, CTRL_CHANNEL_CALL, name, uid, failed_quota, &n->call);
 		if (r < 0) {
-			b->gc_needed = true;	/* drop the half-made name */
+			b->gc_needed = true; /* drop the half-made name */
 			return r;
 		}
 	}
@@ -317,7 +320,8 @@ static void apply_limits(struct bus *b)
  * signal SEND) follow the name's ownership, the others the policy; monitor
  * rights last as long as the monitor's connection.
  */
-static uint32_t grant_lost_rights(struct bus *b, struct bus_channel *ch, struct registry_peer *p, uint32_t rights)
+static uint32_t grant_lost_rights(struct bus *b, struct bus_channel *ch, struct registry_peer *p,
+				  uint32_t rights)
 {
 	struct bus_conn *c = p->userdata;
 	int flags = registry_name_entry_flags(b->registry, p, ch->name);
@@ -371,12 +375,14 @@ static void channel_revoke(struct bus *b, struct bus_channel *ch)
 			i++;
 			continue;
 		}
-		grant_revoke(b, ch, g.peer_id, lost);	/* may move another grant to i */
+		grant_revoke(b, ch, g.peer_id, lost); /* may move another grant to i */
 		if (!p)
 			continue;
 		c = p->userdata;
 		log_full(LOG_NOTICE, p->unique_name, c->cred.uid, "revoked %s right of %s on %s",
-			 lost == IOIPC_SUB_BOTH ? "send and receive" : lost & IOIPC_SUB_SEND ? "send" : "receive",
+			 lost == IOIPC_SUB_BOTH ? "send and receive" :
+			 lost & IOIPC_SUB_SEND	? "send" :
+						  "receive",
 			 p->unique_name, ch->name);
 		cap_signal(c, CTRL_SIGNAL_CAPABILITY_REVOKED, ch);
 		if (i < ch->n_grants && ch->grants[i].peer_id == g.peer_id)
@@ -387,7 +393,8 @@ static void channel_revoke(struct bus *b, struct bus_channel *ch)
 static void bus_revoke(struct bus *b)
 {
 	/* Owners the policy no longer allows lose their names first (NameLost, promotion). */
-	for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p; p = registry_peer_next(b->registry, p)) {
+	for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p;
+	     p = registry_peer_next(b->registry, p)) {
 		struct bus_conn *c = p->userdata;
 
 		for (unsigned int i = 0;;) {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <systemd/sd-journal.h>
+#include <time.h>
 
 #include "brokerd/log.h"
 
@@ -104,8 +104,8 @@ bool log_ratelimit_test(struct log_ratelimit *rl)
 	now = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
 	if (rl->begin == 0 || now - rl->begin >= rl->interval_usec) {
 		if (rl->suppressed)
-			log_full(LOG_INFO, NULL, (uid_t)-1, "%lu %s message(s) suppressed in %llu s", rl->suppressed,
-				 rl->what, (now - rl->begin) / 1000000ULL);
+			log_full(LOG_INFO, NULL, (uid_t)-1, "%lu %s message(s) suppressed in %llu s",
+				 rl->suppressed, rl->what, (now - rl->begin) / 1000000ULL);
 		rl->begin = now;
 		rl->n = 0;
 		rl->suppressed = 0;

@@ -9,8 +9,8 @@
 #define BROKERD_LOG_H
 
 #include <stdbool.h>
-#include <syslog.h>
 #include <sys/types.h>
+#include <syslog.h>
 
 void log_set_max_level(int level);
 
@@ -28,7 +28,7 @@ void log_quota(const char *peer, uid_t uid, const char *quota, unsigned long lon
  * by a line saying how many of what were suppressed.
  */
 struct log_ratelimit {
-	const char *what;		/* "connection", for the summary line */
+	const char *what; /* "connection", for the summary line */
 	unsigned long long interval_usec;
 	unsigned int burst, n;
 	unsigned long long begin;
@@ -37,10 +37,10 @@ struct log_ratelimit {
 
 bool log_ratelimit_test(struct log_ratelimit *rl);
 
-#define log_error(...) log_full(LOG_ERR, NULL, (uid_t)-1, __VA_ARGS__)
+#define log_error(...)	 log_full(LOG_ERR, NULL, (uid_t)-1, __VA_ARGS__)
 #define log_warning(...) log_full(LOG_WARNING, NULL, (uid_t)-1, __VA_ARGS__)
-#define log_notice(...) log_full(LOG_NOTICE, NULL, (uid_t)-1, __VA_ARGS__)
-#define log_info(...) log_full(LOG_INFO, NULL, (uid_t)-1, __VA_ARGS__)
-#define log_debug(...) log_full(LOG_DEBUG, NULL, (uid_t)-1, __VA_ARGS__)
+#define log_notice(...)	 log_full(LOG_NOTICE, NULL, (uid_t)-1, __VA_ARGS__)
+#define log_info(...)	 log_full(LOG_INFO, NULL, (uid_t)-1, __VA_ARGS__)
+#define log_debug(...)	 log_full(LOG_DEBUG, NULL, (uid_t)-1, __VA_ARGS__)
 
 #endif

@@ -52,19 +52,25 @@ static void help(void)
 
 static int parse_argv(int argc, char **argv)
 {
-	enum { ARG_POLICY_DIR = 0x100, ARG_SERVICE_DIR, ARG_NO_CHANNELS, ARG_ACTIVATOR, ARG_ACTIVATION_TIMEOUT, ARG_STATE };
-	static const struct option options[] = {
-		{ "address", required_argument, NULL, 'a' },
-		{ "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
-		{ "service-dir", required_argument, NULL, ARG_SERVICE_DIR },
-		{ "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
-		{ "activator", required_argument, NULL, ARG_ACTIVATOR },
-		{ "state", required_argument, NULL, ARG_STATE },
-		{ "activation-timeout", required_argument, NULL, ARG_ACTIVATION_TIMEOUT },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
+	enum {
+		ARG_POLICY_DIR = 0x100,
+		ARG_SERVICE_DIR,
+		ARG_NO_CHANNELS,
+		ARG_ACTIVATOR,
+		ARG_ACTIVATION_TIMEOUT,
+		ARG_STATE
 	};
+	static const struct option options[] = { { "address", required_argument, NULL, 'a' },
+						 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
+						 { "service-dir", required_argument, NULL, ARG_SERVICE_DIR },
+						 { "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
+						 { "activator", required_argument, NULL, ARG_ACTIVATOR },
+						 { "state", required_argument, NULL, ARG_STATE },
+						 { "activation-timeout", required_argument, NULL,
+						   ARG_ACTIVATION_TIMEOUT },
+						 { "verbose", no_argument, NULL, 'v' },
+						 { "help", no_argument, NULL, 'h' },
+						 {} };
 	int c;
 
 	while ((c = getopt_long(argc, argv, "a:vh", options, NULL)) >= 0) {
@@ -128,7 +134,8 @@ static int listen_socket(void)
 	}
 	if (n == 1) {
 		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
-			log_error("the socket passed by systemd is not a listening AF_UNIX SOCK_SEQPACKET socket");
+			log_error(
+				"the socket passed by systemd is not a listening AF_UNIX SOCK_SEQPACKET socket");
 			return -EINVAL;
 		}
 		log_info("using the socket passed by systemd");
@@ -257,7 +264,7 @@ int main(int argc, char **argv)
 	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
 	(void)sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
-	(void)sd_event_set_watchdog(event, true);	/* WATCHDOG=1 at half of WatchdogSec= */
+	(void)sd_event_set_watchdog(event, true); /* WATCHDOG=1 at half of WatchdogSec= */
 	sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_status_timer, bus);
 
 	bus_status(bus, status, sizeof(status));

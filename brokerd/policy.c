@@ -24,11 +24,11 @@ enum policy_context {
 
 struct policy_rule {
 	enum policy_context ctx;
-	uint32_t id;		/* uid or gid for CTX_USER / CTX_GROUP */
+	uint32_t id; /* uid or gid for CTX_USER / CTX_GROUP */
 	bool allow;
-	int action;		/* enum policy_action, or -1 for any */
-	char *name;		/* NULL: any name */
-	bool prefix;		/* name ends in ".*" (stored without it) */
+	int action;  /* enum policy_action, or -1 for any */
+	char *name;  /* NULL: any name */
+	bool prefix; /* name ends in ".*" (stored without it) */
 	char *file;
 	unsigned int line;
 };
@@ -205,7 +205,7 @@ struct policy_parser {
 	unsigned int line;
 	char *err;
 	size_t err_len;
-	enum policy_context ctx;	/* the section's, for rules */
+	enum policy_context ctx; /* the section's, for rules */
 	uint32_t ctx_id;
 	bool have_section, in_limits, limits_uid;
 	struct policy_rule *rules;
@@ -254,7 +254,9 @@ static int parse_section(struct policy_parser *pp, char *l)
 		if (parse_id(w[1], user, &pp->ctx_id) < 0)
 			return parser_fail(pp, "unknown %s '%s'", w[0], w[1]);
 	} else {
-		return parser_fail(pp, "unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+		return parser_fail(
+			pp,
+			"unknown section (want default, mandatory, limits, limits user X, user X, group X)");
 	}
 	return 0;
 }
@@ -335,9 +337,10 @@ static int parser_commit(struct policy_parser *pp, struct policy *p)
 	if (pp->n_rules)
 		memcpy(p->rules + p->n_rules, pp->rules, pp->n_rules * sizeof(*pp->rules));
 	p->n_rules += pp->n_rules;
-	pp->n_rules = 0;	/* p owns their strings now */
+	pp->n_rules = 0; /* p owns their strings now */
 	if (pp->n_uid_limits)
-		memcpy(p->uid_limits + p->n_uid_limits, pp->uid_limits, pp->n_uid_limits * sizeof(*pp->uid_limits));
+		memcpy(p->uid_limits + p->n_uid_limits, pp->uid_limits,
+		       pp->n_uid_limits * sizeof(*pp->uid_limits));
 	p->n_uid_limits += pp->n_uid_limits;
 	memcpy(p->limit, pp->limit, sizeof(p->limit));
 	memcpy(p->bus_limit, pp->bus_limit, sizeof(p->bus_limit));
@@ -449,7 +452,8 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 				dup = dup || strcmp(names[i], de->d_name) == 0;
 			if (dup)
 				continue;
-			if (ARRAY_RESERVE(names, alloc_names, n + 1) < 0 || ARRAY_RESERVE(paths, alloc_paths, n + 1) < 0) {
+			if (ARRAY_RESERVE(names, alloc_names, n + 1) < 0 ||
+			    ARRAY_RESERVE(paths, alloc_paths, n + 1) < 0) {
 				closedir(dir);
 				r = -ENOMEM;
 				goto out;
@@ -536,8 +540,8 @@ static bool rule_applies(const struct policy_rule *r, uid_t uid, const gid_t *gi
 	}
 }
 
-bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n_gids,
-		  enum policy_action a, const char *name, char *why, size_t why_len)
+bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n_gids, enum policy_action a,
+		  const char *name, char *why, size_t why_len)
 {
 	const struct policy_rule *decided = NULL;
 	bool allow = uid == 0;
@@ -565,8 +569,9 @@ bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n
 				 decided->name ? decided->name : "*", decided->prefix ? ".*" : "",
 				 decided->file, decided->line);
 		else
-			snprintf(why, why_len, "%s", uid == 0 ? "built-in: root is allowed"
-							     : "built-in: denied when no rule matches");
+			snprintf(why, why_len, "%s",
+				 uid == 0 ? "built-in: root is allowed" :
+					    "built-in: denied when no rule matches");
 	}
 	return allow;
 }

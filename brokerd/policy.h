@@ -23,8 +23,8 @@
 
 #include "brokerd/quota.h"
 
-#define POLICY_DIR_ETC		"/etc/brokerd/policy.d"
-#define POLICY_DIR_VENDOR	"/usr/share/brokerd/policy.d"
+#define POLICY_DIR_ETC	  "/etc/brokerd/policy.d"
+#define POLICY_DIR_VENDOR "/usr/share/brokerd/policy.d"
 
 enum policy_action {
 	POLICY_OWN,
@@ -59,8 +59,8 @@ int policy_action_from_string(const char *s);
  * allowed; why (if not NULL) gets "allow own org.x.* (FILE:LINE)" or the
  * built-in default that decided.
  */
-bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n_gids,
-		  enum policy_action a, const char *name, char *why, size_t why_len);
+bool policy_check(const struct policy *p, uid_t uid, const gid_t *gids, size_t n_gids, enum policy_action a,
+		  const char *name, char *why, size_t why_len);
 
 /* Limits set in [limits], UINT64_MAX where the file set none. */
 uint64_t policy_limit(const struct policy *p, enum quota_kind k);

@@ -77,10 +77,10 @@ static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, 
 		if (!v)
 			return -ENOMEM;
 		v[k++] = CTRL_BUS_NAME;
-		k += registry_names_list(b->registry, v + k, nn);	/* sorted by the registry */
+		k += registry_names_list(b->registry, v + k, nn); /* sorted by the registry */
 		for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p && k < n;
 		     p = registry_peer_next(b->registry, p))
-			v[k++] = p->unique_name;	/* by id */
+			v[k++] = p->unique_name; /* by id */
 	}
 	*ret = v;
 	*ret_n = k;
@@ -134,7 +134,8 @@ int query_handle_queued_owners(struct bus_conn *c, const struct ctrl_message *m,
 
 	ctrl_read_string(rd, &name, NULL);
 	if (!ctrl_name_is_valid_wellknown(name))
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
+					name);
 	n = registry_name_queue(c->bus->registry, name, NULL, 0);
 	if (n == 0)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
@@ -188,7 +189,7 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	t = p->userdata;
-	BUG_ON(!t);	/* every peer is a connection's */
+	BUG_ON(!t); /* every peer is a connection's */
 	if (t->pidfd >= 0) {
 		fd = fcntl(t->pidfd, F_DUPFD_CLOEXEC, 3);
 		if (fd >= 0)
@@ -222,7 +223,9 @@ static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t ro
 {
 	struct bus_conn *t = p->userdata;
 	const char *nm;
-	size_t an, end, size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(t->label ? t->label : "") + 4 + 4;
+	size_t an, end,
+		size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(t->label ? t->label : "") + 4 +
+		       4;
 	uint32_t k = 0;
 
 	BUG_ON(!t);
@@ -230,7 +233,7 @@ static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t ro
 		size += string_size(nm);
 	if (size > room && !first)
 		return false;
-	end = room == SIZE_MAX ? SIZE_MAX : w->len + room - 4;	/* where the names must end */
+	end = room == SIZE_MAX ? SIZE_MAX : w->len + room - 4; /* where the names must end */
 	ctrl_write_string(w, p->unique_name);
 	ctrl_write_u64(w, p->id);
 	ctrl_write_u32(w, (uint32_t)t->cred.pid);
@@ -240,7 +243,7 @@ static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t ro
 	an = ctrl_write_array_open(w);
 	for (unsigned int i = 0; (nm = registry_peer_owned_next(p, &i));) {
 		if (w->len + string_size(nm) > end)
-			break;	/* cut short: the rest would not fit in any reply */
+			break; /* cut short: the rest would not fit in any reply */
 		ctrl_write_string(w, nm);
 		k++;
 	}
@@ -346,11 +349,14 @@ int query_handle_policy_check(struct bus_conn *c, const struct ctrl_message *m, 
 	ctrl_read_string(rd, &action, NULL);
 	a = policy_action_from_string(action);
 	if (a < 0)
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown action '%s' (own, send, receive)", action);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS,
+					"unknown action '%s' (own, send, receive)", action);
 	if (!ctrl_name_is_valid_wellknown(name))
-		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name", name);
+		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
+					name);
 	if (uid != c->cred.uid && !conn_privileged(c))
-		return conn_reply_error(c, m, CTRL_ERROR_ACCESS_DENIED, "only root may check the policy of another uid");
+		return conn_reply_error(c, m, CTRL_ERROR_ACCESS_DENIED,
+					"only root may check the policy of another uid");
 	if (uid == c->cred.uid) {
 		allow = conn_allowed(c, (enum policy_action)a, name, why, sizeof(why));
 	} else {
@@ -391,7 +397,8 @@ int query_handle_quota(struct bus_conn *c, const struct ctrl_message *m, struct 
 
 	ctrl_read_u32(rd, &uid);
 	if (uid != c->cred.uid && !conn_privileged(c))
-		return conn_reply_error(c, m, CTRL_ERROR_ACCESS_DENIED, "only root may read the quotas of other uids");
+		return conn_reply_error(c, m, CTRL_ERROR_ACCESS_DENIED,
+					"only root may read the quotas of other uids");
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);

@@ -11,7 +11,7 @@
 struct quota_uid {
 	uid_t uid;
 	uint64_t used[_QUOTA_MAX];
-	uint64_t limit[_QUOTA_MAX];	/* UINT64_MAX: the global limit */
+	uint64_t limit[_QUOTA_MAX]; /* UINT64_MAX: the global limit */
 };
 
 struct quota {
@@ -25,12 +25,9 @@ static const struct {
 	const char *name;
 	uint64_t def;
 } kinds[] = {
-	[QUOTA_CONNECTIONS] = { "connections", 256 },
-	[QUOTA_NAMES] = { "names", 256 },
-	[QUOTA_CHANNELS] = { "channels", 512 },
-	[QUOTA_RING_BYTES] = { "ring_bytes", 128ULL << 20 },
-	[QUOTA_ACTIVATIONS] = { "activations", 16 },
-	[QUOTA_SUBSCRIPTIONS] = { "subscriptions", 1024 },
+	[QUOTA_CONNECTIONS] = { "connections", 256 }, [QUOTA_NAMES] = { "names", 256 },
+	[QUOTA_CHANNELS] = { "channels", 512 },	      [QUOTA_RING_BYTES] = { "ring_bytes", 128ULL << 20 },
+	[QUOTA_ACTIVATIONS] = { "activations", 16 },  [QUOTA_SUBSCRIPTIONS] = { "subscriptions", 1024 },
 };
 _Static_assert(ELEMENTSOF(kinds) == _QUOTA_MAX, "every quota needs a name and a default");
 

@@ -12,18 +12,18 @@
 
 enum quota_kind {
 	QUOTA_CONNECTIONS,
-	QUOTA_NAMES,		/* queue entries: owned or queued names */
-	QUOTA_CHANNELS,		/* channels brokerd created on behalf of the uid */
-	QUOTA_RING_BYTES,	/* ring memory of those channels */
-	QUOTA_ACTIVATIONS,	/* pending activations started by the uid */
-	QUOTA_SUBSCRIPTIONS,	/* names subscribed to, once per connection and name */
+	QUOTA_NAMES,	     /* queue entries: owned or queued names */
+	QUOTA_CHANNELS,	     /* channels brokerd created on behalf of the uid */
+	QUOTA_RING_BYTES,    /* ring memory of those channels */
+	QUOTA_ACTIVATIONS,   /* pending activations started by the uid */
+	QUOTA_SUBSCRIPTIONS, /* names subscribed to, once per connection and name */
 	_QUOTA_MAX,
 };
 
 /* Bus-wide limits, all uids together ([limits] only, never per uid). */
 enum quota_bus_kind {
 	QUOTA_BUS_MAX_CONNECTIONS,	/* open connections, HELLO or not */
-	QUOTA_BUS_RESERVED_CONNECTIONS,	/* the last of them: root and light users only */
+	QUOTA_BUS_RESERVED_CONNECTIONS, /* the last of them: root and light users only */
 	QUOTA_BUS_HELLO_TIMEOUT_MS,	/* a connection without HELLO is closed after this */
 	_QUOTA_BUS_MAX,
 };
@@ -34,7 +34,7 @@ int quota_new(struct quota **ret);
 struct quota *quota_free(struct quota *q);
 
 const char *quota_kind_to_string(enum quota_kind k);
-int quota_kind_from_string(const char *s);	/* enum quota_kind or -EINVAL */
+int quota_kind_from_string(const char *s); /* enum quota_kind or -EINVAL */
 uint64_t quota_limit_default(enum quota_kind k);
 
 /* Limits apply to every uid, root included (a runaway root client is still a bug)... */
@@ -51,7 +51,7 @@ void quota_release(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
 uint64_t quota_used(const struct quota *q, uid_t uid, enum quota_kind k);
 
 const char *quota_bus_kind_to_string(enum quota_bus_kind k);
-int quota_bus_kind_from_string(const char *s);	/* enum quota_bus_kind or -EINVAL */
+int quota_bus_kind_from_string(const char *s); /* enum quota_bus_kind or -EINVAL */
 uint64_t quota_bus_limit_default(enum quota_bus_kind k);
 void quota_bus_limit_set(struct quota *q, enum quota_bus_kind k, uint64_t limit);
 uint64_t quota_bus_limit(const struct quota *q, enum quota_bus_kind k);

@@ -23,8 +23,8 @@ struct registry_owner {
 	struct registry_name *name;
 	struct registry_peer *peer;
 	uint32_t flags;
-	struct registry_owner *qprev, *qnext;	/* name's queue */
-	struct registry_owner *pprev, *pnext;	/* peer's entries */
+	struct registry_owner *qprev, *qnext; /* name's queue */
+	struct registry_owner *pprev, *pnext; /* peer's entries */
 };
 
 struct registry {
@@ -240,8 +240,8 @@ static void queue_insert_after(struct registry_owner *o, struct registry_owner *
 		n->head = o;
 }
 
-static struct registry_owner *entry_new(struct registry *r, struct registry_name *n,
-					struct registry_peer *p, uint32_t flags)
+static struct registry_owner *entry_new(struct registry *r, struct registry_name *n, struct registry_peer *p,
+					uint32_t flags)
 {
 	struct registry_owner *o = calloc(1, sizeof(*o));
 

@@ -24,7 +24,7 @@ struct registry_peer {
 	uint64_t id;
 	char unique_name[CTRL_UNIQUE_NAME_MAX];
 	uid_t uid;
-	struct registry_owner *owners;	/* queue entries of this peer, any name */
+	struct registry_owner *owners; /* queue entries of this peer, any name */
 	unsigned int n_owners;
 	void *userdata;
 };

@@ -83,7 +83,8 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 			s.name = strdup(eq);
 		} else if (strcmp(l, "SystemdService") == 0) {
 			if (!unit_name_is_valid(eq)) {
-				r = line_fail(err, err_len, file, lr.line, "invalid unit '%s' (want NAME.service)", eq);
+				r = line_fail(err, err_len, file, lr.line,
+					      "invalid unit '%s' (want NAME.service)", eq);
 				goto fail;
 			}
 			free(s.unit);
@@ -186,7 +187,7 @@ int service_set_load(struct service_set **ret, const char *const *dirs, unsigned
 					(*n_bad)++;
 				continue;
 			}
-			if (service_set_find(set, s.name)) {	/* masked by an earlier dir */
+			if (service_set_find(set, s.name)) { /* masked by an earlier dir */
 				service_deinit(&s);
 				continue;
 			}

@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#define SERVICE_DIR_ETC		"/etc/brokerd/services"
-#define SERVICE_DIR_VENDOR	"/usr/share/brokerd/services"
+#define SERVICE_DIR_ETC	   "/etc/brokerd/services"
+#define SERVICE_DIR_VENDOR "/usr/share/brokerd/services"
 
 struct service {
 	char *name;

@@ -23,8 +23,16 @@
 #include "util/test.h"
 
 /* util/test.h's, after what the test printed so far (the log reads in order). */
-#define TC_ASSERT(x) do { fflush(stdout); ASSERT(x); } while (0)
-#define TC_ASSERT_EQ(a, b) do { fflush(stdout); ASSERT_INT(a, ==, b); } while (0)
+#define TC_ASSERT(x)            \
+	do {                    \
+		fflush(stdout); \
+		ASSERT(x);      \
+	} while (0)
+#define TC_ASSERT_EQ(a, b)            \
+	do {                          \
+		fflush(stdout);       \
+		ASSERT_INT(a, ==, b); \
+	} while (0)
 
 struct tc_msg {
 	uint8_t buf[CTRL_MSG_MAX];
@@ -45,7 +53,7 @@ struct tc {
 	uint64_t id;
 	uint32_t features;
 	int inbox_fd;
-	struct tc_msg *queue[TC_QUEUE_MAX];	/* signals received while waiting for a reply */
+	struct tc_msg *queue[TC_QUEUE_MAX]; /* signals received while waiting for a reply */
 	unsigned int n_queue;
 };
 
@@ -110,7 +118,9 @@ static inline int tc_recv(struct tc *c, struct tc_msg *out, int timeout_ms)
 		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
 	} u;
 	struct iovec iov = { .iov_base = out->buf, .iov_len = sizeof(out->buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
+	};
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 	ssize_t n;
 	int r;
@@ -256,18 +266,28 @@ static inline int tc_connect_hello(struct tc *c, const char *path, uint32_t flag
 }
 
 /* Expect an ERROR named name; returns its message. */
-#define TC_EXPECT_ERROR(msg, name) do { \
-	if ((msg)->m.hdr.type != CTRL_TYPE_ERROR || strcmp((msg)->error_name, (name)) != 0) { \
-		printf("FAIL %s:%d: expected %s, got %s %s %s\n", __FILE__, __LINE__, (name), \
-		       ctrl_type_to_string((msg)->m.hdr.type), (msg)->error_name ? (msg)->error_name : "", \
-		       (msg)->error_message ? (msg)->error_message : ""); \
-		fflush(stdout); exit(1); } } while (0)
+#define TC_EXPECT_ERROR(msg, name)                                                                    \
+	do {                                                                                          \
+		if ((msg)->m.hdr.type != CTRL_TYPE_ERROR || strcmp((msg)->error_name, (name)) != 0) { \
+			printf("FAIL %s:%d: expected %s, got %s %s %s\n", __FILE__, __LINE__, (name), \
+			       ctrl_type_to_string((msg)->m.hdr.type),                                \
+			       (msg)->error_name ? (msg)->error_name : "",                            \
+			       (msg)->error_message ? (msg)->error_message : "");                     \
+			fflush(stdout);                                                               \
+			exit(1);                                                                      \
+		}                                                                                     \
+	} while (0)
 
-#define TC_EXPECT_REPLY(msg) do { \
-	if ((msg)->m.hdr.type != CTRL_TYPE_REPLY) { \
-		printf("FAIL %s:%d: expected a reply, got %s %s\n", __FILE__, __LINE__, \
-		       (msg)->error_name ? (msg)->error_name : "?", (msg)->error_message ? (msg)->error_message : ""); \
-		fflush(stdout); exit(1); } } while (0)
+#define TC_EXPECT_REPLY(msg)                                                                    \
+	do {                                                                                    \
+		if ((msg)->m.hdr.type != CTRL_TYPE_REPLY) {                                     \
+			printf("FAIL %s:%d: expected a reply, got %s %s\n", __FILE__, __LINE__, \
+			       (msg)->error_name ? (msg)->error_name : "?",                     \
+			       (msg)->error_message ? (msg)->error_message : "");               \
+			fflush(stdout);                                                         \
+			exit(1);                                                                \
+		}                                                                               \
+	} while (0)
 
 static inline uint32_t tc_read_u32(struct tc_msg *m)
 {

@@ -12,7 +12,7 @@ uint32_t attach_cap(struct io_uring *ring, int fd, uint32_t rights)
 	struct ioipc_channel_attach a = { .channel_id = (uint32_t)fd, .flags = IOIPC_SUB_BY_FD | rights };
 
 	TC_ASSERT_EQ(ioipc_channel_attach(ring, &a), 0);
-	close(a.channel_fd);	/* the region fd: we do not map it */
+	close(a.channel_fd); /* the region fd: we do not map it */
 	return a.local_id_out;
 }
 
@@ -34,7 +34,7 @@ int chan_send(struct io_uring *ring, uint32_t sub, const struct chmsg *msg)
 
 /* Receive one message (polling up to timeout_ms); returns the CQE result. */
 int chan_recv(struct io_uring *ring, uint32_t sub, struct ioipc_msg_info *info, struct chmsg *msg,
-		     uint8_t *buf, size_t size, int timeout_ms)
+	      uint8_t *buf, size_t size, int timeout_ms)
 {
 	for (int waited = 0;; waited += 10) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
@@ -126,7 +126,7 @@ void test_channels_more(void)
 		struct chmsg call = { .type = CHMSG_CALL, .serial = 7, .member = "WhoAmI" };
 		TC_ASSERT(chan_send(&aring, s_sub, &call) > 0);
 		TC_ASSERT(write(p[1], &alice.id, sizeof(alice.id)) == sizeof(alice.id));
-		TC_ASSERT(read(q[0], &ch, 1) == 1);	/* stay connected until checked */
+		TC_ASSERT(read(q[0], &ch, 1) == 1); /* stay connected until checked */
 		fflush(stdout);
 		_exit(0);
 	}
@@ -313,8 +313,9 @@ void test_revocation(void)
 		TC_ASSERT_EQ(m.n_fds, 1);
 		if (have_channels) {
 			TC_ASSERT(io_uring_queue_init(8, &aring, 0) == 0);
-			ioipc_prep_recv(io_uring_get_sqe(&aring), attach_cap(&aring, m.fds[0], IOIPC_SUB_RECV), buf,
-					sizeof(buf), IOIPC_RECV_WAIT);
+			ioipc_prep_recv(io_uring_get_sqe(&aring),
+					attach_cap(&aring, m.fds[0], IOIPC_SUB_RECV), buf, sizeof(buf),
+					IOIPC_RECV_WAIT);
 			TC_ASSERT(io_uring_submit(&aring) == 1);
 		}
 		tc_msg_close_fds(&m);
@@ -380,8 +381,8 @@ void test_unsubscribe_revocation(void)
 	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
 	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", N) == 0);
 	TC_EXPECT_REPLY(&m);
-	ioipc_prep_recv(io_uring_get_sqe(&ring), attach_cap(&ring, m.fds[0], IOIPC_SUB_RECV), buf, sizeof(buf),
-			IOIPC_RECV_WAIT);
+	ioipc_prep_recv(io_uring_get_sqe(&ring), attach_cap(&ring, m.fds[0], IOIPC_SUB_RECV), buf,
+			sizeof(buf), IOIPC_RECV_WAIT);
 	tc_msg_close_fds(&m);
 	TC_ASSERT(io_uring_submit(&ring) == 1);
 	expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_DONE);

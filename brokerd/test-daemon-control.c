@@ -85,7 +85,10 @@ static void test_malformed(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
 	/* fds with a request */
 	{
-		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} u;
 		struct ctrl_writer w;
 		const void *d;
 		size_t l;
@@ -95,7 +98,9 @@ static void test_malformed(void)
 		ctrl_write_u32(&w, 0);
 		TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
 		struct iovec iov = { .iov_base = (void *)d, .iov_len = l };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u) };
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
+		};
 		memset(&u, 0, sizeof(u));
 		u.h.cmsg_level = SOL_SOCKET;
 		u.h.cmsg_type = SCM_RIGHTS;
@@ -204,7 +209,7 @@ static void test_names(void)
 	TC_ASSERT(tc_call(&w, CTRL_OP_GET_NAME_OWNER, &m, "s", N) == 0);
 	TC_ASSERT(strcmp(tc_read_string(&m), b.unique) == 0);
 	tc_close(&b);
-	for (;;) {	/* ... and NameOwnerChanged(N, b, "") arrives */
+	for (;;) { /* ... and NameOwnerChanged(N, b, "") arrives */
 		TC_ASSERT(tc_wait_signal(&w, CTRL_SIGNAL_NAME_OWNER_CHANGED, &m, 5000) == 0);
 		if (strcmp(tc_read_string(&m), N) != 0)
 			continue;
@@ -350,7 +355,8 @@ static void bob_main(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
 	TC_ASSERT(tc_call(&c, CTRL_OP_SUBSCRIBE, &m, "s", "org.brokerdtest.alice.Svc") == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACCESS_DENIED);
-	TC_ASSERT(tc_call(&c, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.alice.Svc", "send") == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.alice.Svc", "send") ==
+		  0);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_DENY);
 	TC_ASSERT(strstr(tc_read_string(&m), "deny * org.brokerdtest.*"));
 	tc_close(&c);
@@ -464,7 +470,8 @@ static void test_reload(void)
 		close(p[0]);
 		become(ALICE);
 		TC_ASSERT(tc_connect_hello(&alice, sock_path, 0) == 0);
-		TC_ASSERT(tc_call(&alice, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Revoked", 0) == 0);
+		TC_ASSERT(tc_call(&alice, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.alice.Revoked",
+				  0) == 0);
 		TC_EXPECT_REPLY(&m);
 		tc_msg_close_fds(&m);
 		TC_ASSERT(write(p[1], "x", 1) == 1);
@@ -479,11 +486,12 @@ static void test_reload(void)
 	close(p[1]);
 	TC_ASSERT(read(p[0], &ch, 1) == 1);
 	close(p[0]);
-	write_file(policy_dir, policy_file,
-		   "[user 2001]\nallow own org.brokerdtest.alice.*\ndeny own org.brokerdtest.alice.Revoked\n"
-		   "allow send org.brokerdtest.*\n[group 2100]\nallow receive org.brokerdtest.*\n"
-		   "[user 2002]\ndeny * org.brokerdtest.*\nallow own org.brokerdtest.bob.Allowed\n[limits]\nnames 5\n"
-		   "connections 8\n");
+	write_file(
+		policy_dir, policy_file,
+		"[user 2001]\nallow own org.brokerdtest.alice.*\ndeny own org.brokerdtest.alice.Revoked\n"
+		"allow send org.brokerdtest.*\n[group 2100]\nallow receive org.brokerdtest.*\n"
+		"[user 2002]\ndeny * org.brokerdtest.*\nallow own org.brokerdtest.bob.Allowed\n[limits]\nnames 5\n"
+		"connections 8\n");
 	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -495,7 +503,8 @@ static void test_reload(void)
 	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_POLICY);
 	TC_ASSERT(strstr(m.error_message, "51-brokerd-tests-broken.conf:3:"));
-	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.alice.X", "own") == 0);
+	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.alice.X", "own") ==
+		  0);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_DENY);
 	remove_file(policy_dir, "51-brokerd-tests-broken.conf");
 	write_file(policy_dir, policy_file, base_policy);
@@ -595,7 +604,7 @@ static uint32_t read_listing(struct tc_msg *m, bool peers, char *out, size_t siz
  * into out (see read_listing); returns the number of pages.
  */
 int list_pages(struct tc *c, uint16_t op, uint32_t flags, uint32_t max, char *out, size_t size,
-		      uint32_t *max_names)
+	       uint32_t *max_names)
 {
 	static struct tc_msg m;
 	char cursor[CTRL_CURSOR_MAX + 1] = "";
@@ -610,7 +619,7 @@ int list_pages(struct tc *c, uint16_t op, uint32_t flags, uint32_t max, char *ou
 
 		TC_ASSERT(ctrl_reader_at_end(&m.r));
 		TC_ASSERT(!max || n <= max);
-		TC_ASSERT(!*next || (n > 0 && strcmp(next, cursor) != 0));	/* each page moves on */
+		TC_ASSERT(!*next || (n > 0 && strcmp(next, cursor) != 0)); /* each page moves on */
 		snprintf(cursor, sizeof(cursor), "%s", next);
 		pages++;
 	} while (*cursor);
@@ -702,7 +711,6 @@ static void test_list_pages(void)
 	printf("# list pages: same entries in the same order as unpaged, cursors are positions: ok\n");
 }
 
-
 /*
  * UNSUBSCRIBE: brokerd forgets a subscription, which then no longer counts
  * against the subscriptions quota; asking twice, or for a name never
@@ -725,7 +733,7 @@ static void test_unsubscribe(void)
 	if (have_channels) {
 		before = quota_used_of(&c, getuid(), "subscriptions");
 		expect_subscribe(&c, N);
-		expect_subscribe(&c, N);	/* one subscription, however often */
+		expect_subscribe(&c, N); /* one subscription, however often */
 		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before + 1);
 		expect_unsubscribe(&c, N, CTRL_UNSUBSCRIBE_DONE);
 		TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before);

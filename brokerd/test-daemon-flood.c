@@ -82,4 +82,3 @@ void test_flood_disconnect(void)
 	printf("# flood: a peer that never reads read %d signals, then QuotaExceeded, then EOF: ok\n",
 	       read_back);
 }
-

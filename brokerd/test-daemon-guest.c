@@ -16,7 +16,7 @@
 static void cleanup(void)
 {
 	if (getpid() != main_pid)
-		return;	/* a child's failed assertion */
+		return; /* a child's failed assertion */
 	remove_file(policy_dir, policy_file);
 	remove_file(policy_dir, "51-brokerd-tests-broken.conf");
 	reload();
@@ -92,8 +92,10 @@ static void test_channels(void)
 	TC_ASSERT_EQ(m.n_fds, 1);
 	call_send_fd = m.fds[0];
 
-	struct ioipc_channel_attach ra = { .channel_id = (uint32_t)call_recv_fd, .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
-	struct ioipc_channel_attach sa = { .channel_id = (uint32_t)call_send_fd, .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_SEND };
+	struct ioipc_channel_attach ra = { .channel_id = (uint32_t)call_recv_fd,
+					   .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
+	struct ioipc_channel_attach sa = { .channel_id = (uint32_t)call_send_fd,
+					   .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_SEND };
 	int r = ioipc_channel_attach(&ring, &ra);
 	if (r == -EINVAL || r == -EOPNOTSUPP) {
 		skip_part("channels: the kernel lacks IOIPC_SUB_BY_FD");
@@ -102,10 +104,13 @@ static void test_channels(void)
 	TC_ASSERT_EQ(r, 0);
 	TC_ASSERT_EQ(ioipc_channel_attach(&ring, &sa), 0);
 	/* a send-only cap cannot receive: attaching it for RECV fails */
-	struct ioipc_channel_attach bad = { .channel_id = (uint32_t)call_send_fd, .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
+	struct ioipc_channel_attach bad = { .channel_id = (uint32_t)call_send_fd,
+					    .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
 	TC_ASSERT(ioipc_channel_attach(&ring, &bad) < 0);
 
-	struct chmsg call = { .type = CHMSG_CALL, .serial = 1, .member = "Ping", .body = "hi", .body_len = 2 };
+	struct chmsg call = {
+		.type = CHMSG_CALL, .serial = 1, .member = "Ping", .body = "hi", .body_len = 2
+	};
 	int len = chmsg_encode(&call, buf, sizeof(buf));
 	TC_ASSERT(len > 0);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
@@ -125,7 +130,7 @@ static void test_channels(void)
 	io_uring_cqe_seen(&ring, cqe);
 	struct ioipc_msg_info info;
 	memcpy(&info, rbuf, sizeof(info));
-	TC_ASSERT_EQ(info.badge, caller.id);	/* the kernel says who called */
+	TC_ASSERT_EQ(info.badge, caller.id); /* the kernel says who called */
 	TC_ASSERT_EQ(info.uid, getuid());
 	struct chmsg got;
 	TC_ASSERT(chmsg_decode(&got, rbuf + sizeof(info), (size_t)len) == 0);

@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 				printf("recv: %s\n", strerror(-r));
 				return 1;
 			}
-			tc_msg_close_fds(&m);	/* a signal: keep reading */
+			tc_msg_close_fds(&m); /* a signal: keep reading */
 		}
 	}
 	if (strcmp(argv[1], "--open-call") == 0) {

@@ -88,7 +88,8 @@ void test_channel_limits(void)
 		TC_ASSERT_EQ(raw_recv(&ring, call_recv, buf, sizeof(buf), 0), sizeof(i));
 		TC_ASSERT_EQ(*(uint32_t *)buf, i);
 	}
-	printf("# channels: a full ring of %d calls is -ENOBUFS, and takes calls again once read: ok\n", CHANNEL_SLOTS);
+	printf("# channels: a full ring of %d calls is -ENOBUFS, and takes calls again once read: ok\n",
+	       CHANNEL_SLOTS);
 
 	/*
 	 * The signal channel is lossy: the publisher never gets -ENOBUFS; the
@@ -100,14 +101,16 @@ void test_channel_limits(void)
 	for (i = 8; i < CHANNEL_SLOTS + 8; i++) {
 		struct ioipc_msg_info info;
 
-		TC_ASSERT_EQ(raw_recv(&ring, sig_recv, buf, sizeof(buf), IOIPC_RECV_INFO), sizeof(info) + sizeof(i));
+		TC_ASSERT_EQ(raw_recv(&ring, sig_recv, buf, sizeof(buf), IOIPC_RECV_INFO),
+			     sizeof(info) + sizeof(i));
 		memcpy(&info, buf, sizeof(info));
 		TC_ASSERT_EQ(*(uint32_t *)(buf + sizeof(info)), i);
 		TC_ASSERT_EQ(info.lost, i == 8 ? 8 : 0);
 		TC_ASSERT_EQ(info.badge, svc.id);
 	}
 	TC_ASSERT_EQ(raw_recv(&ring, sig_recv, buf, sizeof(buf), 0), -EAGAIN);
-	printf("# channels: a lossy signal channel: the laggard is told it lost 8 of %d: ok\n", CHANNEL_SLOTS + 8);
+	printf("# channels: a lossy signal channel: the laggard is told it lost 8 of %d: ok\n",
+	       CHANNEL_SLOTS + 8);
 
 	io_uring_queue_exit(&ring);
 	tc_close(&sub);

@@ -12,19 +12,18 @@ pid_t main_pid;
 const char policy_file[] = "50-brokerd-tests.conf";
 static const char *skipped_what;
 
-const char base_policy[] =
-	"# written by brokerd's test-daemon\n"
-	"[user 2001]\n"
-	"allow own org.brokerdtest.alice.*\n"
-	"allow send org.brokerdtest.*\n"
-	"[group 2100]\n"
-	"allow receive org.brokerdtest.*\n"
-	"[user 2002]\n"
-	"deny * org.brokerdtest.*\n"
-	"allow own org.brokerdtest.bob.Allowed\n"
-	"[limits]\n"
-	"names 5\n"
-	"connections 8\n";
+const char base_policy[] = "# written by brokerd's test-daemon\n"
+			   "[user 2001]\n"
+			   "allow own org.brokerdtest.alice.*\n"
+			   "allow send org.brokerdtest.*\n"
+			   "[group 2100]\n"
+			   "allow receive org.brokerdtest.*\n"
+			   "[user 2002]\n"
+			   "deny * org.brokerdtest.*\n"
+			   "allow own org.brokerdtest.bob.Allowed\n"
+			   "[limits]\n"
+			   "names 5\n"
+			   "connections 8\n";
 
 void write_file(const char *dir, const char *name, const char *text)
 {

@@ -32,7 +32,8 @@ static void test_reload_sighup(void)
 	write_file(policy_dir, policy_file, text);
 	TC_ASSERT(kill(daemon_pid, SIGHUP) == 0);
 	for (int i = 0; i < 100 && !changed; i++) {
-		TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.bob.Hup", "own") == 0);
+		TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", BOB, "org.brokerdtest.bob.Hup",
+				  "own") == 0);
 		changed = tc_read_u32(&m) == CTRL_POLICY_ALLOW;
 		if (!changed)
 			usleep(20000);
@@ -74,13 +75,13 @@ static void test_list_pages_large(void)
 	pages = list_pages(&c, CTRL_OP_LIST_NAMES_PAGE, 0, 0, got, sizeof(got), NULL);
 	TC_ASSERT_EQ(pages, 2);
 	TC_ASSERT(strstr(got, "N000 ") && strstr(got, "N299 ") && strstr(got, big.unique));
-	TC_ASSERT(count_words(got) >= 300 + 3);	/* brokerd, 300 names, big, c */
+	TC_ASSERT(count_words(got) >= 300 + 3); /* brokerd, 300 names, big, c */
 
 	TC_ASSERT(tc_call(&c, CTRL_OP_LIST_PEERS, &m, "u", 0) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_FAILED);
 	pages = list_pages(&c, CTRL_OP_LIST_PEERS_PAGE, 0, 0, got, sizeof(got), &max_names);
 	TC_ASSERT(strstr(got, big.unique) && strstr(got, c.unique));
-	TC_ASSERT(max_names > 200 && max_names < 300);	/* cut short to fit */
+	TC_ASSERT(max_names > 200 && max_names < 300); /* cut short to fit */
 	tc_close(&big);
 	tc_close(&c);
 	write_file(policy_dir, policy_file, base_policy);
@@ -97,7 +98,7 @@ static void test_restart(void)
 	TC_ASSERT(tc_connect_hello(&a, sock_path, 0) == 0);
 	kill(daemon_pid, SIGTERM);
 	TC_ASSERT(waitpid(daemon_pid, NULL, 0) == daemon_pid);
-	TC_ASSERT(tc_recv(&a, &m, 5000) == -ECONNRESET);	/* the client sees EOF */
+	TC_ASSERT(tc_recv(&a, &m, 5000) == -ECONNRESET); /* the client sees EOF */
 	spawn_daemon();
 	TC_ASSERT(tc_connect_hello(&b, sock_path, 0) == 0);
 	TC_ASSERT(b.id > a.id);
@@ -164,13 +165,14 @@ static void test_activation(void)
 	TC_ASSERT_EQ(tc_read_u32(&m), 2);
 	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Unknown", 0) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_SERVICE_UNKNOWN);
-	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Act", CTRL_CALL_NO_ACTIVATE) == 0);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Act",
+			  CTRL_CALL_NO_ACTIVATE) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_NAME_HAS_NO_OWNER);
 
 	/* request without waiting for the reply, play activator, then own the name */
 	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Act", 4242);
 	activator_say(afd, "ok\n");
-	TC_ASSERT(tc_recv(&caller, &m, 300) == -ETIMEDOUT);	/* still waiting */
+	TC_ASSERT(tc_recv(&caller, &m, 300) == -ETIMEDOUT); /* still waiting */
 	TC_ASSERT(tc_connect_hello(&svc, sock_path, 0) == 0);
 	TC_ASSERT(tc_call(&svc, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Act", 0) == 0);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
@@ -198,13 +200,13 @@ static void test_activation(void)
 	 */
 	afd = open_call_activate(&caller, lfd, "org.brokerdtest.Slow", 4545);
 	activator_say(afd, "ok\n");
-	TC_ASSERT(tc_recv(&caller, &m, 200) == -ETIMEDOUT);	/* started: still waiting */
+	TC_ASSERT(tc_recv(&caller, &m, 200) == -ETIMEDOUT); /* started: still waiting */
 	activator_say(afd, "failed: unit brokerdtest-slow.service failed (exit-code)\n");
 	TC_ASSERT(tc_wait_reply(&caller, 4545, &m, 500) == 0);
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_ACTIVATION_FAILED);
 	TC_ASSERT(strcmp(m.error_message, "activation of org.brokerdtest.Slow failed: "
-			 "unit brokerdtest-slow.service failed (exit-code)") == 0);
-	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0);	/* brokerd hung up */
+					  "unit brokerdtest-slow.service failed (exit-code)") == 0);
+	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0); /* brokerd hung up */
 	close(afd);
 
 	/* the unit starts but never takes the name: Timeout */
@@ -219,7 +221,8 @@ static void test_activation(void)
 	 * heard; the activation goes on, and once the name is owned a plain
 	 * OPEN_CALL says OWNED.
 	 */
-	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Slow", CTRL_CALL_NO_WAIT) == 0);
+	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Slow", CTRL_CALL_NO_WAIT) ==
+		  0);
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_ACTIVATING);
 	tc_msg_close_fds(&m);
@@ -237,7 +240,7 @@ static void test_activation(void)
 	TC_ASSERT(tc_call(&svc2, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Slow", 0) == 0);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
 	tc_msg_close_fds(&m);
-	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0);	/* the owner ended the watch */
+	TC_ASSERT(read(afd, buf, sizeof(buf)) == 0); /* the owner ended the watch */
 	close(afd);
 	TC_ASSERT(tc_call(&caller, CTRL_OP_OPEN_CALL, &m, "su", "org.brokerdtest.Slow", 0) == 0);
 	TC_EXPECT_REPLY(&m);
@@ -290,8 +293,9 @@ static void test_builtin_policy(void)
 	pid = fork();
 	TC_ASSERT(pid >= 0);
 	if (pid == 0) {
-		const char *args[] = { daemon_binary, "--state", state, "--address", sock_path, "--policy-dir", dir,
-				       "--service-dir", service_dir, "--no-channels", NULL };
+		const char *args[] = { daemon_binary, "--state",       state, "--address",
+				       sock_path,     "--policy-dir",  dir,   "--service-dir",
+				       service_dir,   "--no-channels", NULL };
 
 		execv(daemon_binary, (char **)args);
 		_exit(127);
@@ -306,7 +310,8 @@ static void test_builtin_policy(void)
 	TC_ASSERT(tc_call(&root, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.root.Builtin", 0) == 0);
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
-	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.Builtin", "own") == 0);
+	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.Builtin",
+			  "own") == 0);
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_DENY);
 	TC_ASSERT(strcmp(tc_read_string(&m), "built-in: denied when no rule matches") == 0);
@@ -315,7 +320,8 @@ static void test_builtin_policy(void)
 	write_file(dir, policy_file, base_policy);
 	TC_ASSERT(tc_call(&root, CTRL_OP_RELOAD, &m, "") == 0);
 	TC_EXPECT_REPLY(&m);
-	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.Builtin", "own") == 0);
+	TC_ASSERT(tc_call(&root, CTRL_OP_POLICY_CHECK, &m, "uss", ALICE, "org.brokerdtest.alice.Builtin",
+			  "own") == 0);
 	TC_EXPECT_REPLY(&m);
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_POLICY_ALLOW);
 	tc_close(&root);
@@ -330,7 +336,7 @@ static void cleanup(void)
 	char cmd[128];
 
 	if (getpid() != main_pid)
-		return;	/* a child's failed assertion */
+		return; /* a child's failed assertion */
 	if (daemon_pid > 0) {
 		kill(daemon_pid, SIGTERM);
 		waitpid(daemon_pid, NULL, 0);
@@ -366,9 +372,11 @@ static void spawn_daemon(void)
 		char state[300];
 
 		snprintf(state, sizeof(state), "%s/next-id", tmpdir);
-		const char *args[] = { binary, "--state", state, "--address", sock_path, "--policy-dir", policy_dir,
-				       "--service-dir", service_dir, "--activator", activator_path,
-				       "--activation-timeout", "1", "--no-channels", NULL };
+		const char *args[] = { binary,	      "--state",       state,
+				       "--address",   sock_path,       "--policy-dir",
+				       policy_dir,    "--service-dir", service_dir,
+				       "--activator", activator_path,  "--activation-timeout",
+				       "1",	      "--no-channels", NULL };
 
 		execv(binary, (char **)args);
 		_exit(127);

@@ -26,8 +26,8 @@
 #include "protocol/ioipc.h"
 #include "protocol/message.h"
 
-#define ALICE 2001
-#define BOB 2002
+#define ALICE	  2001
+#define BOB	  2002
 #define USERS_GID 2100
 
 /* Where the brokerd under test listens and reads its policy and services. */

@@ -10,25 +10,24 @@
 #include "brokerd/policy.h"
 #include "util/test.h"
 
-static const char text[] =
-	"# test policy\n"
-	"[default]\n"
-	"allow send org.example.*\n"
-	"allow receive *\n"
-	"deny send org.example.Secret\n"
-	"[group 2100]\n"
-	"allow own org.example.Shared   # group members may own it\n"
-	"[user 2001]\n"
-	"allow own org.example.Alice\n"
-	"allow send org.example.Secret\n"
-	"[user 2002]\n"
-	"deny * org.example.*\n"
-	"[mandatory]\n"
-	"deny own org.freedesktop.*\n"
-	"[limits]\n"
-	"names 8\n"
-	"[limits user 0]\n"
-	"connections 1024\n";
+static const char text[] = "# test policy\n"
+			   "[default]\n"
+			   "allow send org.example.*\n"
+			   "allow receive *\n"
+			   "deny send org.example.Secret\n"
+			   "[group 2100]\n"
+			   "allow own org.example.Shared   # group members may own it\n"
+			   "[user 2001]\n"
+			   "allow own org.example.Alice\n"
+			   "allow send org.example.Secret\n"
+			   "[user 2002]\n"
+			   "deny * org.example.*\n"
+			   "[mandatory]\n"
+			   "deny own org.freedesktop.*\n"
+			   "[limits]\n"
+			   "names 8\n"
+			   "[limits user 0]\n"
+			   "connections 1024\n";
 
 static void test_eval(void)
 {
@@ -47,7 +46,8 @@ static void test_eval(void)
 		enum quota_kind k;
 		uint64_t v;
 
-		ASSERT(policy_limit_uid_get(p, 0, &u, &k, &v) && u == 0 && k == QUOTA_CONNECTIONS && v == 1024);
+		ASSERT(policy_limit_uid_get(p, 0, &u, &k, &v) && u == 0 && k == QUOTA_CONNECTIONS &&
+		       v == 1024);
 		ASSERT(!policy_limit_uid_get(p, 1, &u, &k, &v));
 	}
 
@@ -97,13 +97,18 @@ static void expect_error(const char *t, const char *msg)
 static void test_errors(void)
 {
 	expect_error("allow own a.b\n", "bad.conf:1: rule outside of a section");
-	expect_error("[default]\nallow own a.b\nallow eat a.b\n", "bad.conf:3: unknown action 'eat' (own, send, receive, *)");
+	expect_error("[default]\nallow own a.b\nallow eat a.b\n",
+		     "bad.conf:3: unknown action 'eat' (own, send, receive, *)");
 	expect_error("[default]\npermit own a.b\n", "bad.conf:2: expected allow or deny, got 'permit'");
 	expect_error("[default]\nallow own\n", "bad.conf:2: expected 'allow|deny ACTION NAME'");
 	expect_error("[default]\nallow own a.b c\n", "bad.conf:2: expected 'allow|deny ACTION NAME'");
 	expect_error("\n\n[default\n", "bad.conf:3: section header without ']'");
-	expect_error("[users x]\n", "bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
-	expect_error("[limits user 0 1]\n", "bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+	expect_error(
+		"[users x]\n",
+		"bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+	expect_error(
+		"[limits user 0 1]\n",
+		"bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
 	expect_error("[limits user nobody-here-xyz]\n", "bad.conf:1: unknown user 'nobody-here-xyz'");
 	expect_error("[user no-such-user-here]\n", "bad.conf:1: unknown user 'no-such-user-here'");
 	expect_error("[default]\nallow own org..x\n", "bad.conf:2: invalid name 'org..x'");
@@ -125,14 +130,16 @@ static void test_errors(void)
 
 	ASSERT(policy_new(&p) == 0);
 	ASSERT(policy_parse_string(p, "good.conf", "[default]\ndeny own a.b\n", err, sizeof(err)) == 0);
-	ASSERT(policy_parse_string(p, "bad.conf", "[limits]\nnames 1\n[default]\nallow own a.b\nbogus\n", err, sizeof(err)) == -EINVAL);
+	ASSERT(policy_parse_string(p, "bad.conf", "[limits]\nnames 1\n[default]\nallow own a.b\nbogus\n", err,
+				   sizeof(err)) == -EINVAL);
 	ASSERT(policy_rule_count(p) == 1);
 	ASSERT(policy_limit(p, QUOTA_NAMES) == UINT64_MAX);
 	ASSERT(!policy_check(p, 5, NULL, 0, POLICY_OWN, "a.b", NULL, 0));
 
 	/* per-uid limits of several files add up, in file order */
 	ASSERT(policy_parse_string(p, "l1.conf", "[limits user 7]\nnames 3\n", err, sizeof(err)) == 0);
-	ASSERT(policy_parse_string(p, "l2.conf", "[limits user 8]\nnames 4\nchannels 5\n", err, sizeof(err)) == 0);
+	ASSERT(policy_parse_string(p, "l2.conf", "[limits user 8]\nnames 4\nchannels 5\n", err,
+				   sizeof(err)) == 0);
 	{
 		uid_t u;
 		enum quota_kind k;
@@ -176,14 +183,14 @@ static void test_load(void)
 	write_file(path, "[default]\nallow own org.vendor.A\n");
 	snprintf(path, sizeof(path), "%s/20-b.conf", usr);
 	write_file(path, "[default]\nallow own org.vendor.B\n");
-	snprintf(path, sizeof(path), "%s/20-b.conf", etc);	/* masks the vendor file */
+	snprintf(path, sizeof(path), "%s/20-b.conf", etc); /* masks the vendor file */
 	write_file(path, "[default]\ndeny own org.vendor.*\nallow own org.local.B\n");
-	snprintf(path, sizeof(path), "%s/README", etc);		/* not *.conf: ignored */
+	snprintf(path, sizeof(path), "%s/README", etc); /* not *.conf: ignored */
 	write_file(path, "garbage");
 
 	ASSERT(policy_load(&p, dirs, err, sizeof(err)) == 0);
 	ASSERT(policy_rule_count(p) == 3);
-	ASSERT(!policy_check(p, 7, NULL, 0, POLICY_OWN, "org.vendor.A", NULL, 0));	/* 20-b after 10-a */
+	ASSERT(!policy_check(p, 7, NULL, 0, POLICY_OWN, "org.vendor.A", NULL, 0)); /* 20-b after 10-a */
 	ASSERT(!policy_check(p, 7, NULL, 0, POLICY_OWN, "org.vendor.B", NULL, 0));
 	ASSERT(policy_check(p, 7, NULL, 0, POLICY_OWN, "org.local.B", NULL, 0));
 	policy_free(p);

@@ -47,7 +47,8 @@ int main(void)
 	ASSERT(quota_uid_next(q, &idx, &u) == 1 && u == 1001);
 	ASSERT(quota_uid_next(q, &idx, &u) == 0);
 	/* bus-wide limits: defaults, names, set */
-	ASSERT(quota_bus_limit(q, QUOTA_BUS_MAX_CONNECTIONS) == quota_bus_limit_default(QUOTA_BUS_MAX_CONNECTIONS));
+	ASSERT(quota_bus_limit(q, QUOTA_BUS_MAX_CONNECTIONS) ==
+	       quota_bus_limit_default(QUOTA_BUS_MAX_CONNECTIONS));
 	ASSERT(quota_bus_kind_from_string("reserved_connections") == QUOTA_BUS_RESERVED_CONNECTIONS);
 	ASSERT(quota_bus_kind_from_string("connections") == -EINVAL);
 	ASSERT(strcmp(quota_bus_kind_to_string(QUOTA_BUS_HELLO_TIMEOUT_MS), "hello_timeout_ms") == 0);

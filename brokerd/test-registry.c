@@ -10,7 +10,7 @@
 
 static char events[4096];
 static int entries;
-static struct registry_peer *requester_seen;	/* of the last owner change */
+static struct registry_peer *requester_seen; /* of the last owner change */
 
 static void on_owner(void *ud, const char *name, struct registry_peer *o, struct registry_peer *n,
 		     struct registry_peer *requester)
@@ -29,7 +29,11 @@ static void on_entry(void *ud, struct registry_peer *p, const char *name, int de
 
 static const struct registry_ops ops = { .owner_changed = on_owner, .entry_changed = on_entry };
 
-#define EXPECT_EVENTS(s) do { ASSERT_STR(events, s); events[0] = 0; } while (0)
+#define EXPECT_EVENTS(s)               \
+	do {                           \
+		ASSERT_STR(events, s); \
+		events[0] = 0;         \
+	} while (0)
 
 static void test_basic(void)
 {
@@ -44,7 +48,7 @@ static void test_basic(void)
 
 	ASSERT(registry_name_request(r, a, "org.x.Foo", 0) == CTRL_NAME_PRIMARY_OWNER);
 	EXPECT_EVENTS("org.x.Foo:>:1.1;");
-	ASSERT(requester_seen == a);	/* the change came from a's request */
+	ASSERT(requester_seen == a); /* the change came from a's request */
 	ASSERT(registry_name_request(r, a, "org.x.Foo", 0) == CTRL_NAME_ALREADY_OWNER);
 	ASSERT(registry_name_request(r, b, "org.x.Foo", 0) == CTRL_NAME_IN_QUEUE);
 	ASSERT(registry_name_request(r, b, "org.x.Foo", 0) == CTRL_NAME_IN_QUEUE);
@@ -59,8 +63,10 @@ static void test_basic(void)
 
 	/* replacement needs the owner's consent */
 	ASSERT(registry_name_request(r, c, "org.x.Foo", CTRL_NAME_REPLACE_EXISTING) == CTRL_NAME_IN_QUEUE);
-	ASSERT(registry_name_request(r, a, "org.x.Foo", CTRL_NAME_ALLOW_REPLACEMENT) == CTRL_NAME_ALREADY_OWNER);
-	ASSERT(registry_name_request(r, c, "org.x.Foo", CTRL_NAME_REPLACE_EXISTING) == CTRL_NAME_PRIMARY_OWNER);
+	ASSERT(registry_name_request(r, a, "org.x.Foo", CTRL_NAME_ALLOW_REPLACEMENT) ==
+	       CTRL_NAME_ALREADY_OWNER);
+	ASSERT(registry_name_request(r, c, "org.x.Foo", CTRL_NAME_REPLACE_EXISTING) ==
+	       CTRL_NAME_PRIMARY_OWNER);
 	EXPECT_EVENTS("org.x.Foo::1.1>:1.3;");
 	ASSERT(requester_seen == c);
 	ASSERT(registry_name_queue(r, "org.x.Foo", q, 4) == 3 && q[0] == c && q[1] == a && q[2] == b);
@@ -69,7 +75,7 @@ static void test_basic(void)
 	/* release promotes the queue */
 	ASSERT(registry_name_release(r, c, "org.x.Foo") == CTRL_RELEASE_RELEASED);
 	ASSERT(registry_name_owner(r, "org.x.Foo") == a);
-	ASSERT(requester_seen == NULL);	/* a release: nobody learns of it from a reply */
+	ASSERT(requester_seen == NULL); /* a release: nobody learns of it from a reply */
 	ASSERT(registry_name_release(r, c, "org.x.Foo") == CTRL_RELEASE_NOT_OWNER);
 	ASSERT(registry_name_release(r, c, "org.x.Nope") == CTRL_RELEASE_NON_EXISTENT);
 	ASSERT(registry_name_release(r, c, "bad") == -EINVAL);
@@ -89,7 +95,8 @@ static void test_basic(void)
 	/* ids are never reused */
 	ASSERT(registry_peer_add(r, 1000, &a) == 0 && a->id == 4);
 	ASSERT(registry_peer_count(r) == 3);
-	ASSERT(registry_peer_next(r, NULL) == b && registry_peer_next(r, b) == c && registry_peer_next(r, c) == a);
+	ASSERT(registry_peer_next(r, NULL) == b && registry_peer_next(r, b) == c &&
+	       registry_peer_next(r, c) == a);
 	registry_peer_remove(r, b);
 	EXPECT_EVENTS("org.x.Foo::1.2>;");
 	ASSERT(entries == 0);
@@ -108,7 +115,8 @@ static void test_replace_do_not_queue(void)
 	entries = 0;
 	registry_peer_add(r, 1, &a);
 	registry_peer_add(r, 2, &b);
-	ASSERT(registry_name_request(r, a, "a.b", CTRL_NAME_ALLOW_REPLACEMENT | CTRL_NAME_DO_NOT_QUEUE) == CTRL_NAME_PRIMARY_OWNER);
+	ASSERT(registry_name_request(r, a, "a.b", CTRL_NAME_ALLOW_REPLACEMENT | CTRL_NAME_DO_NOT_QUEUE) ==
+	       CTRL_NAME_PRIMARY_OWNER);
 	ASSERT(registry_name_request(r, b, "a.b", CTRL_NAME_REPLACE_EXISTING) == CTRL_NAME_PRIMARY_OWNER);
 	ASSERT(registry_name_queue(r, "a.b", q, 4) == 1 && q[0] == b);
 	ASSERT(a->n_owners == 0 && b->n_owners == 1 && entries == 1);
@@ -144,7 +152,7 @@ static void test_owned_next(void)
 		n++;
 	}
 	ASSERT(n == 2 && seen_x && seen_z);
-	ASSERT(registry_peer_owned_next(a, &i) == NULL);	/* stays at the end */
+	ASSERT(registry_peer_owned_next(a, &i) == NULL); /* stays at the end */
 	i = 0;
 	ASSERT((nm = registry_peer_owned_next(b, &i)) && strcmp(nm, "org.y") == 0);
 	ASSERT(registry_peer_owned_next(b, &i) == NULL);

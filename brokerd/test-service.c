@@ -29,7 +29,8 @@ int main(void)
 	service_deinit(&s);
 
 	bad("Name=org.x.Echo\n", "/d/org.x.Echo.service:1: assignment outside [Service]");
-	bad("[Service]\nName=org.x.Echo\n", "/d/org.x.Echo.service:2: Name= and SystemdService= are required");
+	bad("[Service]\nName=org.x.Echo\n",
+	    "/d/org.x.Echo.service:2: Name= and SystemdService= are required");
 	bad("[Service]\nName=org.x.Other\nSystemdService=a.service\n",
 	    "/d/org.x.Echo.service:3: file must be named org.x.Other.service");
 	bad("[Service]\nName=org.x.Echo\nSystemdService=a.socket\n",

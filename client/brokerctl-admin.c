@@ -77,8 +77,8 @@ int cmd_policy(brokerd_bus *bus, int argc, char **argv)
 		json_member_string(&j, "rule", why);
 		out_end(&j);
 	} else {
-		printf("%s: uid %" PRIu32 " %s %s (%s)\n",
-		       decision == CTRL_POLICY_ALLOW ? "allow" : "deny", uid, argv[4], argv[3], why);
+		printf("%s: uid %" PRIu32 " %s %s (%s)\n", decision == CTRL_POLICY_ALLOW ? "allow" : "deny",
+		       uid, argv[4], argv[3], why);
 	}
 	return decision == CTRL_POLICY_ALLOW ? EXIT_OK : EXIT_DENIED;
 }

@@ -63,8 +63,8 @@ int cmd_call(brokerd_bus *bus, int argc, char **argv)
 		print_msg_json(&j, reply);
 		out_end(&j);
 	} else if (k == -EREMOTEIO) {
-		fprintf(stderr, "brokerctl: %s: %.*s\n", brokerd_msg_get_error_name(reply),
-			(int)size, (const char *)body);
+		fprintf(stderr, "brokerctl: %s: %.*s\n", brokerd_msg_get_error_name(reply), (int)size,
+			(const char *)body);
 	} else {
 		fwrite(body, 1, size, stdout);
 		if (size && ((const char *)body)[size - 1] != '\n')
@@ -84,7 +84,8 @@ int cmd_emit(brokerd_bus *bus, int argc, char **argv)
 	/* signals go out on the name's signal channel, which only its owner may use */
 	k = brokerd_bus_request_name(bus, argv[1], BROKERD_NAME_DO_NOT_QUEUE);
 	if (k == -EEXIST) {
-		fprintf(stderr, "brokerctl: %s is owned by another connection: only its owner can emit its signals\n",
+		fprintf(stderr,
+			"brokerctl: %s is owned by another connection: only its owner can emit its signals\n",
 			argv[1]);
 		return EXIT_DENIED;
 	}
@@ -107,8 +108,8 @@ int cmd_emit(brokerd_bus *bus, int argc, char **argv)
 
 /* --- monitor ------------------------------------------------------------- */
 
-static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m,
-		       int error, void *userdata)
+static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m, int error,
+		       void *userdata)
 {
 	static const char *const kinds[] = { "?", "inbox", "call", "signal" };
 	const char *k = kinds[kind <= 3 ? kind : 0];
@@ -130,10 +131,10 @@ static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, br
 
 		(void)brokerd_msg_get_creds(m, &cr);
 		(void)brokerd_msg_get_body(m, &body, &size);
-		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d member=%s serial=%" PRIu64
-		       " body=%.*s\n", k, name, brokerd_msg_get_type(m), brokerd_msg_get_sender(m),
-		       (unsigned int)cr.uid, (int)cr.pid, brokerd_msg_get_member(m),
-		       brokerd_msg_get_serial(m), (int)(size > 200 ? 200 : size), (const char *)body);
+		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d member=%s serial=%" PRIu64 " body=%.*s\n",
+		       k, name, brokerd_msg_get_type(m), brokerd_msg_get_sender(m), (unsigned int)cr.uid,
+		       (int)cr.pid, brokerd_msg_get_member(m), brokerd_msg_get_serial(m),
+		       (int)(size > 200 ? 200 : size), (const char *)body);
 		fflush(stdout);
 	}
 	if (arg_count > 0 && ++monitor_seen >= arg_count)
@@ -165,8 +166,10 @@ int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 			(void)brokerd_bus_wait(bus, 50000);
 	}
 	if (k > 0 && !bus->monitors) {
-		fprintf(stderr, "brokerctl: brokerd announced %d channels but handed out no monitor "
-			"capability: the kernel lacks the monitor extension?\n", k);
+		fprintf(stderr,
+			"brokerctl: brokerd announced %d channels but handed out no monitor "
+			"capability: the kernel lacks the monitor extension?\n",
+			k);
 		return EXIT_UNSUPPORTED;
 	}
 	if (!arg_json) {

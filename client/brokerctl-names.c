@@ -141,7 +141,7 @@ int cmd_status(brokerd_bus *bus, int argc, char **argv)
 	kuid = brokerd_credentials_get_uid(c, &uid);
 	kgid = brokerd_credentials_get_gid(c, &gid);
 	ngids = brokerd_credentials_get_groups(c, &gids);
-	(void)brokerd_credentials_get_label(c, &label);	/* stays "" without one */
+	(void)brokerd_credentials_get_label(c, &label); /* stays "" without one */
 	if (arg_json) {
 		out_begin(&j);
 		json_member_string(&j, "name", argv[1]);
@@ -228,8 +228,8 @@ static int print_peers(struct ctrl_reader *rd, uint32_t n, void *userdata)
 			json_member_uint(j, "caps", caps);
 			json_end_object(j);
 		} else {
-			printf("%-12s %8" PRIu32 " %6" PRIu32 " %6" PRIu32 " %5" PRIu32 " ", unique, pid,
-			       uid, gid, caps);
+			printf("%-12s %8" PRIu32 " %6" PRIu32 " %6" PRIu32 " %5" PRIu32 " ", unique, pid, uid,
+			       gid, caps);
 			for (uint32_t x = 0; x < nn; x++)
 				printf("%s%s", x ? "," : "", names[x]);
 			printf("\n");

@@ -21,7 +21,6 @@
 
 #include "client/brokerctl.h"
 
-
 bool arg_json;
 static const char *arg_address;
 uint64_t arg_timeout_usec = 25ULL * 1000000ULL;
@@ -124,10 +123,8 @@ int fail(brokerd_bus *bus, const char *what, int k)
 		struct json j;
 
 		out_begin(&j);
-		json_member_string(&j, "error",
-				   bus && bus->error_name[0] ? bus->error_name : strerror(-k));
-		json_member_string(&j, "message",
-				   bus && bus->error_message[0] ? bus->error_message : what);
+		json_member_string(&j, "error", bus && bus->error_name[0] ? bus->error_name : strerror(-k));
+		json_member_string(&j, "message", bus && bus->error_message[0] ? bus->error_message : what);
 		json_key(&j, "errno");
 		json_int(&j, -k);
 		out_end(&j);
@@ -153,35 +150,26 @@ static int bus_open(brokerd_bus **ret)
 	return 0;
 }
 
-
 /* --- main ---------------------------------------------------------------------------- */
 
 static const struct {
 	const char *name;
 	int (*run)(brokerd_bus *bus, int argc, char **argv);
 } commands[] = {
-	{ "info", cmd_info },
-	{ "list", cmd_list },
-	{ "status", cmd_status },
-	{ "call", cmd_call },
-	{ "emit", cmd_emit },
-	{ "monitor", cmd_monitor },
-	{ "peers", cmd_peers },
-	{ "policy", cmd_policy },
-	{ "quota", cmd_quota },
+	{ "info", cmd_info },	{ "list", cmd_list },	  { "status", cmd_status },
+	{ "call", cmd_call },	{ "emit", cmd_emit },	  { "monitor", cmd_monitor },
+	{ "peers", cmd_peers }, { "policy", cmd_policy }, { "quota", cmd_quota },
 };
 
 int main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "address", required_argument, NULL, 'a' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "page-size", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option options[] = { { "json", no_argument, NULL, 'j' },
+						 { "address", required_argument, NULL, 'a' },
+						 { "timeout", required_argument, NULL, 't' },
+						 { "count", required_argument, NULL, 'n' },
+						 { "page-size", required_argument, NULL, 'p' },
+						 { "help", no_argument, NULL, 'h' },
+						 {} };
 	brokerd_bus *bus = NULL;
 	int c, k;
 

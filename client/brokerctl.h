@@ -14,15 +14,15 @@
 
 enum {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,		/* anything else */
-	EXIT_USAGE = 2,		/* bad command line */
-	EXIT_DENIED = 3,	/* access denied, or policy check says deny */
-	EXIT_NO_OWNER = 4,	/* name has no owner / unknown */
-	EXIT_TIMEOUT = 5,	/* call timed out */
-	EXIT_REMOTE = 6,	/* the service replied with an error */
-	EXIT_CONNECT = 7,	/* cannot reach brokerd */
-	EXIT_QUOTA = 8,		/* a quota refused the request */
-	EXIT_UNSUPPORTED = 9,	/* brokerd or the kernel cannot do it */
+	EXIT_FAIL = 1,	      /* anything else */
+	EXIT_USAGE = 2,	      /* bad command line */
+	EXIT_DENIED = 3,      /* access denied, or policy check says deny */
+	EXIT_NO_OWNER = 4,    /* name has no owner / unknown */
+	EXIT_TIMEOUT = 5,     /* call timed out */
+	EXIT_REMOTE = 6,      /* the service replied with an error */
+	EXIT_CONNECT = 7,     /* cannot reach brokerd */
+	EXIT_QUOTA = 8,	      /* a quota refused the request */
+	EXIT_UNSUPPORTED = 9, /* brokerd or the kernel cannot do it */
 };
 
 extern bool arg_json;
@@ -35,8 +35,7 @@ int errno_to_exit(int k);
 void out_begin(struct json *j);
 void out_end(struct json *j);
 /* A listing: a JSON array of what follows, or a table under this header. */
-__attribute__((format(printf, 2, 3)))
-void listing_begin(struct json *j, const char *header, ...);
+__attribute__((format(printf, 2, 3))) void listing_begin(struct json *j, const char *header, ...);
 void listing_end(struct json *j);
 /* Reports a failure (as JSON too with --json): the exit code for k. */
 int fail(brokerd_bus *bus, const char *what, int k);

@@ -20,7 +20,7 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 	bool floating = s->floating;
 
 	BUG_ON(s->type != SLOT_CALL || !s->serial);
-	s->serial = 0;		/* done: no longer pending */
+	s->serial = 0; /* done: no longer pending */
 	s->deadline = 0;
 	if (floating)
 		slot_destroy(s);
@@ -29,12 +29,14 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 }
 
 _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
-				    const char *member, const void *body, size_t size,
-				    uint64_t timeout_usec, brokerd_reply_handler_t handler,
-				    void *userdata)
+				    const char *member, const void *body, size_t size, uint64_t timeout_usec,
+				    brokerd_reply_handler_t handler, void *userdata)
 {
-	struct chmsg m = { .type = CHMSG_CALL, .member = member, .destination = "",
-			   .body = body, .body_len = (uint32_t)size };
+	struct chmsg m = { .type = CHMSG_CALL,
+			   .member = member,
+			   .destination = "",
+			   .body = body,
+			   .body_len = (uint32_t)size };
 	struct brokerd_slot *s;
 	struct bname *b;
 	int k;

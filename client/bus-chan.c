@@ -20,8 +20,8 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 
 	if (fd < 0)
 		return -EPROTO;
-	k = chan_attach(&bus->ring, fd, rights, (rights & (IOIPC_SUB_RECV | IOIPC_SUB_MONITOR)) ?
-			CHMSG_MAX : 0, kind, owner, &c);
+	k = chan_attach(&bus->ring, fd, rights,
+			(rights & (IOIPC_SUB_RECV | IOIPC_SUB_MONITOR)) ? CHMSG_MAX : 0, kind, owner, &c);
 	close(fd);
 	if (k < 0)
 		return k;

@@ -58,7 +58,7 @@ void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 		next = s->next;
 		if (s->type == SLOT_CALL && s->serial) {
 			bus_call_complete(s, NULL, -ECONNRESET);
-			next = bus->slots;	/* the handler may have freed any slot */
+			next = bus->slots; /* the handler may have freed any slot */
 		}
 	}
 	bus_set_state(bus, BROKERD_STATE_DISCONNECTED);
@@ -96,7 +96,7 @@ int bus_connect(brokerd_bus *bus)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int fd, k;
 
-	BUG_ON(bus->connected || bus->ctrl_fd >= 0);	/* or the old socket would leak */
+	BUG_ON(bus->connected || bus->ctrl_fd >= 0); /* or the old socket would leak */
 	fd = unix_connect(bus->path, SOCK_SEQPACKET);
 	if (fd < 0)
 		return fd;
@@ -127,7 +127,7 @@ int bus_connect(brokerd_bus *bus)
 	bus->reconnect_at = 0;
 	return 0;
 fail:
-	bus->connected = false;	/* silently: the caller decides */
+	bus->connected = false; /* silently: the caller decides */
 	bus_disconnect(bus, false);
 	return k;
 }
@@ -161,8 +161,7 @@ _public_ int brokerd_bus_set_reconnect(brokerd_bus *bus, int enable)
 	return 0;
 }
 
-_public_ int brokerd_bus_set_state_handler(brokerd_bus *bus, brokerd_state_handler_t handler,
-					   void *userdata)
+_public_ int brokerd_bus_set_state_handler(brokerd_bus *bus, brokerd_state_handler_t handler, void *userdata)
 {
 	if (!bus || bus->closed)
 		return -EINVAL;

@@ -77,8 +77,7 @@ int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i)
 
 /* --- Control socket I/O ------------------------------------------------------ */
 
-static int bus_ctrl_send(brokerd_bus *bus, const void *data, size_t len, const int *fds,
-			 unsigned int n_fds)
+static int bus_ctrl_send(brokerd_bus *bus, const void *data, size_t len, const int *fds, unsigned int n_fds)
 {
 	union {
 		struct cmsghdr cmsg;
@@ -114,8 +113,10 @@ int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n
 	_cleanup_free_ uint8_t *buf = malloc(CTRL_MSG_MAX);
 	struct iovec iov = { .iov_len = CTRL_MSG_MAX };
 	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = &control, .msg_controllen = sizeof(control),
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = &control,
+		.msg_controllen = sizeof(control),
 	};
 	ssize_t n;
 
@@ -231,7 +232,7 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	if (k < 0)
 		return bus_ctrl_fail(bus);
 	if (!ret)
-		return 0;	/* its reply is dropped when it comes (serial mismatch, or no signal) */
+		return 0; /* its reply is dropped when it comes (serial mismatch, or no signal) */
 	for (;;) {
 		struct pollfd pfd = { .fd = bus->ctrl_fd, .events = POLLIN };
 		int fds[CTRL_FDS_MAX];
@@ -289,8 +290,7 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	}
 }
 
-int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u,
-		     struct ctrl_reply *ret)
+int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u, struct ctrl_reply *ret)
 {
 	const struct ctrl_op_info *info = ctrl_op_get(op);
 	const char *sig = info ? info->request_sig : NULL;

@@ -27,8 +27,7 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
  * argument is ignored). -EINVAL for an op of any other shape. Then as
  * bus_ctrl_call().
  */
-int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u,
-		     struct ctrl_reply *ret);
+int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u, struct ctrl_reply *ret);
 
 /* Receives one datagram into a new buffer: > 0 length, 0 EOF, -EAGAIN. */
 int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n_fds, bool block);

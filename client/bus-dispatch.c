@@ -119,7 +119,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 	if (k >= 0)
 		k = chmsg_decode(&m, payload, len);
 	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
-		(void)chan_arm(&bus->ring, c);	/* a malformed call: take the next one */
+		(void)chan_arm(&bus->ring, c); /* a malformed call: take the next one */
 	if (k >= 0) {
 		msg = msg_new(bus, &m, info, name);
 		if (!msg)
@@ -130,7 +130,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		if (mc)
 			dispatch_monitor(bus, mc, NULL, c->res);
 		if (bus_chan_is_retired(bus, c)) {
-			bus_retired_close(bus, c, NULL);	/* drained */
+			bus_retired_close(bus, c, NULL); /* drained */
 			return;
 		}
 		if (c->kind == CHAN_SIGNAL_RECV && (c->res == -ENOENT || c->res == -EPIPE) && b &&
@@ -169,7 +169,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		if (msg->type == BROKERD_MSG_REPLY || msg->type == BROKERD_MSG_ERROR)
 			dispatch_reply(bus, msg);
 		else if (msg->type == BROKERD_MSG_SIGNAL)
-			dispatch_signal(bus, NULL, msg);	/* sent to us directly */
+			dispatch_signal(bus, NULL, msg); /* sent to us directly */
 		break;
 	case CHAN_CALL_RECV:
 		if (msg->type == BROKERD_MSG_CALL)
@@ -264,8 +264,7 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 	case CTRL_SIGNAL_MONITOR_CHANNEL: {
 		uint32_t kind = 0;
 
-		if (n_fds >= 1 && ctrl_read_string(&r, &a, NULL) >= 0 &&
-		    ctrl_read_u32(&r, &kind) >= 0) {
+		if (n_fds >= 1 && ctrl_read_string(&r, &a, NULL) >= 0 && ctrl_read_u32(&r, &kind) >= 0) {
 			(void)bus_monitor_add(bus, a, kind, fds[0]);
 			fds[0] = -1;
 		}

@@ -52,7 +52,7 @@ int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox
 	ctrl_reader_init(&rd, &r.msg);
 	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_unique_name_parse(unique, &id) < 0)
 		return -EPROTO;
-	p = peer_inbox_find(bus, id);	/* a well-known name of a peer we know */
+	p = peer_inbox_find(bus, id); /* a well-known name of a peer we know */
 	if (p) {
 		*ret = p;
 		return 0;
@@ -100,7 +100,7 @@ void peer_inbox_drop(brokerd_bus *bus, uint64_t id)
 			chan_close(&bus->ring, p->send);
 			free(p);
 			BUG_ON(bus->n_peer_inboxes == 0);
-		bus->n_peer_inboxes--;
+			bus->n_peer_inboxes--;
 			return;
 		}
 }

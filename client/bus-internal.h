@@ -22,20 +22,20 @@
 
 /* chan kinds */
 enum {
-	CHAN_INBOX = 1,		/* our unicast inbox: replies, unicast signals */
-	CHAN_CALL_RECV,		/* a name we own: calls to serve */
-	CHAN_SIGNAL_RECV,	/* a name we subscribe to */
-	CHAN_CALL_SEND,		/* a name we call */
-	CHAN_SIGNAL_SEND,	/* a name we own: signals to emit */
-	CHAN_PEER_SEND,		/* a peer's inbox: our replies */
-	CHAN_MONITOR,		/* monitor copy of some channel */
+	CHAN_INBOX = 1,	  /* our unicast inbox: replies, unicast signals */
+	CHAN_CALL_RECV,	  /* a name we own: calls to serve */
+	CHAN_SIGNAL_RECV, /* a name we subscribe to */
+	CHAN_CALL_SEND,	  /* a name we call */
+	CHAN_SIGNAL_SEND, /* a name we own: signals to emit */
+	CHAN_PEER_SEND,	  /* a peer's inbox: our replies */
+	CHAN_MONITOR,	  /* monitor copy of some channel */
 };
 
-#define BUS_DEFAULT_TIMEOUT_USEC	(25ULL * 1000000ULL)
-#define BUS_CTRL_TIMEOUT_MSEC		30000	/* > brokerd's 25 s activation wait */
-#define BUS_PEERS_MAX			64
-#define BUS_RECONNECT_MIN_MSEC		50
-#define BUS_RECONNECT_MAX_MSEC		2000
+#define BUS_DEFAULT_TIMEOUT_USEC (25ULL * 1000000ULL)
+#define BUS_CTRL_TIMEOUT_MSEC	 30000 /* > brokerd's 25 s activation wait */
+#define BUS_PEERS_MAX		 64
+#define BUS_RECONNECT_MIN_MSEC	 50
+#define BUS_RECONNECT_MAX_MSEC	 2000
 
 /* CLOCK_MONOTONIC in microseconds */
 static inline uint64_t now_usec(void)
@@ -51,8 +51,8 @@ struct bname {
 	struct bname *next;
 	char *name;
 	struct chan *sig_recv, *sig_send, *call_recv, *call_send;
-	unsigned int n_subs;		/* subscription slots */
-	bool requested;			/* re-request after reconnect */
+	unsigned int n_subs; /* subscription slots */
+	bool requested;	     /* re-request after reconnect */
 	unsigned int req_flags;
 };
 
@@ -91,16 +91,16 @@ enum slot_type {
 	SLOT_MONITOR,
 };
 
-typedef void (*bus_monitor_handler_t)(brokerd_bus *bus, const char *name, unsigned int kind,
-				      brokerd_msg *msg, int error, void *userdata);
+typedef void (*bus_monitor_handler_t)(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *msg,
+				      int error, void *userdata);
 
 struct brokerd_slot {
 	brokerd_bus *bus;
 	struct brokerd_slot *next, *prev;
 	enum slot_type type;
-	bool floating;			/* owned by the bus, not the caller */
+	bool floating; /* owned by the bus, not the caller */
 	char *name;
-	char *member;			/* member (method) or filter (subscribe) */
+	char *member; /* member (method) or filter (subscribe) */
 	struct bname *bname;
 	union {
 		brokerd_msg_handler_t msg;
@@ -109,8 +109,8 @@ struct brokerd_slot {
 		bus_monitor_handler_t monitor;
 	} handler;
 	void *userdata;
-	uint32_t serial;		/* calls */
-	uint64_t deadline;		/* calls: CLOCK_MONOTONIC usec */
+	uint32_t serial;   /* calls */
+	uint64_t deadline; /* calls: CLOCK_MONOTONIC usec */
 };
 
 struct monitor_chan {
@@ -129,7 +129,7 @@ struct brokerd_bus {
 	struct ring ring;
 
 	bool connected;
-	bool ctrl_failed;		/* a control request found it broken */
+	bool ctrl_failed; /* a control request found it broken */
 	bool closed;
 	bool reconnect;
 	unsigned int backoff_msec;
@@ -152,21 +152,21 @@ struct brokerd_bus {
 	struct monitor_chan *monitors;
 	struct retired_chan *retired;
 
-	unsigned int sync_depth;	/* inside a synchronous call */
-	bool sync_opening;		/* brokerd_bus_call() is sending its call */
+	unsigned int sync_depth; /* inside a synchronous call */
+	bool sync_opening;	 /* brokerd_bus_call() is sending its call */
 	bool exit;
 	int exit_code;
 
-	void *event_source;		/* sd_event_source */
-	void *event;			/* sd_event */
+	void *event_source; /* sd_event_source */
+	void *event;	    /* sd_event */
 
-	char error_name[CTRL_NAME_MAX + 1];	/* last control error */
+	char error_name[CTRL_NAME_MAX + 1]; /* last control error */
 	char error_message[256];
 };
 
 struct brokerd_msg {
 	unsigned int n_ref;
-	brokerd_bus *bus;		/* holds a reference */
+	brokerd_bus *bus; /* holds a reference */
 	int type;
 	uint16_t flags;
 	uint32_t serial;

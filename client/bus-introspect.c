@@ -45,7 +45,7 @@ int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, 
 		k = bus_ctrl_call(bus, &w, &r);
 		ctrl_writer_deinit(&w);
 		if (k < 0 && paged && first && strcmp(bus->error_name, CTRL_ERROR_UNKNOWN_OP) == 0) {
-			paged = false;	/* a brokerd from before paging: one reply of at most 64 KiB */
+			paged = false; /* a brokerd from before paging: one reply of at most 64 KiB */
 			continue;
 		}
 		if (k < 0)
@@ -57,7 +57,8 @@ int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, 
 		if (k >= 0 && paged)
 			k = ctrl_read_string(&rd, &next, NULL);
 		/* a page that does not move on would make us loop forever */
-		if (k >= 0 && *next && (n == 0 || strlen(next) > CTRL_CURSOR_MAX || strcmp(next, cursor) == 0))
+		if (k >= 0 && *next &&
+		    (n == 0 || strlen(next) > CTRL_CURSOR_MAX || strcmp(next, cursor) == 0))
 			k = -EPROTO;
 		if (k >= 0)
 			snprintf(cursor, sizeof(cursor), "%s", next);
@@ -67,7 +68,7 @@ int bus_list(brokerd_bus *bus, uint16_t op, uint32_t flags, uint32_t page_size, 
 }
 
 struct name_list {
-	char **v;		/* NULL-terminated whenever it is not NULL */
+	char **v; /* NULL-terminated whenever it is not NULL */
 	size_t n, cap;
 };
 
@@ -150,5 +151,5 @@ int bus_monitor_start(brokerd_bus *bus, brokerd_slot **ret_slot, const char *nam
 		k = ctrl_read_u32(&rd, &n) < 0 ? 0 : (int)(n > INT32_MAX ? INT32_MAX : n);
 	}
 	(void)slot_hand_out(s, ret_slot);
-	return k;	/* channels announced; each comes as a MonitorChannel signal */
+	return k; /* channels announced; each comes as a MonitorChannel signal */
 }

@@ -59,7 +59,8 @@ static int bus_process_timeouts(brokerd_bus *bus)
 			bus_set_state(bus, BROKERD_STATE_CONNECTED);
 		} else {
 			bus->backoff_msec = bus->backoff_msec * 2 > BUS_RECONNECT_MAX_MSEC ?
-					    BUS_RECONNECT_MAX_MSEC : bus->backoff_msec * 2;
+						    BUS_RECONNECT_MAX_MSEC :
+						    bus->backoff_msec * 2;
 			bus->reconnect_at = now_usec() + bus->backoff_msec * 1000ULL;
 		}
 	}
@@ -124,7 +125,7 @@ static int bus_process_internal(brokerd_bus *bus)
 			return n;
 		(void)ring_reap(&bus->ring);
 		if (budget == 1 && bus->ring.ready_head)
-			bus_kick(bus);	/* come back for the rest */
+			bus_kick(bus); /* come back for the rest */
 	}
 	n += bus_process_timeouts(bus);
 	if (!bus->closed)
@@ -162,14 +163,15 @@ _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 		return -EINVAL;
 	/* inside a synchronous call only the inbox counts: other ready
 	 * channels wait for the next dispatch */
-	if (bus->cq_head || bus->ctrl_failed || (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) :
-				  bus->ring.ready_head != NULL))
+	if (bus->cq_head || bus->ctrl_failed ||
+	    (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) : bus->ring.ready_head != NULL))
 		return 1;
 	/* the timer in the epoll set covers call deadlines and reconnects */
 	bus_update_timer(bus);
 	pfd = (struct pollfd){ .fd = bus->epoll_fd, .events = POLLIN };
-	ms = timeout_usec == UINT64_MAX ? -1 :
-	     timeout_usec / 1000 > INT32_MAX ? INT32_MAX : (int)((timeout_usec + 999) / 1000);
+	ms = timeout_usec == UINT64_MAX	     ? -1 :
+	     timeout_usec / 1000 > INT32_MAX ? INT32_MAX :
+					       (int)((timeout_usec + 999) / 1000);
 	k = poll(&pfd, 1, ms);
 	if (k < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -195,7 +197,7 @@ _public_ int brokerd_bus_run(brokerd_bus *bus)
 	bus->exit = false;
 	for (struct bname *b = bus->names; b; b = b->next)
 		if (b->call_recv)
-			(void)chan_arm(&bus->ring, b->call_recv);	/* stopped by an earlier exit */
+			(void)chan_arm(&bus->ring, b->call_recv); /* stopped by an earlier exit */
 	while (!bus->exit && !bus->closed) {
 		k = bus_process_internal(bus);
 		if (k < 0)
@@ -234,9 +236,8 @@ static int sync_call_handler(brokerd_msg *msg, int error, void *userdata)
 	return 0;
 }
 
-_public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member,
-			      const void *body, size_t size, uint64_t timeout_usec,
-			      brokerd_msg **ret_reply)
+_public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member, const void *body,
+			      size_t size, uint64_t timeout_usec, brokerd_msg **ret_reply)
 {
 	struct sync_call c = { 0 };
 	struct brokerd_slot *s = NULL;
@@ -245,8 +246,7 @@ _public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *me
 	if (!bus || bus->closed)
 		return -EINVAL;
 	bus->sync_opening = true;
-	k = brokerd_bus_call_async(bus, &s, name, member, body, size, timeout_usec,
-				   sync_call_handler, &c);
+	k = brokerd_bus_call_async(bus, &s, name, member, body, size, timeout_usec, sync_call_handler, &c);
 	bus->sync_opening = false;
 	if (k < 0)
 		return k;

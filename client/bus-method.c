@@ -27,17 +27,18 @@ _public_ int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, c
 	return slot_hand_out(s, ret_slot);
 }
 
-static int msg_send_reply(brokerd_msg *call, int type, const char *member, const void *body,
-			  size_t size)
+static int msg_send_reply(brokerd_msg *call, int type, const char *member, const void *body, size_t size)
 {
 	brokerd_bus *bus = call->bus;
-	struct chmsg m = { .type = (uint8_t)type, .member = member, .destination = call->sender,
-			   .body = body, .body_len = (uint32_t)size };
+	struct chmsg m = { .type = (uint8_t)type,
+			   .member = member,
+			   .destination = call->sender,
+			   .body = body,
+			   .body_len = (uint32_t)size };
 	struct peer_inbox *p;
 	int k;
 
-	if (call->type != BROKERD_MSG_CALL || call->replied ||
-	    (call->flags & CHMSG_F_NO_REPLY_EXPECTED))
+	if (call->type != BROKERD_MSG_CALL || call->replied || (call->flags & CHMSG_F_NO_REPLY_EXPECTED))
 		return -EBADMSG;
 	if (bus->closed || !bus->connected)
 		return -ENOTCONN;
@@ -51,7 +52,7 @@ static int msg_send_reply(brokerd_msg *call, int type, const char *member, const
 	k = bus_chan_send(bus, p->send, &m);
 	if (k == -ENOENT || k == -EACCES)
 		peer_inbox_drop(bus, call->creds.id);
-	call->replied = true;	/* even if sending failed: one answer per call */
+	call->replied = true; /* even if sending failed: one answer per call */
 	return k;
 }
 

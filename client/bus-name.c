@@ -46,8 +46,7 @@ void bname_close_chans(brokerd_bus *bus, struct bname *b)
 /* frees b if nothing refers to it any more */
 void bname_gc(brokerd_bus *bus, struct bname *b)
 {
-	if (!b || b->n_subs || b->requested || b->sig_recv || b->sig_send || b->call_recv ||
-	    b->call_send)
+	if (!b || b->n_subs || b->requested || b->sig_recv || b->sig_send || b->call_recv || b->call_send)
 		return;
 	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
 		if (s->bname == b)
@@ -76,12 +75,13 @@ int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r
 	if (r->n_fds > 0) {
 		k = bus_chan_attach(bus, ctrl_reply_take_fd(r, 0), IOIPC_SUB_RECV, CHAN_CALL_RECV, b, &c);
 		if (k >= 0) {
-			bus_chan_retire(bus, b->call_recv);	/* calls already queued there still count */
+			bus_chan_retire(bus, b->call_recv); /* calls already queued there still count */
 			b->call_recv = c;
 		}
 	}
 	if (r->n_fds > 1) {
-		int k2 = bus_chan_attach(bus, ctrl_reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b, &c);
+		int k2 = bus_chan_attach(bus, ctrl_reply_take_fd(r, 1), IOIPC_SUB_SEND, CHAN_SIGNAL_SEND, b,
+					 &c);
 
 		if (k2 >= 0) {
 			chan_close(&bus->ring, b->sig_send);
@@ -97,8 +97,8 @@ int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r
  * Asks brokerd for a capability for b (op: SUBSCRIBE or OPEN_CALL, with u
  * as its flags) and attaches it as *chan, unless there is one already.
  */
-static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint32_t u,
-			   unsigned int rights, unsigned int kind, struct chan **chan)
+static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint32_t u, unsigned int rights,
+			   unsigned int kind, struct chan **chan)
 {
 	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	int k;
@@ -115,8 +115,7 @@ static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint3
 
 int bname_subscribe(brokerd_bus *bus, struct bname *b)
 {
-	return bname_open_chan(bus, b, CTRL_OP_SUBSCRIBE, 0, IOIPC_SUB_RECV, CHAN_SIGNAL_RECV,
-			       &b->sig_recv);
+	return bname_open_chan(bus, b, CTRL_OP_SUBSCRIBE, 0, IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, &b->sig_recv);
 }
 
 /*
@@ -156,7 +155,7 @@ int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
 	k = ctrl_read_u32(&rd, &result);
 	if (k >= 0 && (result == CTRL_NAME_PRIMARY_OWNER || result == CTRL_NAME_ALREADY_OWNER ||
 		       result == CTRL_NAME_IN_QUEUE))
-		k = bname_take_owner_fds(bus, b, &r);	/* IN_QUEUE has a cap with POOL */
+		k = bname_take_owner_fds(bus, b, &r); /* IN_QUEUE has a cap with POOL */
 	if (k < 0)
 		return k;
 	switch (result) {
@@ -191,8 +190,7 @@ _public_ int brokerd_bus_request_name(brokerd_bus *bus, const char *name, unsign
 	struct bname *b;
 	int k;
 
-	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) ||
-	    (flags & ~CTRL_NAME_FLAGS_ALL))
+	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) || (flags & ~CTRL_NAME_FLAGS_ALL))
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;

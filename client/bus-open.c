@@ -71,7 +71,7 @@ static void bus_drain_calls(brokerd_bus *bus)
 		msg = msg_new(bus, &m, info, b->name);
 		if (msg)
 			(void)brokerd_msg_reply_error(msg, BROKERD_ERROR_DISCONNECTED,
-						"the service closed its connection");
+						      "the service closed its connection");
 		brokerd_msg_unref(msg);
 	}
 }
@@ -83,13 +83,13 @@ _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 
 	if (!bus || bus->closed)
 		return NULL;
-	bus->exit = true;	/* no call channel is re-armed from here on */
+	bus->exit = true; /* no call channel is re-armed from here on */
 	if (bus->connected)
 		bus_drain_calls(bus);
 	(void)brokerd_bus_detach_event(bus);
 	bus->closed = true;
 	bus->reconnect = false;
-	bus->state_handler = NULL;	/* closing is not news to the one closing */
+	bus->state_handler = NULL; /* closing is not news to the one closing */
 	bus_disconnect(bus, false);
 	while ((s = bus->slots)) {
 		if (s->floating) {

@@ -13,11 +13,14 @@
 #include "client/bus-slot.h"
 #include "client/filter.h"
 
-_public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member,
-				     const void *body, size_t size)
+_public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member, const void *body,
+				     size_t size)
 {
-	struct chmsg m = { .type = CHMSG_SIGNAL, .member = member, .destination = "",
-			   .body = body, .body_len = (uint32_t)size };
+	struct chmsg m = { .type = CHMSG_SIGNAL,
+			   .member = member,
+			   .destination = "",
+			   .body = body,
+			   .body_len = (uint32_t)size };
 	struct bname *b;
 
 	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) ||
@@ -29,7 +32,7 @@ _public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const c
 		return -EOPNOTSUPP;
 	b = bname_get(bus, name, false);
 	if (!b || !b->sig_send)
-		return -EPERM;	/* only the name's owner may emit its signals */
+		return -EPERM; /* only the name's owner may emit its signals */
 	m.serial = bus_next_serial(bus);
 	return bus_chan_send(bus, b->sig_send, &m);
 }
@@ -37,8 +40,7 @@ _public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const c
 _public_ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member,
 				     const void *body, size_t size)
 {
-	struct chmsg m = { .type = CHMSG_SIGNAL, .member = member, .body = body,
-			   .body_len = (uint32_t)size };
+	struct chmsg m = { .type = CHMSG_SIGNAL, .member = member, .body = body, .body_len = (uint32_t)size };
 	struct peer_inbox *p;
 	int k;
 
@@ -65,8 +67,7 @@ _public_ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, 
 }
 
 _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
-				   const char *member_filter, brokerd_msg_handler_t handler,
-				   void *userdata)
+				   const char *member_filter, brokerd_msg_handler_t handler, void *userdata)
 {
 	struct brokerd_slot *s;
 	struct bname *b;
@@ -94,8 +95,8 @@ _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, co
 		bname_gc(bus, b);
 		return k;
 	}
-	s = slot_new(bus, SLOT_SUBSCRIBE, name,
-		     member_filter && *member_filter ? member_filter : NULL, userdata);
+	s = slot_new(bus, SLOT_SUBSCRIBE, name, member_filter && *member_filter ? member_filter : NULL,
+		     userdata);
 	if (!s) {
 		if (!b->n_subs)
 			(void)bname_unsubscribe(bus, b, false);
@@ -128,7 +129,7 @@ _public_ int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name)
 		if (s->floating)
 			slot_destroy(s);
 	}
-	b->n_subs = 0;	/* not subscribed again after a reconnect */
+	b->n_subs = 0; /* not subscribed again after a reconnect */
 	k = bname_unsubscribe(bus, b, true);
 	bname_gc(bus, b);
 	return k;

@@ -12,8 +12,8 @@
 #include "client/bus-name.h"
 #include "client/bus-slot.h"
 
-struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char *name,
-			      const char *member, void *userdata)
+struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char *name, const char *member,
+			      void *userdata)
 {
 	struct brokerd_slot *s = calloc(1, sizeof(*s));
 

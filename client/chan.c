@@ -16,10 +16,10 @@
 #include "client/chan.h"
 
 /* user_data tags in the low bits; chans and send ops are 8-byte aligned */
-#define TAG_RECV	0UL
-#define TAG_SEND	1UL
-#define TAG_IGNORE	2UL
-#define TAG_MASK	3UL
+#define TAG_RECV   0UL
+#define TAG_SEND   1UL
+#define TAG_IGNORE 2UL
+#define TAG_MASK   3UL
 
 struct send_op {
 	int res;
@@ -147,7 +147,8 @@ int ring_reap(struct ring *r)
 
 	if (!r->initialized)
 		return 0;
-	io_uring_for_each_cqe(&r->uring, head, cqe) {
+	io_uring_for_each_cqe(&r->uring, head, cqe)
+	{
 		uintptr_t ud = (uintptr_t)io_uring_cqe_get_data64(cqe);
 		uintptr_t tag = ud & TAG_MASK;
 		void *p = (void *)(ud & ~TAG_MASK);
@@ -196,8 +197,8 @@ struct chan *ring_pop_ready(struct ring *r)
 	return ring_pop_ready_kind(r, UINT32_MAX);
 }
 
-int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size,
-		unsigned int kind, void *owner, struct chan **ret)
+int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size, unsigned int kind,
+		void *owner, struct chan **ret)
 {
 	struct ioipc_channel_attach a = {
 		.channel_id = (uint32_t)cap_fd,
@@ -248,8 +249,7 @@ int chan_arm(struct ring *r, struct chan *c)
 	sqe = ring_get_sqe(r);
 	if (!sqe)
 		return -EBUSY;
-	ioipc_prep_recv(sqe, c->sub_id, c->buf, (unsigned int)c->buf_size,
-			IOIPC_RECV_WAIT | IOIPC_RECV_INFO);
+	ioipc_prep_recv(sqe, c->sub_id, c->buf, (unsigned int)c->buf_size, IOIPC_RECV_WAIT | IOIPC_RECV_INFO);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)c | TAG_RECV);
 	c->armed = true;
 	k = io_uring_submit(&r->uring);
@@ -312,7 +312,7 @@ void chan_cancel_wait(struct ring *r, struct chan *c)
 		(void)ring_reap(r);
 	}
 	if (c->ready && c->res < 0)
-		ring_unready(r, c);	/* canceled: nothing to look at */
+		ring_unready(r, c); /* canceled: nothing to look at */
 }
 
 void chan_close(struct ring *r, struct chan *c)
@@ -334,8 +334,8 @@ void chan_close(struct ring *r, struct chan *c)
 		(void)io_uring_submit(&r->uring);
 }
 
-int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,
-		 const void **ret_payload, size_t *ret_len)
+int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, const void **ret_payload,
+		 size_t *ret_len)
 {
 	const struct ioipc_msg_info *info;
 	size_t got;
@@ -354,7 +354,7 @@ int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,
 	else
 		return -EBADMSG;
 	if (info->len > got)
-		return -EMSGSIZE;	/* truncated: longer than our buffer */
+		return -EMSGSIZE; /* truncated: longer than our buffer */
 	*ret_info = info;
 	*ret_payload = c->buf + sizeof(*info);
 	*ret_len = info->len;

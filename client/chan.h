@@ -8,33 +8,33 @@
 #ifndef BROKERD_CLIENT_CHAN_H
 #define BROKERD_CLIENT_CHAN_H
 
+#include <liburing.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <liburing.h>
 
 #include "protocol/ioipc.h"
 
 struct chan {
 	uint32_t sub_id;
-	unsigned int rights;		/* IOIPC_SUB_* */
-	bool armed;			/* a receive is in flight */
-	bool ready;			/* on the ring's ready list */
-	bool closing;			/* freed when its receive completes */
-	int res;			/* result of the completed receive */
-	unsigned int kind;		/* owner's tag */
-	void *owner;			/* owner's object */
+	unsigned int rights; /* IOIPC_SUB_* */
+	bool armed;	     /* a receive is in flight */
+	bool ready;	     /* on the ring's ready list */
+	bool closing;	     /* freed when its receive completes */
+	int res;	     /* result of the completed receive */
+	unsigned int kind;   /* owner's tag */
+	void *owner;	     /* owner's object */
 	struct chan *ready_next;
 	size_t buf_size;
-	uint8_t *buf;			/* struct ioipc_msg_info + payload */
+	uint8_t *buf; /* struct ioipc_msg_info + payload */
 };
 
 struct ring {
 	struct io_uring uring;
 	bool initialized;
-	int efd;			/* eventfd signalled on each completion */
+	int efd; /* eventfd signalled on each completion */
 	struct chan *ready_head, **ready_tail;
-	struct chan *zombies;		/* closed with a receive still in flight */
+	struct chan *zombies; /* closed with a receive still in flight */
 };
 
 int ring_init(struct ring *r, unsigned int entries);
@@ -50,8 +50,8 @@ bool ring_has_ready_kind(const struct ring *r, unsigned int kind);
 struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind);
 
 /* Attaches through a capability fd (not closed). recv_size 0: send only. */
-int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size,
-		unsigned int kind, void *owner, struct chan **ret);
+int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size, unsigned int kind,
+		void *owner, struct chan **ret);
 /* Submits one waiting receive with the kernel's info header. */
 int chan_arm(struct ring *r, struct chan *c);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
@@ -65,7 +65,7 @@ void ring_unready(struct ring *r, struct chan *c);
 void chan_close(struct ring *r, struct chan *c);
 
 /* For a completed receive: the info header and payload, or -errno. */
-int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info,
-		 const void **ret_payload, size_t *ret_len);
+int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, const void **ret_payload,
+		 size_t *ret_len);
 
 #endif

@@ -15,14 +15,14 @@
 #include "client/bus-internal.h"
 
 struct brokerd_credentials {
-	uint32_t mask;		/* CTRL_CREDS_*: what brokerd reported */
+	uint32_t mask; /* CTRL_CREDS_*: what brokerd reported */
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
 	gid_t *groups;
 	size_t n_groups;
-	int pidfd;		/* owned; -1 when brokerd sent none */
-	char *label;		/* NULL when brokerd reported none */
+	int pidfd;   /* owned; -1 when brokerd sent none */
+	char *label; /* NULL when brokerd reported none */
 };
 
 _public_ brokerd_credentials *brokerd_credentials_free(brokerd_credentials *creds)
@@ -51,8 +51,7 @@ static int credentials_decode(struct ctrl_reply *r, brokerd_credentials *c)
 
 	ctrl_reader_init(&rd, &r->msg);
 	if (ctrl_read_u32(&rd, &c->mask) < 0 || ctrl_read_u32(&rd, &pid) < 0 ||
-	    ctrl_read_u32(&rd, &uid) < 0 || ctrl_read_u32(&rd, &gid) < 0 ||
-	    ctrl_read_array(&rd, &n) < 0)
+	    ctrl_read_u32(&rd, &uid) < 0 || ctrl_read_u32(&rd, &gid) < 0 || ctrl_read_array(&rd, &n) < 0)
 		return -EPROTO;
 	c->pid = (pid_t)pid;
 	c->uid = (uid_t)uid;
@@ -111,8 +110,7 @@ static bool peer_name_is_valid(const char *name)
 	return name && (ctrl_name_is_valid_wellknown(name) || ctrl_name_is_valid_unique(name));
 }
 
-_public_ int brokerd_bus_get_credentials(brokerd_bus *bus, const char *name,
-					 brokerd_credentials **ret)
+_public_ int brokerd_bus_get_credentials(brokerd_bus *bus, const char *name, brokerd_credentials **ret)
 {
 	if (!bus || bus->closed || !peer_name_is_valid(name) || !ret)
 		return -EINVAL;

@@ -24,7 +24,7 @@ static bool alt_is_valid(const char *s, const char *e)
 	if (e[-1] == '*')
 		e--;
 	if (s == e)
-		return true;	/* "*" alone */
+		return true; /* "*" alone */
 	if ((size_t)(e - s) > 255 || !is_alpha(*s))
 		return false;
 	for (const char *p = s; p < e; p++)

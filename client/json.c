@@ -41,10 +41,22 @@ static void json_close(struct json *j, char c)
 		j->depth--;
 }
 
-void json_begin_object(struct json *j) { json_open(j, '{'); }
-void json_end_object(struct json *j) { json_close(j, '}'); }
-void json_begin_array(struct json *j) { json_open(j, '['); }
-void json_end_array(struct json *j) { json_close(j, ']'); }
+void json_begin_object(struct json *j)
+{
+	json_open(j, '{');
+}
+void json_end_object(struct json *j)
+{
+	json_close(j, '}');
+}
+void json_begin_array(struct json *j)
+{
+	json_open(j, '[');
+}
+void json_end_array(struct json *j)
+{
+	json_close(j, ']');
+}
 
 /* length of a valid UTF-8 sequence at s (max n bytes), 0 if invalid */
 static size_t utf8_len(const unsigned char *s, size_t n)
@@ -85,13 +97,34 @@ static void json_write_string(struct json *j, const char *str, size_t n)
 		size_t l;
 
 		switch (c) {
-		case '"': fputs("\\\"", j->f); i++; continue;
-		case '\\': fputs("\\\\", j->f); i++; continue;
-		case '\n': fputs("\\n", j->f); i++; continue;
-		case '\r': fputs("\\r", j->f); i++; continue;
-		case '\t': fputs("\\t", j->f); i++; continue;
-		case '\b': fputs("\\b", j->f); i++; continue;
-		case '\f': fputs("\\f", j->f); i++; continue;
+		case '"':
+			fputs("\\\"", j->f);
+			i++;
+			continue;
+		case '\\':
+			fputs("\\\\", j->f);
+			i++;
+			continue;
+		case '\n':
+			fputs("\\n", j->f);
+			i++;
+			continue;
+		case '\r':
+			fputs("\\r", j->f);
+			i++;
+			continue;
+		case '\t':
+			fputs("\\t", j->f);
+			i++;
+			continue;
+		case '\b':
+			fputs("\\b", j->f);
+			i++;
+			continue;
+		case '\f':
+			fputs("\\f", j->f);
+			i++;
+			continue;
 		default:
 			break;
 		}
@@ -102,7 +135,7 @@ static void json_write_string(struct json *j, const char *str, size_t n)
 		}
 		l = utf8_len(s + i, n - i);
 		if (l == 0) {
-			fprintf(j->f, "\\u%04x", c);	/* stray byte: show it, stay valid */
+			fprintf(j->f, "\\u%04x", c); /* stray byte: show it, stay valid */
 			i++;
 			continue;
 		}

@@ -47,7 +47,7 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	msg->body_len = m->body_len;
 	if (m->body_len)
 		memcpy(p, m->body, m->body_len);
-	p[m->body_len] = 0;	/* text bodies can be printed as they are */
+	p[m->body_len] = 0; /* text bodies can be printed as they are */
 	return msg;
 }
 

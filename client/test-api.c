@@ -30,13 +30,12 @@
 #include "util/socket.h"
 #include "util/test.h"
 
-
 /* --- fake broker -------------------------------------------------------------- */
 
 struct fake {
 	uint64_t next_id;
 	bool closed_once;
-	char owner[8][64];	/* owner of names[i] */
+	char owner[8][64]; /* owner of names[i] */
 	char names[8][256];
 	int n_names;
 };
@@ -177,7 +176,7 @@ static void fake_serve(struct fake *f, int fd)
 			ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_HELLO, m.hdr.serial);
 			ctrl_write_string(&w, me);
 			ctrl_write_u64(&w, f->next_id);
-			ctrl_write_u32(&w, 0);	/* no CHANNELS on the host */
+			ctrl_write_u32(&w, 0); /* no CHANNELS on the host */
 			fake_send(fd, &w);
 			break;
 		case CTRL_OP_REQUEST_NAME:
@@ -209,8 +208,8 @@ static void fake_serve(struct fake *f, int fd)
 			i = fake_find(f, s);
 			ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_RELEASE_NAME, m.hdr.serial);
 			ctrl_write_u32(&w, i < 0 || !f->owner[i][0] ? CTRL_RELEASE_NON_EXISTENT :
-					   strcmp(f->owner[i], me) ? CTRL_RELEASE_NOT_OWNER :
-					   CTRL_RELEASE_RELEASED);
+					   strcmp(f->owner[i], me)  ? CTRL_RELEASE_NOT_OWNER :
+								      CTRL_RELEASE_RELEASED);
 			if (i >= 0 && strcmp(f->owner[i], me) == 0)
 				f->owner[i][0] = 0;
 			fake_send(fd, &w);
@@ -348,8 +347,14 @@ static void test_arguments(void)
 	ASSERT(slot == NULL);
 }
 
-static int noop_msg(brokerd_msg *m, void *u) { return 0; }
-static int noop_reply(brokerd_msg *m, int e, void *u) { return 0; }
+static int noop_msg(brokerd_msg *m, void *u)
+{
+	return 0;
+}
+static int noop_reply(brokerd_msg *m, int e, void *u)
+{
+	return 0;
+}
 
 static int noc_calls;
 static char noc_last[3][256];
@@ -398,7 +403,7 @@ static void test_arguments_connected(brokerd_bus *bus)
 	ASSERT(brokerd_bus_subscribe(bus, &slot, "org.a.B", NULL, NULL, NULL) == -EINVAL);
 	ASSERT(brokerd_bus_unsubscribe(bus, NULL) == -EINVAL);
 	ASSERT(brokerd_bus_unsubscribe(bus, ":1.1") == -EINVAL);
-	ASSERT(brokerd_bus_unsubscribe(bus, "org.a.B") == -ENOENT);	/* never subscribed */
+	ASSERT(brokerd_bus_unsubscribe(bus, "org.a.B") == -ENOENT); /* never subscribed */
 	ASSERT(brokerd_bus_call(bus, "org.a.B", "", NULL, 0, 0, NULL) == -EINVAL);
 	ASSERT(brokerd_bus_call_async(bus, &slot, "x", "M", NULL, 0, 0, noop_reply, NULL) == -EINVAL);
 	ASSERT(brokerd_bus_add_method(bus, &slot, "org.a.B", "1x", noop_msg, NULL) == -EINVAL);
@@ -433,7 +438,7 @@ static bool pidfd_is_running_child(int fd)
 
 	if (waitid(P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0)
 		return false;
-	return si.si_pid == 0;	/* not exited */
+	return si.si_pid == 0; /* not exited */
 }
 
 static void test_credentials(brokerd_bus *bus)
@@ -463,7 +468,7 @@ static void test_credentials(brokerd_bus *bus)
 	ASSERT(brokerd_credentials_get_label(c, &label) == 0 && strcmp(label, FAKE_LABEL) == 0);
 	pidfd = brokerd_credentials_get_pidfd(c);
 	ASSERT(pidfd >= 0);
-	ASSERT(brokerd_credentials_get_pidfd(c) == pidfd);	/* the same, not a new one */
+	ASSERT(brokerd_credentials_get_pidfd(c) == pidfd); /* the same, not a new one */
 	ASSERT(fcntl(pidfd, F_GETFD) == FD_CLOEXEC);
 	ASSERT(pidfd_is_running_child(pidfd));
 	ASSERT(count_fds() == fds + 1);
@@ -543,7 +548,7 @@ static void test_fake_broker(const char *path)
 	ASSERT(brokerd_bus_process(bus) > 0);
 	ASSERT(noc_calls == 1);
 	ASSERT(strcmp(noc_last[0], "org.test.A") == 0 && strcmp(noc_last[1], "") == 0 &&
-	      strcmp(noc_last[2], ":1.1") == 0);
+	       strcmp(noc_last[2], ":1.1") == 0);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
 	ASSERT(strcmp(owner, ":1.1") == 0);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, 3) == -ENOBUFS);
@@ -571,7 +576,7 @@ static void test_fake_broker(const char *path)
 	ASSERT(strcmp(owner, ":1.2") == 0);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.Close", owner, sizeof(owner)) == 0);
 	ASSERT(strcmp(owner, ":1.2") == 0);
-	pump(bus, &noc_calls, 2);	/* ":1.2" took org.test.A */
+	pump(bus, &noc_calls, 2); /* ":1.2" took org.test.A */
 	ASSERT(noc_calls >= 2 && strcmp(noc_last[2], ":1.2") == 0);
 
 	ASSERT(brokerd_bus_release_name(bus, "org.test.A") == 0);

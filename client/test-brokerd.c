@@ -30,7 +30,6 @@
 #include "util/socket.h"
 #include "util/test.h"
 
-
 static char dir[] = "/tmp/test-brokerd-XXXXXX";
 static char sock[256], policy[256];
 static const char *brokerd_path, *brokerctl_path;
@@ -48,8 +47,8 @@ static void daemon_start(void)
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(null, 2);
-		execl(brokerd_path, brokerd_path, "--address", sock, "--no-channels", "--policy-dir",
-		      policy, "--service-dir", dir, (char *)NULL);
+		execl(brokerd_path, brokerd_path, "--address", sock, "--no-channels", "--policy-dir", policy,
+		      "--service-dir", dir, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 500 && stat(sock, &st) < 0; i++)
@@ -154,7 +153,7 @@ static pid_t old_broker_start(const char *path)
 			default:
 				ctrl_writer_deinit(&w);
 				ASSERT(ctrl_writer_error(&w, m.hdr.code, m.hdr.serial, CTRL_ERROR_UNKNOWN_OP,
-							"unknown message type or op") == 0);
+							 "unknown message type or op") == 0);
 				break;
 			}
 			ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
@@ -280,8 +279,10 @@ int main(int argc, char **argv)
 	/* this test runs as whatever user runs meson test: grant it the test names */
 	f = fopen(strcat(strcpy(out, policy), "/50-test.conf"), "w");
 	ASSERT(f);
-	fprintf(f, "[user %u]\nallow own org.test.*\nallow send org.test.*\nallow receive org.test.*\n"
-		   "deny own org.test.Forbidden\n", (unsigned)getuid());
+	fprintf(f,
+		"[user %u]\nallow own org.test.*\nallow send org.test.*\nallow receive org.test.*\n"
+		"deny own org.test.Forbidden\n",
+		(unsigned)getuid());
 	fclose(f);
 	daemon_start();
 
@@ -293,7 +294,8 @@ int main(int argc, char **argv)
 	ASSERT_INT(brokerd_bus_watch_name(b, &watch, "org.test.Name", on_noc, NULL), ==, 0);
 
 	/* names: owner, queue, DO_NOT_QUEUE, promotion, release */
-	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Name", BROKERD_NAME_ALLOW_REPLACEMENT), ==, BROKERD_NAME_PRIMARY_OWNER);
+	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Name", BROKERD_NAME_ALLOW_REPLACEMENT), ==,
+		   BROKERD_NAME_PRIMARY_OWNER);
 	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Name", 0), ==, BROKERD_NAME_ALREADY_OWNER);
 	ASSERT_INT(brokerd_bus_request_name(b, "org.test.Name", BROKERD_NAME_DO_NOT_QUEUE), ==, -EEXIST);
 	ASSERT_INT(brokerd_bus_request_name(b, "org.test.Name", 0), ==, BROKERD_NAME_IN_QUEUE);
@@ -307,8 +309,8 @@ int main(int argc, char **argv)
 	check_credentials(b, "org.test.Name");
 	check_credentials(b, ua);
 	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Forbidden", 0), ==, -EACCES);
-	ASSERT_INT(brokerd_bus_request_name(a, "org.other.Name", 0), ==, getuid() == 0 ?
-		BROKERD_NAME_PRIMARY_OWNER : -EACCES);
+	ASSERT_INT(brokerd_bus_request_name(a, "org.other.Name", 0), ==,
+		   getuid() == 0 ? BROKERD_NAME_PRIMARY_OWNER : -EACCES);
 
 	/* brokerctl sees the same */
 	ASSERT_INT(ctl(out, sizeof(out), "list"), ==, 0);
@@ -324,8 +326,8 @@ int main(int argc, char **argv)
 		ASSERT(strstr(line, ua) && strstr(line, ub));
 	}
 	ASSERT_INT(ctl(out, sizeof(out), "--json list"), ==, 0);
-	snprintf(want, sizeof(want), "{\"name\":\"org.test.Name\",\"owner\":\"%s\",\"queued\":[\"%s\"]}",
-		 ua, ub);
+	snprintf(want, sizeof(want), "{\"name\":\"org.test.Name\",\"owner\":\"%s\",\"queued\":[\"%s\"]}", ua,
+		 ub);
 	ASSERT(strstr(out, want));
 	ASSERT_INT(ctl(out, sizeof(out), "status org.test.Name"), ==, 0);
 	snprintf(want, sizeof(want), "PID:    %d\n", (int)getpid());
@@ -370,7 +372,7 @@ int main(int argc, char **argv)
 			ASSERT(count_lines(out) == count_lines(paged));
 			ASSERT(strstr(paged, ua) && strstr(paged, ub) && strstr(paged, "org.test.Name"));
 		}
-		ASSERT(count_lines(out) == 1);	/* --json: one line */
+		ASSERT(count_lines(out) == 1); /* --json: one line */
 		ASSERT(strstr(paged, "},{"));
 	}
 	ASSERT_INT(ctl(out, sizeof(out), "--page-size x list"), ==, 2);
@@ -385,7 +387,7 @@ int main(int argc, char **argv)
 	ASSERT_INT(ctl(out, sizeof(out), "call org.test.Name Ping"), ==, 9);
 	ASSERT_INT(ctl(out, sizeof(out), "nonsense"), ==, 2);
 	ASSERT_INT(ctl(out, sizeof(out), "--timeout x list"), ==, 2);
-	ASSERT_INT(ctl(out, sizeof(out), "emit org.test.Name Changed"), ==, 3);	/* owned by a */
+	ASSERT_INT(ctl(out, sizeof(out), "emit org.test.Name Changed"), ==, 3); /* owned by a */
 
 	test_old_broker();
 
@@ -411,7 +413,8 @@ int main(int argc, char **argv)
 	ASSERT(strcmp(owner, ua) == 0);
 	ASSERT_INT(brokerd_bus_get_name_owner(a, "org.test.Name", owner, sizeof(owner)), ==, -ENXIO);
 	/* b, never processed since, notices on its next request and reconnects */
-	for (int i = 0; i < 100 && brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)) != 0; i++) {
+	for (int i = 0; i < 100 && brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)) != 0;
+	     i++) {
 		brokerd_bus_process(b);
 		brokerd_bus_wait(b, 20000);
 	}

@@ -86,7 +86,7 @@ static void test_ring(void)
 	ASSERT(poll(&pfd, 1, 0) == 0);
 	sqe = io_uring_get_sqe(&r.uring);
 	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data64(sqe, 2);	/* an ignored tag */
+	io_uring_sqe_set_data64(sqe, 2); /* an ignored tag */
 	ASSERT(io_uring_submit(&r.uring) == 1);
 	ASSERT(poll(&pfd, 1, 1000) == 1);
 	ring_ack(&r);
@@ -102,7 +102,7 @@ static void test_ring(void)
 	ASSERT(chan_attach(&r, -1, IOIPC_SUB_RECV, 128, 1, NULL, &c) == -EINVAL);
 	ring_deinit(&r);
 	ASSERT(r.efd == -1 && !r.initialized);
-	ring_deinit(&r);	/* twice is harmless */
+	ring_deinit(&r); /* twice is harmless */
 }
 
 int main(void)

@@ -68,9 +68,9 @@ static struct chmsg last_sent(void)
 
 /* --- Chans and received messages ----------------------------------------------- */
 
-#define PEER_BADGE	7
-#define PEER_NAME	":1.7"
-#define SVC		"org.test.Svc"
+#define PEER_BADGE 7
+#define PEER_NAME  ":1.7"
+#define SVC	   "org.test.Svc"
 
 static struct chan *chan_new(unsigned int kind, unsigned int rights, void *owner)
 {
@@ -95,11 +95,14 @@ static void chan_free_test(struct chan *c)
 }
 
 /* What the kernel leaves after a receive of payload (len bytes) sent by badge. */
-static void receive_raw(struct chan *c, const void *payload, size_t len, uint32_t info_len,
-			uint64_t badge)
+static void receive_raw(struct chan *c, const void *payload, size_t len, uint32_t info_len, uint64_t badge)
 {
 	struct ioipc_msg_info info = {
-		.pid = 4242, .uid = 2001, .gid = 2100, .badge = badge, .len = info_len,
+		.pid = 4242,
+		.uid = 2001,
+		.gid = 2100,
+		.badge = badge,
+		.len = info_len,
 	};
 
 	ASSERT(sizeof(info) + len <= c->buf_size);
@@ -165,7 +168,7 @@ static int on_echo(brokerd_msg *msg, void *userdata)
 	seen_record(userdata, msg, 0);
 	ASSERT_INT(brokerd_msg_get_body(msg, &body, &size), ==, 0);
 	ASSERT_INT(brokerd_msg_reply(msg, body, size), ==, 0);
-	ASSERT_INT(brokerd_msg_reply(msg, "again", 5), ==, -EBADMSG);	/* one answer per call */
+	ASSERT_INT(brokerd_msg_reply(msg, "again", 5), ==, -EBADMSG); /* one answer per call */
 	return 0;
 }
 
@@ -184,8 +187,8 @@ static int on_reply(brokerd_msg *msg, int error, void *userdata)
 static struct seen noc;
 static char noc_old[64], noc_new[64];
 
-static int on_owner_changed(brokerd_bus *bus, const char *name, const char *old_owner,
-			    const char *new_owner, void *userdata)
+static int on_owner_changed(brokerd_bus *bus, const char *name, const char *old_owner, const char *new_owner,
+			    void *userdata)
 {
 	seen_record(&noc, NULL, 0);
 	snprintf(noc.name, sizeof(noc.name), "%s", name);
@@ -249,8 +252,12 @@ static void fixture_deinit(struct fixture *f)
 static void test_call(struct fixture *f)
 {
 	struct seen echo = { 0 }, fallback = { 0 }, failing = { 0 };
-	struct chmsg call = { .type = CHMSG_CALL, .serial = 41, .member = "Echo", .destination = "",
-			      .body = "hello", .body_len = 5 };
+	struct chmsg call = { .type = CHMSG_CALL,
+			      .serial = 41,
+			      .member = "Echo",
+			      .destination = "",
+			      .body = "hello",
+			      .body_len = 5 };
 	brokerd_slot *s_echo = NULL, *s_fallback = NULL, *s_fail = NULL;
 	struct chmsg r;
 	unsigned int armed;
@@ -305,8 +312,7 @@ static void test_call(struct fixture *f)
 	ASSERT_INT(r.type, ==, CHMSG_ERROR);
 	ASSERT_INT(r.reply_serial, ==, 43);
 	ASSERT(strcmp(r.member, BROKERD_ERROR_FAILED) == 0);
-	ASSERT(r.body_len == strlen(strerror(ENOENT)) &&
-	       memcmp(r.body, strerror(ENOENT), r.body_len) == 0);
+	ASSERT(r.body_len == strlen(strerror(ENOENT)) && memcmp(r.body, strerror(ENOENT), r.body_len) == 0);
 
 	/* a caller that expects no reply gets none, not even the empty one */
 	call.member = "Other";
@@ -345,8 +351,12 @@ static void test_call(struct fixture *f)
 static void test_signal(struct fixture *f)
 {
 	struct seen tick = { 0 }, all = { 0 }, direct = { 0 };
-	struct chmsg sig = { .type = CHMSG_SIGNAL, .serial = 9, .member = "Tick", .destination = "",
-			     .body = "1", .body_len = 1 };
+	struct chmsg sig = { .type = CHMSG_SIGNAL,
+			     .serial = 9,
+			     .member = "Tick",
+			     .destination = "",
+			     .body = "1",
+			     .body_len = 1 };
 	brokerd_slot *s_tick = NULL, *s_all = NULL, *s_direct = NULL;
 	unsigned int n_sent = sent.n;
 
@@ -366,7 +376,7 @@ static void test_signal(struct fixture *f)
 
 	sig.member = "Changed";
 	deliver(f->bus, f->sig_recv, &sig);
-	ASSERT_INT(tick.n, ==, 1);	/* filtered out */
+	ASSERT_INT(tick.n, ==, 1); /* filtered out */
 	ASSERT_INT(all.n, ==, 2);
 	ASSERT(strcmp(all.member, "Changed") == 0);
 
@@ -393,7 +403,7 @@ static void test_signal(struct fixture *f)
 	brokerd_slot_free(s_all);
 	ASSERT_INT(f->svc->n_subs, ==, 0);
 	ASSERT(f->svc->sig_recv == NULL);
-	f->svc->sig_recv = f->sig_recv;	/* subscribed again, as far as the next test can tell */
+	f->svc->sig_recv = f->sig_recv; /* subscribed again, as far as the next test can tell */
 	brokerd_slot_free(s_direct);
 }
 
@@ -401,8 +411,12 @@ static void test_signal(struct fixture *f)
 static void test_reply(struct fixture *f)
 {
 	struct seen a = { 0 }, b = { 0 };
-	struct chmsg r = { .type = CHMSG_REPLY, .serial = 100, .member = "", .destination = ":1.1",
-			   .body = "pong", .body_len = 4 };
+	struct chmsg r = { .type = CHMSG_REPLY,
+			   .serial = 100,
+			   .member = "",
+			   .destination = ":1.1",
+			   .body = "pong",
+			   .body_len = 4 };
 	uint32_t serial_a, serial_b;
 	struct chmsg c;
 
@@ -453,10 +467,14 @@ static void test_malformed(struct fixture *f)
 	static const uint8_t garbage[] = { 0xff, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
 					   0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11,
 					   0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19 };
-	static struct seen reply;	/* still pending when the bus closes */
+	static struct seen reply; /* still pending when the bus closes */
 	struct seen any = { 0 }, call = { 0 };
-	struct chmsg m = { .type = CHMSG_CALL, .serial = 5, .member = "Echo", .destination = "",
-			   .body = "x", .body_len = 1 };
+	struct chmsg m = { .type = CHMSG_CALL,
+			   .serial = 5,
+			   .member = "Echo",
+			   .destination = "",
+			   .body = "x",
+			   .body_len = 1 };
 	brokerd_slot *s_sig = NULL, *s_method = NULL;
 	static uint8_t buf[CHMSG_MAX];
 	unsigned int armed, n_sent;
@@ -464,8 +482,7 @@ static void test_malformed(struct fixture *f)
 
 	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_sig, SVC, NULL, on_msg, &any), ==, 0);
 	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_method, SVC, NULL, on_msg, &call), ==, 0);
-	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", NULL, 0, 0, on_reply, &reply),
-		   ==, 0);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", NULL, 0, 0, on_reply, &reply), ==, 0);
 	n_sent = sent.n;
 
 	/* garbage on each kind of chan */
@@ -476,7 +493,7 @@ static void test_malformed(struct fixture *f)
 	armed = n_armed;
 	receive_raw(f->call_recv, garbage, sizeof(garbage), sizeof(garbage), PEER_BADGE);
 	bus_dispatch_chan(f->bus, f->call_recv);
-	ASSERT_INT(n_armed, ==, armed + 1);	/* a malformed call: take the next one */
+	ASSERT_INT(n_armed, ==, armed + 1); /* a malformed call: take the next one */
 
 	/* a well-formed call, truncated by the kernel (longer than the buffer said) */
 	k = chmsg_encode(&m, buf, sizeof(buf));
@@ -511,8 +528,7 @@ static void test_ctrl(struct fixture *f)
 	unsigned int closed;
 
 	ASSERT_INT(brokerd_bus_watch_name(f->bus, &watch, SVC, on_owner_changed, NULL), ==, 0);
-	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Hang", NULL, 0, 0, on_reply, &pending),
-		   ==, 0);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Hang", NULL, 0, 0, on_reply, &pending), ==, 0);
 
 	/* garbage is dropped */
 	ASSERT_INT(bus_dispatch_ctrl(f->bus, (const uint8_t *)"garbage", 7, NULL, 0), ==, 1);
@@ -544,7 +560,7 @@ static void test_ctrl(struct fixture *f)
 	ASSERT_INT(pending.error, ==, -ECONNRESET);
 	ASSERT(f->svc->call_send == NULL);
 	ASSERT_INT(n_closed, ==, closed + 1);
-	f->svc->call_send = f->call_send;	/* the test's to free */
+	f->svc->call_send = f->call_send; /* the test's to free */
 	brokerd_slot_free(watch);
 }
 

@@ -65,7 +65,10 @@ static void doc_escape(struct json *j)
 	json_begin_array(j);
 	json_string(j, "q\"b\\n\n\t\x01\x7f");
 	json_string(j, "caf\xc3\xa9");
-	json_string_len(j, "a\xff" "b\xc3", 4);
+	json_string_len(j,
+			"a\xff"
+			"b\xc3",
+			4);
 	json_string_len(j, "z\0y", 3);
 	json_end_array(j);
 }

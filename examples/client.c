@@ -76,8 +76,8 @@ int main(int argc, char **argv)
 		brokerd_msg_unref(reply);
 	}
 
-	r = brokerd_bus_call_async(bus, NULL, argv[1], argv[2], arg, strlen(arg), TIMEOUT_USEC,
-				   on_reply, &done);
+	r = brokerd_bus_call_async(bus, NULL, argv[1], argv[2], arg, strlen(arg), TIMEOUT_USEC, on_reply,
+				   &done);
 	if (r < 0) {
 		print_reply("async", NULL, r);
 		failed++;

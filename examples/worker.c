@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <systemd/sd-event.h>
+#include <unistd.h>
 
 #include <brokerd/brokerd.h>
 

@@ -15,7 +15,6 @@
 #include "util/array.h"
 #include "util/macro.h"
 
-
 static const struct ctrl_op_info ops[] = {
 	[CTRL_OP_HELLO] = {
 		.name = "Hello", .request_sig = "u", .reply_sig = "stu",
@@ -617,8 +616,8 @@ int ctrl_writer_error(struct ctrl_writer *w, uint16_t op, uint32_t serial, const
 
 static bool is_name_char(char c, bool dash)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '_' || (dash && c == '-');
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+	       (dash && c == '-');
 }
 
 /* Dot-separated elements, each non-empty, no leading digit, >= 2 elements. */

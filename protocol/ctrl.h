@@ -14,24 +14,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CTRL_SOCKET_PATH	"/run/brokerd/socket"
-#define CTRL_VERSION		1
-#define CTRL_HEADER_SIZE	16
-#define CTRL_MSG_MAX		65536	/* whole datagram, header included */
-#define CTRL_FDS_MAX		4	/* SCM_RIGHTS fds per message */
-#define CTRL_STRING_MAX		4096	/* bytes, excluding the NUL */
-#define CTRL_NAME_MAX		255	/* well-known and unique names */
-#define CTRL_SIG_DEPTH_MAX	4	/* nesting of arrays and structs */
-#define CTRL_UNIQUE_NAME_MAX	32	/* ":1." + 20 digits + NUL, rounded */
+#define CTRL_SOCKET_PATH     "/run/brokerd/socket"
+#define CTRL_VERSION	     1
+#define CTRL_HEADER_SIZE     16
+#define CTRL_MSG_MAX	     65536 /* whole datagram, header included */
+#define CTRL_FDS_MAX	     4	   /* SCM_RIGHTS fds per message */
+#define CTRL_STRING_MAX	     4096  /* bytes, excluding the NUL */
+#define CTRL_NAME_MAX	     255   /* well-known and unique names */
+#define CTRL_SIG_DEPTH_MAX   4	   /* nesting of arrays and structs */
+#define CTRL_UNIQUE_NAME_MAX 32	   /* ":1." + 20 digits + NUL, rounded */
 
 /* The bus's own name: its signal channel carries NameOwnerChanged. */
-#define CTRL_BUS_NAME		"brokerd"
+#define CTRL_BUS_NAME "brokerd"
 
 enum ctrl_type {
-	CTRL_TYPE_REQUEST = 1,	/* client -> broker, code = enum ctrl_op */
-	CTRL_TYPE_REPLY = 2,	/* broker -> client, code = op of the request */
-	CTRL_TYPE_ERROR = 3,	/* broker -> client, code = op of the request (0 if unknown) */
-	CTRL_TYPE_SIGNAL = 4,	/* broker -> client, code = enum ctrl_signal, serial 0 */
+	CTRL_TYPE_REQUEST = 1, /* client -> broker, code = enum ctrl_op */
+	CTRL_TYPE_REPLY = 2,   /* broker -> client, code = op of the request */
+	CTRL_TYPE_ERROR = 3,   /* broker -> client, code = op of the request (0 if unknown) */
+	CTRL_TYPE_SIGNAL = 4,  /* broker -> client, code = enum ctrl_signal, serial 0 */
 	_CTRL_TYPE_MAX,
 };
 
@@ -62,24 +62,24 @@ enum ctrl_signal {
 	CTRL_SIGNAL_NAME_ACQUIRED,
 	CTRL_SIGNAL_NAME_LOST,
 	CTRL_SIGNAL_MONITOR_CHANNEL,
-	CTRL_SIGNAL_CAPABILITY_RENEWED,	/* reserved: brokerd no longer sends it */
+	CTRL_SIGNAL_CAPABILITY_RENEWED, /* reserved: brokerd no longer sends it */
 	CTRL_SIGNAL_CAPABILITY_REVOKED,
 	_CTRL_SIGNAL_MAX,
 };
 
 /* HELLO request flags */
-#define CTRL_HELLO_NAME_EVENTS		(1U << 0)	/* send NameOwnerChanged as control signals */
+#define CTRL_HELLO_NAME_EVENTS (1U << 0) /* send NameOwnerChanged as control signals */
 
 /* HELLO reply features */
-#define CTRL_FEATURE_CHANNELS		(1U << 0)	/* the kernel has IPC channels; fds are passed */
-#define CTRL_FEATURE_BADGES		(1U << 1)	/* capability fds are badged (IOIPC_REGISTER_MINT) */
+#define CTRL_FEATURE_CHANNELS (1U << 0) /* the kernel has IPC channels; fds are passed */
+#define CTRL_FEATURE_BADGES   (1U << 1) /* capability fds are badged (IOIPC_REGISTER_MINT) */
 
 /* REQUEST_NAME flags and results (D-Bus numbering) */
-#define CTRL_NAME_ALLOW_REPLACEMENT	(1U << 0)
-#define CTRL_NAME_REPLACE_EXISTING	(1U << 1)
-#define CTRL_NAME_DO_NOT_QUEUE		(1U << 2)
-#define CTRL_NAME_POOL			(1U << 3)	/* queued owners receive calls too */
-#define CTRL_NAME_FLAGS_ALL		0xfU
+#define CTRL_NAME_ALLOW_REPLACEMENT (1U << 0)
+#define CTRL_NAME_REPLACE_EXISTING  (1U << 1)
+#define CTRL_NAME_DO_NOT_QUEUE	    (1U << 2)
+#define CTRL_NAME_POOL		    (1U << 3) /* queued owners receive calls too */
+#define CTRL_NAME_FLAGS_ALL	    0xfU
 
 enum ctrl_request_name_result {
 	CTRL_NAME_PRIMARY_OWNER = 1,
@@ -95,12 +95,12 @@ enum ctrl_release_name_result {
 };
 
 enum ctrl_unsubscribe_result {
-	CTRL_UNSUBSCRIBE_DONE = 1,		/* brokerd forgot the subscription */
-	CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED = 2,	/* there was none */
+	CTRL_UNSUBSCRIBE_DONE = 1,	     /* brokerd forgot the subscription */
+	CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED = 2, /* there was none */
 };
 
 /* LIST_NAMES (and LIST_NAMES_PAGE) flags */
-#define CTRL_LIST_ACTIVATABLE		(1U << 0)	/* activatable names, not owned ones */
+#define CTRL_LIST_ACTIVATABLE (1U << 0) /* activatable names, not owned ones */
 
 /*
  * LIST_NAMES_PAGE and LIST_PEERS_PAGE: a request names the page size (0: as
@@ -109,11 +109,11 @@ enum ctrl_unsubscribe_result {
  * Cursors are opaque to clients (brokerd uses the last name listed) and
  * never longer than a name.
  */
-#define CTRL_CURSOR_MAX			CTRL_NAME_MAX
+#define CTRL_CURSOR_MAX CTRL_NAME_MAX
 
 /* OPEN_CALL flags and results */
-#define CTRL_CALL_NO_ACTIVATE		(1U << 0)	/* unowned: fail instead of activating */
-#define CTRL_CALL_NO_WAIT		(1U << 1)	/* reply at once while activating */
+#define CTRL_CALL_NO_ACTIVATE (1U << 0) /* unowned: fail instead of activating */
+#define CTRL_CALL_NO_WAIT     (1U << 1) /* reply at once while activating */
 
 enum ctrl_open_call_result {
 	CTRL_CALL_OWNED = 1,
@@ -121,18 +121,18 @@ enum ctrl_open_call_result {
 };
 
 /* GET_CREDENTIALS reply mask: which fields are valid */
-#define CTRL_CREDS_PID			(1U << 0)
-#define CTRL_CREDS_UID			(1U << 1)
-#define CTRL_CREDS_GID			(1U << 2)
-#define CTRL_CREDS_GIDS			(1U << 3)
-#define CTRL_CREDS_PIDFD		(1U << 4)
-#define CTRL_CREDS_LABEL		(1U << 5)
+#define CTRL_CREDS_PID	 (1U << 0)
+#define CTRL_CREDS_UID	 (1U << 1)
+#define CTRL_CREDS_GID	 (1U << 2)
+#define CTRL_CREDS_GIDS	 (1U << 3)
+#define CTRL_CREDS_PIDFD (1U << 4)
+#define CTRL_CREDS_LABEL (1U << 5)
 
 /* MONITOR_CHANNEL signal kinds, also used by LIST_PEERS */
 enum ctrl_channel_kind {
-	CTRL_CHANNEL_INBOX = 1,		/* unicast, per connection */
-	CTRL_CHANNEL_CALL = 2,		/* multicast, per well-known name */
-	CTRL_CHANNEL_SIGNAL = 3,	/* broadcast, per well-known name */
+	CTRL_CHANNEL_INBOX = 1,	 /* unicast, per connection */
+	CTRL_CHANNEL_CALL = 2,	 /* multicast, per well-known name */
+	CTRL_CHANNEL_SIGNAL = 3, /* broadcast, per well-known name */
 };
 
 /* POLICY_CHECK decisions */
@@ -142,35 +142,35 @@ enum ctrl_policy_decision {
 };
 
 /* QUOTA request: this uid means "all uids" (privileged) */
-#define CTRL_QUOTA_ALL_UIDS		UINT32_MAX
+#define CTRL_QUOTA_ALL_UIDS UINT32_MAX
 
 /* Error names (the first string of every ERROR payload). Stable ABI. */
-#define CTRL_ERROR_FAILED		"brokerd.Error.Failed"
-#define CTRL_ERROR_PROTOCOL		"brokerd.Error.ProtocolError"
-#define CTRL_ERROR_VERSION		"brokerd.Error.VersionMismatch"
-#define CTRL_ERROR_UNKNOWN_OP		"brokerd.Error.UnknownMethod"
-#define CTRL_ERROR_INVALID_ARGS		"brokerd.Error.InvalidArgs"
-#define CTRL_ERROR_NO_HELLO		"brokerd.Error.NoHello"
-#define CTRL_ERROR_ALREADY_HELLO	"brokerd.Error.AlreadyHello"
-#define CTRL_ERROR_ACCESS_DENIED	"brokerd.Error.AccessDenied"
-#define CTRL_ERROR_QUOTA_EXCEEDED	"brokerd.Error.QuotaExceeded"
-#define CTRL_ERROR_NAME_HAS_NO_OWNER	"brokerd.Error.NameHasNoOwner"
-#define CTRL_ERROR_SERVICE_UNKNOWN	"brokerd.Error.ServiceUnknown"
-#define CTRL_ERROR_ACTIVATION_FAILED	"brokerd.Error.ActivationFailed"
-#define CTRL_ERROR_TIMEOUT		"brokerd.Error.Timeout"
-#define CTRL_ERROR_NOT_SUPPORTED	"brokerd.Error.NotSupported"
-#define CTRL_ERROR_INVALID_POLICY	"brokerd.Error.InvalidPolicy"
-#define CTRL_ERROR_NO_MEMORY		"brokerd.Error.NoMemory"
+#define CTRL_ERROR_FAILED	     "brokerd.Error.Failed"
+#define CTRL_ERROR_PROTOCOL	     "brokerd.Error.ProtocolError"
+#define CTRL_ERROR_VERSION	     "brokerd.Error.VersionMismatch"
+#define CTRL_ERROR_UNKNOWN_OP	     "brokerd.Error.UnknownMethod"
+#define CTRL_ERROR_INVALID_ARGS	     "brokerd.Error.InvalidArgs"
+#define CTRL_ERROR_NO_HELLO	     "brokerd.Error.NoHello"
+#define CTRL_ERROR_ALREADY_HELLO     "brokerd.Error.AlreadyHello"
+#define CTRL_ERROR_ACCESS_DENIED     "brokerd.Error.AccessDenied"
+#define CTRL_ERROR_QUOTA_EXCEEDED    "brokerd.Error.QuotaExceeded"
+#define CTRL_ERROR_NAME_HAS_NO_OWNER "brokerd.Error.NameHasNoOwner"
+#define CTRL_ERROR_SERVICE_UNKNOWN   "brokerd.Error.ServiceUnknown"
+#define CTRL_ERROR_ACTIVATION_FAILED "brokerd.Error.ActivationFailed"
+#define CTRL_ERROR_TIMEOUT	     "brokerd.Error.Timeout"
+#define CTRL_ERROR_NOT_SUPPORTED     "brokerd.Error.NotSupported"
+#define CTRL_ERROR_INVALID_POLICY    "brokerd.Error.InvalidPolicy"
+#define CTRL_ERROR_NO_MEMORY	     "brokerd.Error.NoMemory"
 
 /* Decoded header; on the wire every field is little-endian. */
 struct ctrl_header {
-	uint8_t version;	/* CTRL_VERSION */
-	uint8_t type;		/* enum ctrl_type */
-	uint16_t code;		/* enum ctrl_op or enum ctrl_signal */
-	uint32_t serial;	/* request serial, echoed in the reply or error; 0 in signals */
-	uint32_t length;	/* payload bytes after the header */
-	uint16_t n_fds;		/* fds passed with SCM_RIGHTS in the same datagram */
-	uint16_t reserved;	/* 0 */
+	uint8_t version;   /* CTRL_VERSION */
+	uint8_t type;	   /* enum ctrl_type */
+	uint16_t code;	   /* enum ctrl_op or enum ctrl_signal */
+	uint32_t serial;   /* request serial, echoed in the reply or error; 0 in signals */
+	uint32_t length;   /* payload bytes after the header */
+	uint16_t n_fds;	   /* fds passed with SCM_RIGHTS in the same datagram */
+	uint16_t reserved; /* 0 */
 };
 
 /*
@@ -180,11 +180,11 @@ struct ctrl_header {
  */
 struct ctrl_op_info {
 	const char *name;
-	const char *request_sig;	/* NULL for signals */
-	const char *reply_sig;		/* payload of the reply, or of the signal */
-	uint32_t min_len;		/* smallest valid request (signal) payload */
-	uint8_t max_reply_fds;		/* fds that may come with the reply (signal) */
-	bool privileged;		/* only root (or policy "allow bus") may call it */
+	const char *request_sig; /* NULL for signals */
+	const char *reply_sig;	 /* payload of the reply, or of the signal */
+	uint32_t min_len;	 /* smallest valid request (signal) payload */
+	uint8_t max_reply_fds;	 /* fds that may come with the reply (signal) */
+	bool privileged;	 /* only root (or policy "allow bus") may call it */
 };
 
 const struct ctrl_op_info *ctrl_op_get(unsigned int op);
@@ -199,9 +199,9 @@ int ctrl_sig_validate(const char *sig, const void *payload, size_t len);
 
 struct ctrl_message {
 	struct ctrl_header hdr;
-	const struct ctrl_op_info *info;	/* NULL for an ERROR with code 0 */
-	const char *sig;			/* payload signature */
-	const uint8_t *payload;			/* points into the decoded buffer */
+	const struct ctrl_op_info *info; /* NULL for an ERROR with code 0 */
+	const char *sig;		 /* payload signature */
+	const uint8_t *payload;		 /* points into the decoded buffer */
 	size_t payload_len;
 };
 
@@ -236,10 +236,10 @@ struct ctrl_writer {
 	uint8_t *buf;
 	size_t len;
 	size_t cap;
-	int error;		/* first error; sticky, reported by finish */
+	int error; /* first error; sticky, reported by finish */
 	uint8_t type;
 	uint16_t code;
-	int fds[CTRL_FDS_MAX];	/* borrowed, not closed by the writer */
+	int fds[CTRL_FDS_MAX]; /* borrowed, not closed by the writer */
 	unsigned int n_fds;
 };
 

@@ -15,7 +15,7 @@
 #include "protocol/dbus-marshal.h"
 #include "util/array.h"
 
-#define ALIGN_TO(x, a) (((x) + (a) - 1) & ~((size_t)(a) - 1))
+#define ALIGN_TO(x, a) (((x) + (a)-1) & ~((size_t)(a)-1))
 
 static uint16_t load16(const uint8_t *p, bool swap)
 {
@@ -115,7 +115,8 @@ static unsigned int type_depth(const char **s)
 		return 1 + type_depth(s);
 	case 'v':
 		return 1;
-	case '(': case '{':
+	case '(':
+	case '{':
 		while (**s != ')' && **s != '}') {
 			x = type_depth(s);
 			if (x > d)
@@ -315,13 +316,16 @@ static int walk_type(struct walk *k, const char **sig, unsigned int depth)
 	int r;
 
 	switch (c) {
-	case 's': case 'o': case 'g':
+	case 's':
+	case 'o':
+	case 'g':
 		return walk_string(k, c);
 	case 'a':
 		return walk_array(k, sig, depth + 1);
 	case 'v':
 		return walk_variant(k, depth + 1);
-	case '(': case '{':
+	case '(':
+	case '{':
 		r = walk_align(k, 8);
 		if (r < 0)
 			return r;
@@ -337,12 +341,15 @@ static int walk_type(struct walk *k, const char **sig, unsigned int depth)
 	}
 }
 
-static int body_walk(const char *signature, const void *body, size_t len, char byte_order,
-		     uint32_t n_fds, uint8_t *out)
+static int body_walk(const char *signature, const void *body, size_t len, char byte_order, uint32_t n_fds,
+		     uint8_t *out)
 {
 	struct walk k = {
-		.data = body, .out = out, .len = len,
-		.swap = byte_order != DBUS_NATIVE_ENDIAN, .n_fds = n_fds,
+		.data = body,
+		.out = out,
+		.len = len,
+		.swap = byte_order != DBUS_NATIVE_ENDIAN,
+		.n_fds = n_fds,
 	};
 	const char *s = signature;
 	size_t n;
@@ -353,8 +360,7 @@ static int body_walk(const char *signature, const void *body, size_t len, char b
 	n = strnlen(signature, DBUS_SIGNATURE_MAX + 1);
 	if (dbus_signature_validate(signature, n) < 0 || sig_depth(signature, n) > DBUS_DEPTH_MAX)
 		return -EBADMSG;
-	if ((byte_order != DBUS_LITTLE_ENDIAN && byte_order != DBUS_BIG_ENDIAN) ||
-	    len > DBUS_MESSAGE_MAX)
+	if ((byte_order != DBUS_LITTLE_ENDIAN && byte_order != DBUS_BIG_ENDIAN) || len > DBUS_MESSAGE_MAX)
 		return -EBADMSG;
 	while (*s) {
 		r = walk_type(&k, &s, 0);
@@ -364,14 +370,12 @@ static int body_walk(const char *signature, const void *body, size_t len, char b
 	return k.pos == len ? 0 : -EBADMSG;
 }
 
-int dbus_body_validate(const char *signature, const void *body, size_t len,
-		       char byte_order, uint32_t n_fds)
+int dbus_body_validate(const char *signature, const void *body, size_t len, char byte_order, uint32_t n_fds)
 {
 	return body_walk(signature, body, len, byte_order, n_fds, NULL);
 }
 
-int dbus_body_to_native(const char *signature, void *body, size_t len,
-			char byte_order, uint32_t n_fds)
+int dbus_body_to_native(const char *signature, void *body, size_t len, char byte_order, uint32_t n_fds)
 {
 	int r = body_walk(signature, body, len, byte_order, n_fds, NULL);
 
@@ -493,7 +497,9 @@ static int writer_put_basic(struct dbus_writer *w, char type, const void *value)
 	uint32_t v32;
 
 	switch (type) {
-	case 's': case 'o': case 'g':
+	case 's':
+	case 'o':
+	case 'g':
 		return writer_put_string(w, type, value);
 	case 'b':
 		v32 = *(const int *)value != 0;
@@ -573,7 +579,8 @@ static int writer_open(struct dbus_writer *w, char type, const char *contents)
 			return r;
 		f->data_start = w->len;
 		break;
-	case '(': case '{':
+	case '(':
+	case '{':
 		if (!contents_match(contents, s + pos + 1, n - 2))
 			return -ENXIO;
 		f->sig_pos = pos + 1;
@@ -697,8 +704,8 @@ int dbus_writer_finish(struct dbus_writer *w, void **body, size_t *len)
 
 /* ---- Reader ------------------------------------------------------------------- */
 
-int dbus_reader_init(struct dbus_reader *r, const char *signature, const void *body,
-		     size_t len, char byte_order, uint32_t n_fds)
+int dbus_reader_init(struct dbus_reader *r, const char *signature, const void *body, size_t len,
+		     char byte_order, uint32_t n_fds)
 {
 	int ret;
 
@@ -732,8 +739,7 @@ static void reader_advance(struct dbus_reader *r, struct dbus_reader_frame *f)
 		f->sig_pos += sig_skip(f->sig + f->sig_pos);
 }
 
-int dbus_reader_peek(struct dbus_reader *r, char *type, const char **contents,
-		     size_t *contents_len)
+int dbus_reader_peek(struct dbus_reader *r, char *type, const char **contents, size_t *contents_len)
 {
 	const struct dbus_reader_frame *f;
 	const char *s, *c = NULL;
@@ -750,7 +756,8 @@ int dbus_reader_peek(struct dbus_reader *r, char *type, const char **contents,
 		c = s + 1;
 		n = sig_skip(s) - 1;
 		break;
-	case '(': case '{':
+	case '(':
+	case '{':
 		c = s + 1;
 		n = sig_skip(s) - 2;
 		break;
@@ -807,7 +814,7 @@ int dbus_reader_read_basic(struct dbus_reader *r, char type, void *value)
 	} else if (type == 'g') {
 		*(const char **)value = (const char *)p + 1;
 		n = (size_t)p[0] + 2;
-	} else {	/* s, o */
+	} else { /* s, o */
 		*(const char **)value = (const char *)p + 4;
 		n = (size_t)load32(p, swap) + 5;
 	}
@@ -846,12 +853,13 @@ int dbus_reader_enter(struct dbus_reader *r, char type)
 		r->pos = ALIGN_TO(r->pos + 4, dbus_type_alignment(f->sig[f->sig_pos]));
 		f->data_end = r->pos + n;
 		break;
-	case '(': case '{':
+	case '(':
+	case '{':
 		f->sig_pos = parent->sig_pos + 1;
 		f->sig_end = parent->sig_pos + n - 1;
 		r->pos = ALIGN_TO(r->pos, 8);
 		break;
-	default:	/* v */
+	default: /* v */
 		f->sig = (const char *)r->data + r->pos + 1;
 		f->sig_end = r->data[r->pos];
 		r->pos += f->sig_end + 2;
@@ -875,8 +883,11 @@ int dbus_reader_skip(struct dbus_reader *r)
 		return 0;
 	f = &r->frames[r->depth];
 	k = (struct walk){
-		.data = r->data, .len = r->len, .pos = r->pos,
-		.swap = r->byte_order != DBUS_NATIVE_ENDIAN, .n_fds = r->n_fds,
+		.data = r->data,
+		.len = r->len,
+		.pos = r->pos,
+		.swap = r->byte_order != DBUS_NATIVE_ENDIAN,
+		.n_fds = r->n_fds,
 	};
 	s = f->sig + f->sig_pos;
 	/* validated already: this only finds the end */

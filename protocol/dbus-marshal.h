@@ -24,12 +24,12 @@
 #include "protocol/dbus-signature.h"
 
 /* Byte order marks of the D-Bus header. */
-#define DBUS_LITTLE_ENDIAN	'l'
-#define DBUS_BIG_ENDIAN		'B'
+#define DBUS_LITTLE_ENDIAN 'l'
+#define DBUS_BIG_ENDIAN	   'B'
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define DBUS_NATIVE_ENDIAN	DBUS_LITTLE_ENDIAN
+#define DBUS_NATIVE_ENDIAN DBUS_LITTLE_ENDIAN
 #else
-#define DBUS_NATIVE_ENDIAN	DBUS_BIG_ENDIAN
+#define DBUS_NATIVE_ENDIAN DBUS_BIG_ENDIAN
 #endif
 
 /* ---- Writer ---------------------------------------------------------------- */
@@ -41,18 +41,18 @@
  * byte offset sig_data; SIZE_MAX for the body signature).
  */
 struct dbus_writer_frame {
-	char type;		/* 0 (body), 'a', '(', '{', 'v' */
+	char type; /* 0 (body), 'a', '(', '{', 'v' */
 	size_t sig_data;
 	size_t sig_pos, sig_end;
-	size_t len_offset;	/* 'a': where its uint32 length goes */
-	size_t data_start;	/* 'a': first element, after the padding */
+	size_t len_offset; /* 'a': where its uint32 length goes */
+	size_t data_start; /* 'a': first element, after the padding */
 };
 
 struct dbus_writer {
 	uint8_t *data;
 	size_t len, cap;
-	uint32_t n_fds;		/* highest 'h' index written + 1 */
-	int error;		/* first failure; every later call returns it */
+	uint32_t n_fds; /* highest 'h' index written + 1 */
+	int error;	/* first failure; every later call returns it */
 	unsigned int depth;
 	char signature[DBUS_SIGNATURE_MAX + 1];
 	struct dbus_writer_frame frames[DBUS_DEPTH_MAX + 1];
@@ -115,24 +115,22 @@ int dbus_writer_finish(struct dbus_writer *w, void **body, size_t *len);
  * Returns 0, -EBADMSG for any invalid body, signature or byte order, or
  * -EINVAL for NULL arguments.
  */
-int dbus_body_validate(const char *signature, const void *body, size_t len,
-		       char byte_order, uint32_t n_fds);
+int dbus_body_validate(const char *signature, const void *body, size_t len, char byte_order, uint32_t n_fds);
 
 /*
  * Validate, then rewrite the body in place in native byte order (no-op when
  * it already is). Returns 0, or an error of dbus_body_validate() with the
  * body untouched.
  */
-int dbus_body_to_native(const char *signature, void *body, size_t len,
-			char byte_order, uint32_t n_fds);
+int dbus_body_to_native(const char *signature, void *body, size_t len, char byte_order, uint32_t n_fds);
 
 /* ---- Reader ---------------------------------------------------------------- */
 
 struct dbus_reader_frame {
-	char type;		/* 0 (body), 'a', '(', '{', 'v' */
-	const char *sig;	/* the body's or a variant's signature */
+	char type;	 /* 0 (body), 'a', '(', '{', 'v' */
+	const char *sig; /* the body's or a variant's signature */
 	size_t sig_pos, sig_end;
-	size_t data_end;	/* 'a': end of its elements */
+	size_t data_end; /* 'a': end of its elements */
 };
 
 struct dbus_reader {
@@ -149,8 +147,8 @@ struct dbus_reader {
  * Validate the body (dbus_body_validate(), same errors) and start reading
  * it. The body must stay valid and unchanged while the reader is used.
  */
-int dbus_reader_init(struct dbus_reader *r, const char *signature, const void *body,
-		     size_t len, char byte_order, uint32_t n_fds);
+int dbus_reader_init(struct dbus_reader *r, const char *signature, const void *body, size_t len,
+		     char byte_order, uint32_t n_fds);
 
 /*
  * What comes next in the current container: returns 1 with *type (a basic
@@ -158,8 +156,7 @@ int dbus_reader_init(struct dbus_reader *r, const char *signature, const void *b
  * *contents_len (element type, fields, or the variant's signature; not
  * NUL-terminated); 0 at the end of the container.
  */
-int dbus_reader_peek(struct dbus_reader *r, char *type, const char **contents,
-		     size_t *contents_len);
+int dbus_reader_peek(struct dbus_reader *r, char *type, const char **contents, size_t *contents_len);
 
 /*
  * Read the next value into *value (C type as above, in native byte order).

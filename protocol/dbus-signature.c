@@ -12,7 +12,9 @@
 bool dbus_type_is_basic(char type)
 {
 	switch (type) {
-	case 's': case 'o': case 'g':
+	case 's':
+	case 'o':
+	case 'g':
 		return true;
 	default:
 		return dbus_type_is_fixed(type);
@@ -29,11 +31,17 @@ unsigned int dbus_type_fixed_size(char type)
 	switch (type) {
 	case 'y':
 		return 1;
-	case 'n': case 'q':
+	case 'n':
+	case 'q':
 		return 2;
-	case 'b': case 'i': case 'u': case 'h':
+	case 'b':
+	case 'i':
+	case 'u':
+	case 'h':
 		return 4;
-	case 'x': case 't': case 'd':
+	case 'x':
+	case 't':
+	case 'd':
 		return 8;
 	default:
 		return 0;
@@ -43,11 +51,15 @@ unsigned int dbus_type_fixed_size(char type)
 unsigned int dbus_type_alignment(char type)
 {
 	switch (type) {
-	case 'g': case 'v':
+	case 'g':
+	case 'v':
 		return 1;
-	case 's': case 'o': case 'a':
+	case 's':
+	case 'o':
+	case 'a':
 		return 4;
-	case '(': case '{':
+	case '(':
+	case '{':
 		return 8;
 	default:
 		return dbus_type_fixed_size(type);
@@ -152,8 +164,7 @@ bool dbus_signature_is_single(const char *sig)
 
 static bool path_char_is_valid(char c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	       (c >= '0' && c <= '9') || c == '_';
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 int dbus_object_path_validate(const char *path, size_t len)

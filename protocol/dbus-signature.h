@@ -14,12 +14,12 @@
 #include <stddef.h>
 
 /* Limits of the specification. */
-#define DBUS_SIGNATURE_MAX	255		/* bytes, without the NUL */
-#define DBUS_DEPTH_ARRAY_MAX	32		/* 'a' nesting in one signature */
-#define DBUS_DEPTH_STRUCT_MAX	32		/* '(' and '{' nesting in one signature */
-#define DBUS_DEPTH_MAX		64		/* containers around a value, variants included */
-#define DBUS_MESSAGE_MAX	(1U << 27)	/* 128 MiB: a whole message, so a body too */
-#define DBUS_ARRAY_MAX		(1U << 26)	/* 64 MiB of array data */
+#define DBUS_SIGNATURE_MAX    255	 /* bytes, without the NUL */
+#define DBUS_DEPTH_ARRAY_MAX  32	 /* 'a' nesting in one signature */
+#define DBUS_DEPTH_STRUCT_MAX 32	 /* '(' and '{' nesting in one signature */
+#define DBUS_DEPTH_MAX	      64	 /* containers around a value, variants included */
+#define DBUS_MESSAGE_MAX      (1U << 27) /* 128 MiB: a whole message, so a body too */
+#define DBUS_ARRAY_MAX	      (1U << 26) /* 64 MiB of array data */
 
 enum dbus_type {
 	DBUS_TYPE_BYTE = 'y',

@@ -17,33 +17,33 @@
 #define BROKERD_PROTOCOL_IOIPC_H
 
 #include <errno.h>
+#include <liburing.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <liburing.h>
 
 /* --- RFC ABI (fixed numbers) ------------------------------------------- */
 
-#define IOIPC_OP_SEND			65	/* IORING_OP_IPC_SEND */
-#define IOIPC_OP_RECV			66	/* IORING_OP_IPC_RECV */
+#define IOIPC_OP_SEND 65 /* IORING_OP_IPC_SEND */
+#define IOIPC_OP_RECV 66 /* IORING_OP_IPC_RECV */
 
-#define IOIPC_REGISTER_CREATE		38	/* IORING_REGISTER_IPC_CHANNEL_CREATE */
-#define IOIPC_REGISTER_ATTACH		39	/* IORING_REGISTER_IPC_CHANNEL_ATTACH */
-#define IOIPC_REGISTER_DETACH		40	/* IORING_REGISTER_IPC_CHANNEL_DETACH */
-#define IOIPC_REGISTER_DESTROY		41	/* IORING_REGISTER_IPC_CHANNEL_DESTROY */
+#define IOIPC_REGISTER_CREATE  38 /* IORING_REGISTER_IPC_CHANNEL_CREATE */
+#define IOIPC_REGISTER_ATTACH  39 /* IORING_REGISTER_IPC_CHANNEL_ATTACH */
+#define IOIPC_REGISTER_DETACH  40 /* IORING_REGISTER_IPC_CHANNEL_DETACH */
+#define IOIPC_REGISTER_DESTROY 41 /* IORING_REGISTER_IPC_CHANNEL_DESTROY */
 
 /* create flags */
-#define IOIPC_F_BROADCAST		(1U << 0)
-#define IOIPC_F_MULTICAST		(1U << 1)
-#define IOIPC_F_PRIVATE			(1U << 2)
+#define IOIPC_F_BROADCAST (1U << 0)
+#define IOIPC_F_MULTICAST (1U << 1)
+#define IOIPC_F_PRIVATE	  (1U << 2)
 
 /* attach flags (subscriber rights) */
-#define IOIPC_SUB_SEND			(1U << 0)
-#define IOIPC_SUB_RECV			(1U << 1)
-#define IOIPC_SUB_BOTH			(IOIPC_SUB_SEND | IOIPC_SUB_RECV)
+#define IOIPC_SUB_SEND (1U << 0)
+#define IOIPC_SUB_RECV (1U << 1)
+#define IOIPC_SUB_BOTH (IOIPC_SUB_SEND | IOIPC_SUB_RECV)
 
-struct ioipc_channel_create {		/* struct io_uring_ipc_channel_create */
+struct ioipc_channel_create { /* struct io_uring_ipc_channel_create */
 	uint32_t flags;
 	uint32_t ring_entries;
 	uint32_t max_msg_size;
@@ -53,7 +53,7 @@ struct ioipc_channel_create {		/* struct io_uring_ipc_channel_create */
 	uint32_t reserved[3];
 };
 
-struct ioipc_channel_attach {		/* struct io_uring_ipc_channel_attach */
+struct ioipc_channel_attach { /* struct io_uring_ipc_channel_attach */
 	uint32_t channel_id;
 	uint32_t flags;
 	uint64_t key;
@@ -75,24 +75,24 @@ _Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "at
  * oldest messages instead of making senders fail with -ENOBUFS; the number
  * lost is reported in struct ioipc_msg_info.lost.
  */
-#define IOIPC_F_LOSSY			(1U << 3)
+#define IOIPC_F_LOSSY (1U << 3)
 
 /* Attach flags beyond the RFC's rights. */
-#define IOIPC_SUB_MONITOR		(1U << 2)	/* see every message, consume none */
-#define IOIPC_SUB_BY_FD			(1U << 3)	/* channel_id holds a capability fd */
+#define IOIPC_SUB_MONITOR (1U << 2) /* see every message, consume none */
+#define IOIPC_SUB_BY_FD	  (1U << 3) /* channel_id holds a capability fd */
 
 /* IPC_RECV flags, in sqe->ioprio (0 in RFC programs). */
-#define IOIPC_RECV_WAIT			(1U << 0)	/* wait on an empty ring instead of -EAGAIN */
-#define IOIPC_RECV_MULTISHOT		(1U << 1)	/* one CQE per message, provided buffers */
-#define IOIPC_RECV_INFO			(1U << 2)	/* prefix the payload with struct ioipc_msg_info */
-#define IOIPC_RECV_ZC			(1U << 3)	/* hold the next message in the region, res = slot */
-#define IOIPC_RECV_RELEASE		(1U << 4)	/* alone: release held message sqe->addr (msg_id) */
-#define IOIPC_MAX_HELD			16		/* messages one subscriber may hold with _ZC */
+#define IOIPC_RECV_WAIT	     (1U << 0) /* wait on an empty ring instead of -EAGAIN */
+#define IOIPC_RECV_MULTISHOT (1U << 1) /* one CQE per message, provided buffers */
+#define IOIPC_RECV_INFO	     (1U << 2) /* prefix the payload with struct ioipc_msg_info */
+#define IOIPC_RECV_ZC	     (1U << 3) /* hold the next message in the region, res = slot */
+#define IOIPC_RECV_RELEASE   (1U << 4) /* alone: release held message sqe->addr (msg_id) */
+#define IOIPC_MAX_HELD	     16	       /* messages one subscriber may hold with _ZC */
 
 /* Limits of create (IORING_IPC_MAX_*): larger values fail with -EINVAL. */
-#define IOIPC_MAX_ENTRIES		32768
-#define IOIPC_MAX_MSG_SIZE		(1U << 20)
-#define IOIPC_MAX_REGION_SIZE		(64U << 20)
+#define IOIPC_MAX_ENTRIES     32768
+#define IOIPC_MAX_MSG_SIZE    (1U << 20)
+#define IOIPC_MAX_REGION_SIZE (64U << 20)
 
 /*
  * Layout of the region mapped read-only through attach.channel_fd
@@ -101,26 +101,26 @@ _Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "at
  * held message is desc[i]: region + offset, len bytes, until released.
  */
 struct ioipc_region_hdr {
-	uint64_t producer;	/* messages published so far */
+	uint64_t producer; /* messages published so far */
 	uint64_t resv1[7];
-	uint64_t consumer;	/* unicast consumer position */
+	uint64_t consumer; /* unicast consumer position */
 	uint64_t resv2[7];
 	uint32_t ring_mask;
 	uint32_t ring_entries;
 	uint32_t max_msg_size;
 	uint32_t slot_size;
-	uint32_t desc_offset;	/* of ring_entries struct ioipc_msg_desc */
+	uint32_t desc_offset; /* of ring_entries struct ioipc_msg_desc */
 	uint32_t data_offset;
-	uint32_t flags;		/* IOIPC_F_* of the channel */
+	uint32_t flags; /* IOIPC_F_* of the channel */
 	uint32_t resv3;
 };
 _Static_assert(sizeof(struct ioipc_region_hdr) == 160, "region header is ABI");
 
 struct ioipc_msg_desc {
-	uint32_t offset;	/* of the data, from the start of the region */
+	uint32_t offset; /* of the data, from the start of the region */
 	uint32_t len;
-	uint64_t msg_id;	/* sequence number: pass it to IOIPC_RECV_RELEASE */
-	uint64_t sender_data;	/* sender's subscriber id, 0 by channel id */
+	uint64_t msg_id;      /* sequence number: pass it to IOIPC_RECV_RELEASE */
+	uint64_t sender_data; /* sender's subscriber id, 0 by channel id */
 };
 _Static_assert(sizeof(struct ioipc_msg_desc) == 24, "msg desc is ABI");
 
@@ -132,13 +132,13 @@ _Static_assert(sizeof(struct ioipc_msg_desc) == 24, "msg desc is ABI");
  * capability fd the sender attached through (0 otherwise).
  */
 struct ioipc_msg_info {
-	uint32_t sender_id;	/* sender's subscriber id, 0 for send by channel id */
+	uint32_t sender_id; /* sender's subscriber id, 0 for send by channel id */
 	uint32_t pid;
 	uint32_t uid;
 	uint32_t gid;
 	uint64_t badge;
-	uint32_t len;		/* full message length (payload may be truncated) */
-	uint32_t lost;		/* messages this receiver lost before this one */
+	uint32_t len;  /* full message length (payload may be truncated) */
+	uint32_t lost; /* messages this receiver lost before this one */
 };
 _Static_assert(sizeof(struct ioipc_msg_info) == 32, "msg_info is ABI");
 
@@ -149,14 +149,14 @@ _Static_assert(sizeof(struct ioipc_msg_info) == 32, "msg_info is ABI");
  * that attached through it. Pass it with SCM_RIGHTS; attach with
  * IOIPC_SUB_BY_FD and channel_id = the fd.
  */
-#define IOIPC_REGISTER_MINT		42
+#define IOIPC_REGISTER_MINT 42
 
 struct ioipc_channel_mint {
 	uint32_t channel_id;
 	uint32_t rights;
 	uint64_t badge;
 	int32_t fd_out;
-	uint32_t flags;		/* O_CLOEXEC only */
+	uint32_t flags; /* O_CLOEXEC only */
 	uint32_t reserved[2];
 };
 _Static_assert(sizeof(struct ioipc_channel_mint) == 32, "mint is ABI");
@@ -167,7 +167,7 @@ _Static_assert(sizeof(struct ioipc_channel_mint) == 32, "mint is ABI");
  * of them holding any of those rights (its operations then fail with
  * -EACCES). Only the creating ring may; nr_detached_out says how many went.
  */
-#define IOIPC_REGISTER_REVOKE		43
+#define IOIPC_REGISTER_REVOKE 43
 
 struct ioipc_channel_revoke {
 	uint32_t channel_id;
@@ -218,8 +218,8 @@ static inline int ioipc_channel_revoke(struct io_uring *ring, struct ioipc_chann
 }
 
 /* id: sender's subscriber id or a channel id; target: 0 or a receiver's subscriber id */
-static inline void ioipc_prep_send(struct io_uring_sqe *sqe, uint32_t id, const void *buf,
-				   unsigned int len, uint32_t target)
+static inline void ioipc_prep_send(struct io_uring_sqe *sqe, uint32_t id, const void *buf, unsigned int len,
+				   uint32_t target)
 {
 	io_uring_prep_rw(IOIPC_OP_SEND, sqe, (int)id, buf, len, 0);
 	sqe->file_index = target;
@@ -233,8 +233,8 @@ static inline void ioipc_prep_recv(struct io_uring_sqe *sqe, uint32_t subscriber
 }
 
 /* Multishot receive into provided buffers of group bgid (IOSQE_BUFFER_SELECT). */
-static inline void ioipc_prep_recv_multishot(struct io_uring_sqe *sqe, uint32_t subscriber_id,
-					     uint16_t bgid, unsigned int recv_flags)
+static inline void ioipc_prep_recv_multishot(struct io_uring_sqe *sqe, uint32_t subscriber_id, uint16_t bgid,
+					     unsigned int recv_flags)
 {
 	io_uring_prep_rw(IOIPC_OP_RECV, sqe, (int)subscriber_id, NULL, 0, 0);
 	sqe->ioprio = (uint16_t)(recv_flags | IOIPC_RECV_MULTISHOT);

@@ -11,7 +11,6 @@
 #include "protocol/message.h"
 #include "util/macro.h"
 
-
 /* What each type requires of its fields. */
 static const struct chmsg_type_info {
 	const char *name;
@@ -21,7 +20,9 @@ static const struct chmsg_type_info {
 } types[] = {
 	[CHMSG_CALL] = { .name = "call", .member_required = true },
 	[CHMSG_REPLY] = { .name = "reply", .reply_serial_required = true },
-	[CHMSG_ERROR] = { .name = "error", .member_required = true, .member_is_error = true,
+	[CHMSG_ERROR] = { .name = "error",
+			  .member_required = true,
+			  .member_is_error = true,
 			  .reply_serial_required = true },
 	[CHMSG_SIGNAL] = { .name = "signal", .member_required = true },
 };
@@ -50,8 +51,8 @@ static int chmsg_check(const struct chmsg *m, size_t member_len, size_t dest_len
 	if (member_len > CTRL_NAME_MAX || dest_len > CTRL_NAME_MAX)
 		return -EINVAL;
 	if (t->member_required) {
-		if (t->member_is_error ? !ctrl_name_is_valid_error(m->member)
-				       : !ctrl_name_is_valid_member(m->member))
+		if (t->member_is_error ? !ctrl_name_is_valid_error(m->member) :
+					 !ctrl_name_is_valid_member(m->member))
 			return -EINVAL;
 	} else if (member_len != 0) {
 		return -EINVAL;

@@ -14,28 +14,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CHMSG_VERSION		1
-#define CHMSG_HEADER_SIZE	24
-#define CHMSG_MAX		65536	/* max_msg_size of every channel brokerd creates */
+#define CHMSG_VERSION	  1
+#define CHMSG_HEADER_SIZE 24
+#define CHMSG_MAX	  65536 /* max_msg_size of every channel brokerd creates */
 
 enum chmsg_type {
-	CHMSG_CALL = 1,		/* on a name's call channel; member = method */
-	CHMSG_REPLY = 2,	/* on the caller's inbox; reply_serial = the call's serial */
-	CHMSG_ERROR = 3,	/* on the caller's inbox; member = error name */
-	CHMSG_SIGNAL = 4,	/* on a name's signal channel, or an inbox (unicast) */
+	CHMSG_CALL = 1,	  /* on a name's call channel; member = method */
+	CHMSG_REPLY = 2,  /* on the caller's inbox; reply_serial = the call's serial */
+	CHMSG_ERROR = 3,  /* on the caller's inbox; member = error name */
+	CHMSG_SIGNAL = 4, /* on a name's signal channel, or an inbox (unicast) */
 	_CHMSG_TYPE_MAX,
 };
 
-#define CHMSG_F_NO_REPLY_EXPECTED	(1U << 0)
-#define CHMSG_F_ALL			CHMSG_F_NO_REPLY_EXPECTED
+#define CHMSG_F_NO_REPLY_EXPECTED (1U << 0)
+#define CHMSG_F_ALL		  CHMSG_F_NO_REPLY_EXPECTED
 
 struct chmsg {
-	uint8_t type;			/* enum chmsg_type */
-	uint16_t flags;			/* CHMSG_F_* */
-	uint32_t serial;		/* non-zero, chosen by the sender */
-	uint32_t reply_serial;		/* REPLY/ERROR: serial of the call; else 0 */
-	const char *member;		/* CALL/SIGNAL: member; ERROR: error name; REPLY: "" */
-	const char *destination;	/* optional: unique name the message is for, or "" */
+	uint8_t type;		 /* enum chmsg_type */
+	uint16_t flags;		 /* CHMSG_F_* */
+	uint32_t serial;	 /* non-zero, chosen by the sender */
+	uint32_t reply_serial;	 /* REPLY/ERROR: serial of the call; else 0 */
+	const char *member;	 /* CALL/SIGNAL: member; ERROR: error name; REPLY: "" */
+	const char *destination; /* optional: unique name the message is for, or "" */
 	const void *body;
 	uint32_t body_len;
 };

@@ -32,7 +32,7 @@ static void test_table(void)
 	ASSERT(ctrl_sig_min_len("a(") == -EINVAL);
 	ASSERT(ctrl_sig_min_len("()") == -EINVAL);
 	ASSERT(ctrl_sig_min_len("x") == -EINVAL);
-	ASSERT(ctrl_sig_min_len("aaaaaau") == -EINVAL);	/* too deep */
+	ASSERT(ctrl_sig_min_len("aaaaaau") == -EINVAL); /* too deep */
 	ASSERT(ctrl_sig_min_len("(ut)s") == 15);
 }
 
@@ -139,7 +139,7 @@ static void test_malformed(void)
 	ASSERT(ctrl_message_decode(&m, b, 21, 0) == -EBADMSG);
 	put(b, 8, 5, 4);
 	ASSERT(ctrl_message_decode(&m, b, 20, 0) == -EBADMSG);
-	ASSERT(m.hdr.serial == 42);	/* still known, for the error reply */
+	ASSERT(m.hdr.serial == 42); /* still known, for the error reply */
 	put(b, 8, 4, 4);
 	/* version, unknown op, unknown type, reserved */
 	b[0] = 2;
@@ -337,7 +337,7 @@ static void test_unsubscribe(void)
 	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
 	ctrl_reader_init(&r, &m);
 	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED);
-	ASSERT(ctrl_message_decode(&m, d, l, 1) == -ETOOMANYREFS);	/* no cap comes back */
+	ASSERT(ctrl_message_decode(&m, d, l, 1) == -ETOOMANYREFS); /* no cap comes back */
 	ctrl_writer_deinit(&w);
 }
 
@@ -407,7 +407,7 @@ static void test_list_pages(void)
 	ctrl_write_string(&w, "");
 	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
 	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
-	ASSERT(ctrl_message_decode(&m, d, l - 3, 0) < 0);	/* cursor missing */
+	ASSERT(ctrl_message_decode(&m, d, l - 3, 0) < 0); /* cursor missing */
 	ctrl_writer_deinit(&w);
 }
 

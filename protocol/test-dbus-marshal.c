@@ -51,7 +51,7 @@ static size_t build(const char *sig, void (*fn)(struct dbus_writer *), uint8_t *
 static void write_basic(struct dbus_writer *w)
 {
 	uint8_t y = 0xfe;
-	int b = 7;	/* any non-zero is true */
+	int b = 7; /* any non-zero is true */
 	int16_t n = -2;
 	uint16_t q = 0xbeef;
 	int32_t i = -100000;
@@ -219,7 +219,7 @@ static void test_dict(void)
 	ASSERT_INT(dbus_reader_read_basic(&r, 'i', &i), ==, 1);
 	ASSERT(strcmp(s, "answer") == 0 && i == 42);
 	ASSERT_INT(dbus_reader_exit(&r), ==, 0);
-	ASSERT_INT(dbus_reader_enter(&r, '{'), ==, 0);	/* end of the array */
+	ASSERT_INT(dbus_reader_enter(&r, '{'), ==, 0); /* end of the array */
 	ASSERT_INT(dbus_reader_exit(&r), ==, 0);
 	ASSERT_INT(dbus_reader_exit(&r), ==, 0);
 	ASSERT_INT(dbus_reader_exit(&r), ==, 0);
@@ -266,8 +266,8 @@ static void test_empty_array(void)
 	uint8_t buf[64] = { 0 };
 	size_t len = build("yata(y)", write_empty_8, buf, sizeof(buf));
 	uint8_t expect[] = {
-		1, 0, 0, 0,  0, 0, 0, 0,	/* y, pad, at: length 0 (at 8 already) */
-		0, 0, 0, 0,  0, 0, 0, 0,	/* a(y): length 0, pad to 8 */
+		1, 0, 0, 0, 0, 0, 0, 0, /* y, pad, at: length 0 (at 8 already) */
+		0, 0, 0, 0, 0, 0, 0, 0, /* a(y): length 0, pad to 8 */
 	};
 
 	ASSERT_INT(len, ==, 16);
@@ -327,13 +327,12 @@ static void test_array_length(void)
 static void test_spec_vectors(void)
 {
 	/* big-endian array holding the int64 5 */
-	uint8_t at[] = { 0, 0, 0, 8,  0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 5 };
+	uint8_t at[] = { 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
 	/* big-endian variant holding the uint64 5 */
-	uint8_t vt[] = { 1, 't', 0,  0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 5 };
+	uint8_t vt[] = { 1, 't', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
 	/* little-endian strings 'foo', '+', 'bar' */
 	uint8_t sss[] = {
-		3, 0, 0, 0, 'f', 'o', 'o', 0,  1, 0, 0, 0, '+', 0, 0, 0,
-		3, 0, 0, 0, 'b', 'a', 'r', 0,
+		3, 0, 0, 0, 'f', 'o', 'o', 0, 1, 0, 0, 0, '+', 0, 0, 0, 3, 0, 0, 0, 'b', 'a', 'r', 0,
 	};
 	struct dbus_reader r;
 	const char *s;
@@ -446,9 +445,7 @@ static void write_readme(struct dbus_writer *w)
 static void test_readme_example(void)
 {
 	static const uint8_t le[] = {
-		0x10, 0, 0, 0, 0, 0, 0, 0,
-		0x01, 0, 0, 0, 0x6e, 0, 0x01, 0x75, 0, 0, 0, 0,
-		0x07, 0, 0, 0,
+		0x10, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0, 0x6e, 0, 0x01, 0x75, 0, 0, 0, 0, 0x07, 0, 0, 0,
 	};
 	uint8_t buf[64];
 	size_t len = build("a{sv}", write_readme, buf, sizeof(buf));
@@ -533,7 +530,7 @@ static void test_reject(void)
 
 	/* an array length just past 64 MiB is refused before it is followed */
 	memset(big, 0, sizeof(big));
-	big[0] = 1, big[3] = 4;	/* 0x04000001 */
+	big[0] = 1, big[3] = 4; /* 0x04000001 */
 	expect_bad("ay", big, sizeof(big), 0);
 }
 
@@ -583,7 +580,7 @@ static void test_depth(void)
 	for (int k = 0; k < 62; k++)
 		ASSERT_INT(dbus_writer_open(&w, 'v', "v"), ==, 0);
 	ASSERT_INT(dbus_writer_open(&w, 'v', "aai"), ==, -ELOOP);
-	ASSERT_INT(dbus_writer_close(&w), ==, -ELOOP);	/* sticky */
+	ASSERT_INT(dbus_writer_close(&w), ==, -ELOOP); /* sticky */
 	dbus_writer_deinit(&w);
 
 	ASSERT_INT(dbus_writer_init(&w, "v"), ==, 0);
@@ -621,16 +618,14 @@ static void test_writer_errors(void)
 		const char *arg;
 		int ret;
 	} cases[] = {
-		{ "is", 's', "x", -ENXIO },		/* another type */
-		{ "(ii)", '(', "iu", -ENXIO },		/* contents that disagree */
-		{ "ai", 'a', "u", -ENXIO },
-		{ "ai", '(', "i", -ENXIO },
-		{ "v", 'v', NULL, -EINVAL },		/* a variant needs contents */
-		{ "v", 'v', "ii", -EINVAL },		/* of one complete type */
-		{ "a{sv}", 'r', NULL, -EINVAL },	/* not a container code */
-		{ "s", 's', "\xc3", -EINVAL },		/* invalid values */
-		{ "o", 'o', "/a/", -EINVAL },
-		{ "g", 'g', "a", -EINVAL },
+		{ "is", 's', "x", -ENXIO },    /* another type */
+		{ "(ii)", '(', "iu", -ENXIO }, /* contents that disagree */
+		{ "ai", 'a', "u", -ENXIO },	 { "ai", '(', "i", -ENXIO },
+		{ "v", 'v', NULL, -EINVAL },	 /* a variant needs contents */
+		{ "v", 'v', "ii", -EINVAL },	 /* of one complete type */
+		{ "a{sv}", 'r', NULL, -EINVAL }, /* not a container code */
+		{ "s", 's', "\xc3", -EINVAL },	 /* invalid values */
+		{ "o", 'o', "/a/", -EINVAL },	 { "g", 'g', "a", -EINVAL },
 	};
 	_cleanup_writer_ struct dbus_writer w;
 	void *body;

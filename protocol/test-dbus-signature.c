@@ -11,11 +11,15 @@
 static void test_types(void)
 {
 	/* code, alignment, fixed size, basic */
-	static const struct { char code; unsigned int align, size; bool basic; } types[] = {
-		{ 'y', 1, 1, true }, { 'b', 4, 4, true }, { 'n', 2, 2, true }, { 'q', 2, 2, true },
-		{ 'i', 4, 4, true }, { 'u', 4, 4, true }, { 'x', 8, 8, true }, { 't', 8, 8, true },
-		{ 'd', 8, 8, true }, { 'h', 4, 4, true }, { 's', 4, 0, true }, { 'o', 4, 0, true },
-		{ 'g', 1, 0, true }, { 'a', 4, 0, false }, { 'v', 1, 0, false }, { '(', 8, 0, false },
+	static const struct {
+		char code;
+		unsigned int align, size;
+		bool basic;
+	} types[] = {
+		{ 'y', 1, 1, true },  { 'b', 4, 4, true },  { 'n', 2, 2, true },  { 'q', 2, 2, true },
+		{ 'i', 4, 4, true },  { 'u', 4, 4, true },  { 'x', 8, 8, true },  { 't', 8, 8, true },
+		{ 'd', 8, 8, true },  { 'h', 4, 4, true },  { 's', 4, 0, true },  { 'o', 4, 0, true },
+		{ 'g', 1, 0, true },  { 'a', 4, 0, false }, { 'v', 1, 0, false }, { '(', 8, 0, false },
 		{ '{', 8, 0, false }, { 'r', 0, 0, false }, { 'e', 0, 0, false }, { 0, 0, 0, false },
 	};
 
@@ -30,13 +34,14 @@ static void test_types(void)
 static void test_valid(void)
 {
 	static const char *const good[] = {
-		"", "y", "ybnqiuxtdsogh", "v", "ai", "aai", "a(ii)", "(i(ii))", "a{sv}",
-		"a{oa{sa{sv}}}", "a{ya(ss)}", "(a{sv})", "aa{sv}", "(v)av", "sa{sv}as",
+		"",	     "y",	"ybnqiuxtdsogh", "v",	  "ai",
+		"aai",	     "a(ii)",	"(i(ii))",	 "a{sv}", "a{oa{sa{sv}}}",
+		"a{ya(ss)}", "(a{sv})", "aa{sv}",	 "(v)av", "sa{sv}as",
 	};
 	static const char *const bad[] = {
-		"a", "aa", "(", ")", "()", "(ii", "ii)", "{sv}", "a{}", "a{s}", "a{svs}",
-		"a{vs}", "a{(s)s}", "a{as}", "r", "e", "m", "*", "?", "@", "a{sv", "(i}",
-		"a{s(i})", "z", "(a)",
+		"a",	"aa",	  "(",	   ")",	      "()",	 "(ii", "ii)", "{sv}", "a{}",
+		"a{s}", "a{svs}", "a{vs}", "a{(s)s}", "a{as}",	 "r",	"e",   "m",    "*",
+		"?",	"@",	  "a{sv",  "(i}",     "a{s(i})", "z",	"(a)",
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(good); i++) {
@@ -142,14 +147,28 @@ static void test_object_path(void)
 static void test_string(void)
 {
 	static const char *const good[] = {
-		"", "plain", "\xc3\xa4", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf",
-		"\xef\xb7\x90",		/* U+FDD0, a noncharacter: allowed */
-		"\xef\xbf\xbf",		/* U+FFFF */
+		"",
+		"plain",
+		"\xc3\xa4",
+		"\xe2\x82\xac",
+		"\xf0\x9f\x98\x80",
+		"\xf4\x8f\xbf\xbf",
+		"\xef\xb7\x90", /* U+FDD0, a noncharacter: allowed */
+		"\xef\xbf\xbf", /* U+FFFF */
 	};
 	static const char *const bad[] = {
-		"\x80", "\xc3", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xed\xa0\x80",
-		"\xf0\x80\x80\x80", "\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80", "\xff",
-		"\xe2\x82", "a\xc3(",
+		"\x80",
+		"\xc3",
+		"\xc0\x80",
+		"\xc1\xbf",
+		"\xe0\x80\x80",
+		"\xed\xa0\x80",
+		"\xf0\x80\x80\x80",
+		"\xf4\x90\x80\x80",
+		"\xf8\x88\x80\x80\x80",
+		"\xff",
+		"\xe2\x82",
+		"a\xc3(",
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(good); i++)

@@ -72,16 +72,19 @@ static void test_malformed(void)
 	buf[0] = 2;
 	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EPROTO);
 	buf[0] = CHMSG_VERSION;
-	buf[20] = 1;	/* reserved */
+	buf[20] = 1; /* reserved */
 	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
 	buf[20] = 0;
-	buf[CHMSG_HEADER_SIZE + 4] = 'x';	/* member NUL overwritten */
+	buf[CHMSG_HEADER_SIZE + 4] = 'x'; /* member NUL overwritten */
 	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
 	buf[CHMSG_HEADER_SIZE + 4] = 0;
-	buf[12] = 0xff;	/* member length beyond the message */
+	buf[12] = 0xff; /* member length beyond the message */
 	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
 	buf[12] = 4;
-	buf[16] = 0xff; buf[17] = 0xff; buf[18] = 0xff; buf[19] = 0xff;	/* body length */
+	buf[16] = 0xff;
+	buf[17] = 0xff;
+	buf[18] = 0xff;
+	buf[19] = 0xff; /* body length */
 	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
 }
 

@@ -16,7 +16,6 @@
 int array_reserve(void **p, size_t *cap, size_t need, size_t elem_size);
 
 /* ARRAY_RESERVE(a, cap, need): array_reserve() typed by a's element size. */
-#define ARRAY_RESERVE(a, cap, need) \
-	array_reserve((void **)&(a), &(cap), (need), sizeof(*(a)))
+#define ARRAY_RESERVE(a, cap, need) array_reserve((void **)&(a), &(cap), (need), sizeof(*(a)))
 
 #endif

@@ -10,13 +10,13 @@
 
 #include <stddef.h>
 
-#define LINE_MAX_LEN 1024	/* a longer line is an error */
+#define LINE_MAX_LEN 1024 /* a longer line is an error */
 
 struct line_reader {
-	const char *next;		/* the rest of the text */
-	const char *comment_start;	/* a line whose first character is one of these is a comment */
-	char comment_inline;		/* starts a comment anywhere in a line; 0: none */
-	unsigned int line;		/* number of the line last read (1 = first) */
+	const char *next;	   /* the rest of the text */
+	const char *comment_start; /* a line whose first character is one of these is a comment */
+	char comment_inline;	   /* starts a comment anywhere in a line; 0: none */
+	unsigned int line;	   /* number of the line last read (1 = first) */
 	char buf[LINE_MAX_LEN];
 };
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_(f)  __attribute__((cleanup(f)))
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 /*
@@ -20,17 +20,27 @@
  * broken state. Unlike assert() it is never compiled out; cond must have no
  * side effects all the same.
  */
-#define BUG_ON(cond)								\
-	do {									\
-		if (__builtin_expect(!!(cond), 0)) {				\
+#define BUG_ON(cond)                                                                    \
+	do {                                                                            \
+		if (__builtin_expect(!!(cond), 0)) {                                    \
 			fprintf(stderr, "%s:%d: BUG: %s\n", __FILE__, __LINE__, #cond); \
-			abort();						\
-		}								\
+			abort();                                                        \
+		}                                                                       \
 	} while (0)
 
 /* Hand an owned pointer or fd over, leaving the cleanup nothing to free. */
-#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
-#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+#define TAKE_PTR(p)                     \
+	({                              \
+		__typeof__(p) _p = (p); \
+		(p) = NULL;             \
+		_p;                     \
+	})
+#define TAKE_FD(fd)             \
+	({                      \
+		int _fd = (fd); \
+		(fd) = -1;      \
+		_fd;            \
+	})
 
 static inline void freep(void *p)
 {
@@ -46,11 +56,11 @@ static inline void closep(int *fd)
 #define _cleanup_close_ _cleanup_(closep)
 
 /* func##p(): a cleanup helper for a destructor that must not see NULL. */
-#define DEFINE_FREE_FUNC(type, func)			\
-	static inline void func##p(type **p)		\
-	{						\
-		if (*p)					\
-			func(*p);			\
+#define DEFINE_FREE_FUNC(type, func)         \
+	static inline void func##p(type **p) \
+	{                                    \
+		if (*p)                      \
+			func(*p);            \
 	}
 
 #endif

@@ -12,7 +12,8 @@ static void test_policy_style(void)
 	char *l;
 
 	/* '#' anywhere starts a comment; blank and comment-only lines are skipped. */
-	line_reader_init(&lr, "# head\n\n[default]  \r\n\t allow send a.b # why\r\n   # indented\nlast", NULL, '#');
+	line_reader_init(&lr, "# head\n\n[default]  \r\n\t allow send a.b # why\r\n   # indented\nlast", NULL,
+			 '#');
 	ASSERT_INT(line_reader_next(&lr, &l), ==, 1);
 	ASSERT(strcmp(l, "[default]") == 0);
 	ASSERT_INT(lr.line, ==, 3);
@@ -20,7 +21,7 @@ static void test_policy_style(void)
 	ASSERT(strcmp(l, "allow send a.b") == 0);
 	ASSERT_INT(lr.line, ==, 4);
 	ASSERT_INT(line_reader_next(&lr, &l), ==, 1);
-	ASSERT(strcmp(l, "last") == 0);	/* no newline at the end */
+	ASSERT(strcmp(l, "last") == 0); /* no newline at the end */
 	ASSERT_INT(lr.line, ==, 6);
 	ASSERT_INT(line_reader_next(&lr, &l), ==, 0);
 	ASSERT_INT(line_reader_next(&lr, &l), ==, 0);
@@ -40,7 +41,7 @@ static void test_service_style(void)
 	ASSERT_INT(line_reader_next(&lr, &l), ==, 1);
 	ASSERT(strcmp(l, "Name=a.b # not a comment") == 0);
 	ASSERT_INT(line_reader_next(&lr, &l), ==, 0);
-	ASSERT_INT(lr.line, ==, 5);	/* the trailing empty line counts */
+	ASSERT_INT(lr.line, ==, 5); /* the trailing empty line counts */
 }
 
 static void test_limits(void)
@@ -72,7 +73,7 @@ static void test_fail(void)
 	ASSERT(strcmp(err, "/etc/x.conf:3: unknown action 'eat'") == 0);
 	ASSERT_INT(line_fail(NULL, 0, "f", 1, "x"), ==, -EINVAL);
 	ASSERT_INT(line_fail(err, 8, "file", 12, "long message"), ==, -EINVAL);
-	ASSERT(strcmp(err, "file:12") == 0);	/* cut, still terminated */
+	ASSERT(strcmp(err, "file:12") == 0); /* cut, still terminated */
 }
 
 int main(void)

@@ -12,8 +12,8 @@
  */
 #include <errno.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,7 +35,7 @@ static void setup(void)
 		.policy_dirs = none,
 		.service_dirs = none,
 		.activator_path = "/nonexistent/brokerd-fuzz/activator",
-		.no_channels = false,	/* channels when the kernel has them */
+		.no_channels = false, /* channels when the kernel has them */
 	};
 
 	log_set_max_level(-1);

@@ -18,7 +18,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
+#define CHECK(x)                          \
+	do {                              \
+		if (!(x))                 \
+			__builtin_trap(); \
+	} while (0)
 
 /* Copy the rest of the reader's current container into the writer. */
 static void copy_values(struct dbus_reader *r, struct dbus_writer *w)
@@ -29,11 +33,16 @@ static void copy_values(struct dbus_reader *r, struct dbus_writer *w)
 
 	while (dbus_reader_peek(r, &type, &c, &n) > 0) {
 		if (dbus_type_is_basic(type)) {
-			union { uint64_t u; const char *s; } v;
+			union {
+				uint64_t u;
+				const char *s;
+			} v;
 
 			CHECK(dbus_reader_read_basic(r, type, &v) == 1);
 			CHECK(dbus_writer_append_basic(w, type,
-				type == 's' || type == 'o' || type == 'g' ? (const void *)v.s : &v) == 0);
+						       type == 's' || type == 'o' || type == 'g' ?
+							       (const void *)v.s :
+							       &v) == 0);
 			continue;
 		}
 		memcpy(contents, c, n);

@@ -16,7 +16,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
+#define CHECK(x)                          \
+	do {                              \
+		if (!(x))                 \
+			__builtin_trap(); \
+	} while (0)
 
 /* A value for each complete type in [s, s + n): zeros, empty arrays, "y" variants. */
 static void fill(struct dbus_writer *w, const char *s, size_t n)
@@ -27,7 +31,8 @@ static void fill(struct dbus_writer *w, const char *s, size_t n)
 	while (i < n) {
 		k = (size_t)dbus_signature_next(s + i, n - i);
 		switch (s[i]) {
-		case 's': case 'g':
+		case 's':
+		case 'g':
 			CHECK(dbus_writer_append_basic(w, s[i], "") == 0);
 			break;
 		case 'o':
@@ -77,7 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(dbus_signature_validate_single(s + i, (size_t)k) == 0);
 		CHECK(dbus_type_alignment(s[i]) > 0);
 	}
-	CHECK((dbus_signature_validate_single(s, size) == 0) == (size > 0 && (size_t)dbus_signature_next(s, size) == size));
+	CHECK((dbus_signature_validate_single(s, size) == 0) ==
+	      (size > 0 && (size_t)dbus_signature_next(s, size) == size));
 
 	memcpy(sig, s, size);
 	sig[size] = 0;

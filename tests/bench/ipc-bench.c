@@ -33,10 +33,10 @@
 
 #include "protocol/ioipc.h"
 
-#define MAX_MSG		(32 * 1024)
+#define MAX_MSG (32 * 1024)
 
 static const unsigned int sizes[] = { 64, 256, 1024, 4096, 16384, 32768 };
-#define N_SIZES		(sizeof(sizes) / sizeof(sizes[0]))
+#define N_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static void die(const char *what, int err)
 {
@@ -107,7 +107,10 @@ static int submit_wait(struct io_uring *ring)
 static uint32_t channel_new(struct io_uring *ring, uint64_t key, uint32_t entries)
 {
 	struct ioipc_channel_create c = {
-		.ring_entries = entries, .max_msg_size = MAX_MSG, .mode = 0600, .key = key,
+		.ring_entries = entries,
+		.max_msg_size = MAX_MSG,
+		.mode = 0600,
+		.key = key,
 	};
 	int r = ioipc_channel_create(ring, &c);
 
@@ -135,8 +138,7 @@ static int ipc_send(struct io_uring *ring, uint32_t id, const void *buf, unsigne
 	return submit_wait(ring);
 }
 
-static int ipc_recv(struct io_uring *ring, uint32_t id, void *buf, unsigned int len,
-		    unsigned int flags)
+static int ipc_recv(struct io_uring *ring, uint32_t id, void *buf, unsigned int len, unsigned int flags)
 {
 	ioipc_prep_recv(io_uring_get_sqe(ring), id, buf, len, flags);
 	return submit_wait(ring);
@@ -194,7 +196,7 @@ struct pingpong {
 	const char *name;
 	void (*setup)(void);
 	void (*child)(unsigned int size, int iters);	/* echoes */
-	double (*parent)(unsigned int size, int iters);	/* ns per round trip */
+	double (*parent)(unsigned int size, int iters); /* ns per round trip */
 };
 
 static int fds_a[2], fds_b[2];
@@ -269,8 +271,8 @@ static double unix_parent(unsigned int size, int iters)
 }
 
 /* Two unicast channels, "ping" (parent to child) and "pong" (child to parent). */
-#define KEY_PING	0xb0b1
-#define KEY_PONG	0xb0b2
+#define KEY_PING 0xb0b1
+#define KEY_PONG 0xb0b2
 
 static struct io_uring owner_ring;
 
@@ -329,7 +331,7 @@ static const struct pingpong transports[] = {
 	{ "pipe", pipe_setup, pipe_child, pipe_parent },
 	{ "unix seqpacket", unix_setup, unix_child, unix_parent },
 };
-#define N_TRANSPORTS	(sizeof(transports) / sizeof(transports[0]))
+#define N_TRANSPORTS (sizeof(transports) / sizeof(transports[0]))
 
 static void bench_latency(int iters)
 {
@@ -355,11 +357,11 @@ static void bench_latency(int iters)
 	}
 
 	printf("\nround trip, ns (%d iterations; ratios: ipc / other)\n", iters);
-	printf("%8s %14s %14s %14s %10s %10s\n", "size", transports[0].name,
-	       transports[1].name, transports[2].name, "ipc/pipe", "ipc/unix");
+	printf("%8s %14s %14s %14s %10s %10s\n", "size", transports[0].name, transports[1].name,
+	       transports[2].name, "ipc/pipe", "ipc/unix");
 	for (size_t s = 0; s < N_SIZES; s++)
-		printf("%8u %14.0f %14.0f %14.0f %10.2f %10.2f\n", sizes[s], ns[0][s], ns[1][s],
-		       ns[2][s], ns[0][s] / ns[1][s], ns[0][s] / ns[2][s]);
+		printf("%8u %14.0f %14.0f %14.0f %10.2f %10.2f\n", sizes[s], ns[0][s], ns[1][s], ns[2][s],
+		       ns[0][s] / ns[1][s], ns[0][s] / ns[2][s]);
 }
 
 /* ---- 3. zero-copy receive -------------------------------------------------- */
@@ -390,7 +392,7 @@ static double recv_cost(struct io_uring *ring, uint32_t tx, uint32_t rx, const c
 
 			r = ipc_recv(ring, rx, NULL, 0, IOIPC_RECV_ZC);
 			if (r == -EINVAL)
-				return -1;	/* a kernel without zero-copy receive */
+				return -1; /* a kernel without zero-copy receive */
 			if (r < 0)
 				die("zc recv", r);
 			desc = (const void *)(region + hdr->desc_offset) + r * sizeof(*desc);
@@ -399,8 +401,8 @@ static double recv_cost(struct io_uring *ring, uint32_t tx, uint32_t rx, const c
 			/* touch the message in place, as a reader would */
 			sum += region[desc->offset + size - 1];
 			/* release: sqe->addr names the held message */
-			ioipc_prep_recv(io_uring_get_sqe(ring), rx, (void *)(uintptr_t)desc->msg_id,
-					0, IOIPC_RECV_RELEASE);
+			ioipc_prep_recv(io_uring_get_sqe(ring), rx, (void *)(uintptr_t)desc->msg_id, 0,
+					IOIPC_RECV_RELEASE);
 			r = submit_wait(ring);
 			if (r < 0)
 				die("zc release", r);
@@ -452,7 +454,7 @@ static void bench_zerocopy(int iters)
 /* ---- 4. waiters that are not woken -------------------------------------- */
 
 static const unsigned int waiter_counts[] = { 1, 16, 64, 256 };
-#define N_WAITERS	(sizeof(waiter_counts) / sizeof(waiter_counts[0]))
+#define N_WAITERS (sizeof(waiter_counts) / sizeof(waiter_counts[0]))
 
 /*
  * ns per message sent to, and received by, one subscriber while @n others
@@ -484,8 +486,7 @@ static double waiters_cost(unsigned int n, int iters)
 
 		close(a.channel_fd);
 
-		ioipc_prep_recv(io_uring_get_sqe(&wring), w, buf, sizeof(buf),
-				IOIPC_RECV_WAIT);
+		ioipc_prep_recv(io_uring_get_sqe(&wring), w, buf, sizeof(buf), IOIPC_RECV_WAIT);
 	}
 	if (io_uring_submit(&wring) != (int)n)
 		die("submit waiters", EIO);

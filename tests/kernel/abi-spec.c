@@ -26,19 +26,19 @@
 
 /* --- from the spec ------------------------------------------------------ */
 
-#define OP_IPC_SEND		65
-#define OP_IPC_RECV		66
-#define REG_CREATE		38
-#define REG_ATTACH		39
-#define REG_DETACH		40
-#define REG_DESTROY		41
+#define OP_IPC_SEND 65
+#define OP_IPC_RECV 66
+#define REG_CREATE  38
+#define REG_ATTACH  39
+#define REG_DETACH  40
+#define REG_DESTROY 41
 
-#define F_BROADCAST		(1u << 0)
-#define F_MULTICAST		(1u << 1)
-#define F_PRIVATE		(1u << 2)
-#define SUB_SEND		(1u << 0)
-#define SUB_RECV		(1u << 1)
-#define SUB_BOTH		(SUB_SEND | SUB_RECV)
+#define F_BROADCAST (1u << 0)
+#define F_MULTICAST (1u << 1)
+#define F_PRIVATE   (1u << 2)
+#define SUB_SEND    (1u << 0)
+#define SUB_RECV    (1u << 1)
+#define SUB_BOTH    (SUB_SEND | SUB_RECV)
 
 struct chan_create {
 	uint32_t flags;
@@ -85,20 +85,17 @@ struct cqe {
 };
 
 struct sq_offsets {
-	uint32_t head, tail, ring_mask, ring_entries, flags, dropped, array,
-		 resv1;
+	uint32_t head, tail, ring_mask, ring_entries, flags, dropped, array, resv1;
 	uint64_t user_addr;
 };
 
 struct cq_offsets {
-	uint32_t head, tail, ring_mask, ring_entries, overflow, cqes, flags,
-		 resv1;
+	uint32_t head, tail, ring_mask, ring_entries, overflow, cqes, flags, resv1;
 	uint64_t user_addr;
 };
 
 struct params {
-	uint32_t sq_entries, cq_entries, flags, sq_thread_cpu, sq_thread_idle,
-		 features, wq_fd, resv[3];
+	uint32_t sq_entries, cq_entries, flags, sq_thread_cpu, sq_thread_idle, features, wq_fd, resv[3];
 	struct sq_offsets sq_off;
 	struct cq_offsets cq_off;
 };
@@ -108,7 +105,7 @@ _Static_assert(sizeof(struct params) == 120, "params");
 
 #define OFF_SQ_RING	0ULL
 #define OFF_SQES	0x10000000ULL
-#define ENTER_GETEVENTS	1u
+#define ENTER_GETEVENTS 1u
 
 struct ring {
 	int fd;
@@ -119,22 +116,22 @@ struct ring {
 
 static int failures;
 
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "abi-spec:%d: check failed: %s\n",	\
-			__LINE__, #cond);				\
-		failures++;						\
-	}								\
-} while (0)
+#define CHECK(cond)                                                                          \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			fprintf(stderr, "abi-spec:%d: check failed: %s\n", __LINE__, #cond); \
+			failures++;                                                          \
+		}                                                                            \
+	} while (0)
 
-#define CHECK_EQ(want, got) do {					\
-	long long __w = (want), __g = (got);				\
-	if (__w != __g) {						\
-		fprintf(stderr, "abi-spec:%d: %s: want %lld, got %lld\n", \
-			__LINE__, #got, __w, __g);			\
-		failures++;						\
-	}								\
-} while (0)
+#define CHECK_EQ(want, got)                                                                                  \
+	do {                                                                                                 \
+		long long __w = (want), __g = (got);                                                         \
+		if (__w != __g) {                                                                            \
+			fprintf(stderr, "abi-spec:%d: %s: want %lld, got %lld\n", __LINE__, #got, __w, __g); \
+			failures++;                                                                          \
+		}                                                                                            \
+	} while (0)
 
 static int ring_init(struct ring *r)
 {
@@ -149,13 +146,11 @@ static int ring_init(struct ring *r)
 	size = p.sq_off.array + p.sq_entries * 4;
 	if (p.cq_off.cqes + p.cq_entries * sizeof(struct cqe) > size)
 		size = p.cq_off.cqes + p.cq_entries * sizeof(struct cqe);
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		   r->fd, OFF_SQ_RING);
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, OFF_SQ_RING);
 	if (map == MAP_FAILED)
 		return -errno;
-	r->sqes = mmap(NULL, p.sq_entries * sizeof(struct sqe),
-		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		       r->fd, OFF_SQES);
+	r->sqes = mmap(NULL, p.sq_entries * sizeof(struct sqe), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, r->fd, OFF_SQES);
 	if (r->sqes == MAP_FAILED)
 		return -errno;
 	r->sq_tail = (uint32_t *)((char *)map + p.sq_off.tail);
@@ -169,8 +164,7 @@ static int ring_init(struct ring *r)
 }
 
 /* Runs one SQE and returns its cqe->res */
-static int run(struct ring *r, int op, int fd, const void *addr,
-	       uint32_t len, uint32_t file_index)
+static int run(struct ring *r, int op, int fd, const void *addr, uint32_t len, uint32_t file_index)
 {
 	uint32_t tail = *r->sq_tail, idx = tail & *r->sq_mask, head;
 	struct sqe *sqe = &r->sqes[idx];
@@ -184,8 +178,7 @@ static int run(struct ring *r, int op, int fd, const void *addr,
 	sqe->file_index = file_index;
 	r->sq_array[idx] = idx;
 	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-	ret = syscall(__NR_io_uring_enter, r->fd, 1, 1, ENTER_GETEVENTS,
-		      NULL, 0);
+	ret = syscall(__NR_io_uring_enter, r->fd, 1, 1, ENTER_GETEVENTS, NULL, 0);
 	if (ret != 1)
 		return -10000;
 	head = *r->cq_head;
@@ -203,12 +196,15 @@ static int reg(struct ring *r, unsigned int op, void *arg, unsigned int nr)
 	return ret < 0 ? -errno : ret;
 }
 
-static int create(struct ring *r, uint32_t flags, uint32_t entries,
-		  uint32_t size, uint32_t mode, uint64_t key, uint32_t *id)
+static int create(struct ring *r, uint32_t flags, uint32_t entries, uint32_t size, uint32_t mode,
+		  uint64_t key, uint32_t *id)
 {
 	struct chan_create c = {
-		.flags = flags, .ring_entries = entries, .max_msg_size = size,
-		.mode = mode, .key = key,
+		.flags = flags,
+		.ring_entries = entries,
+		.max_msg_size = size,
+		.mode = mode,
+		.key = key,
 	};
 	int ret = reg(r, REG_CREATE, &c, 1);
 
@@ -217,8 +213,7 @@ static int create(struct ring *r, uint32_t flags, uint32_t entries,
 	return ret;
 }
 
-static int attach(struct ring *r, uint32_t id, uint64_t key, uint32_t flags,
-		  struct chan_attach *out)
+static int attach(struct ring *r, uint32_t id, uint64_t key, uint32_t flags, struct chan_attach *out)
 {
 	struct chan_attach a = { .channel_id = id, .key = key, .flags = flags };
 	int ret = reg(r, REG_ATTACH, &a, 1);
@@ -248,14 +243,15 @@ static const char *rcv(struct ring *r, uint32_t id)
 	return buf;
 }
 
-#define CHECK_STR(want, got) do {					\
-	const char *__g = (got);					\
-	if (strcmp(want, __g)) {					\
-		fprintf(stderr, "abi-spec:%d: %s: want \"%s\", got \"%s\"\n", \
-			__LINE__, #got, want, __g);			\
-		failures++;						\
-	}								\
-} while (0)
+#define CHECK_STR(want, got)                                                                                \
+	do {                                                                                                \
+		const char *__g = (got);                                                                    \
+		if (strcmp(want, __g)) {                                                                    \
+			fprintf(stderr, "abi-spec:%d: %s: want \"%s\", got \"%s\"\n", __LINE__, #got, want, \
+				__g);                                                                       \
+			failures++;                                                                         \
+		}                                                                                           \
+	} while (0)
 
 static uint64_t next_key(void)
 {
@@ -268,16 +264,14 @@ static uint64_t next_key(void)
 
 static void check_create(struct ring *r)
 {
-	struct chan_create c = { .ring_entries = 4, .max_msg_size = 8,
-				 .mode = 0600 };
+	struct chan_create c = { .ring_entries = 4, .max_msg_size = 8, .mode = 0600 };
 	uint64_t key = next_key();
 	uint32_t id;
 
 	CHECK_EQ(-EINVAL, create(r, 0, 0, 8, 0600, 0, NULL));
 	CHECK_EQ(-EINVAL, create(r, 0, 6, 8, 0600, 0, NULL));
 	CHECK_EQ(-EINVAL, create(r, 0, 4, 0, 0600, 0, NULL));
-	CHECK_EQ(-EINVAL, create(r, F_BROADCAST | F_MULTICAST, 4, 8, 0600, 0,
-				 NULL));
+	CHECK_EQ(-EINVAL, create(r, F_BROADCAST | F_MULTICAST, 4, 8, 0600, 0, NULL));
 	CHECK_EQ(-EINVAL, create(r, 1u << 30, 4, 8, 0600, 0, NULL));
 	c.reserved[0] = 7;
 	CHECK_EQ(-EINVAL, reg(r, REG_CREATE, &c, 1));
@@ -304,8 +298,7 @@ static void check_attach(struct ring *r)
 	CHECK(s > 0);
 	CHECK(a.channel_fd >= 0);
 	CHECK(a.region_size > 0);
-	map = mmap(NULL, a.region_size, PROT_READ, MAP_SHARED, a.channel_fd,
-		   a.mmap_offset_out);
+	map = mmap(NULL, a.region_size, PROT_READ, MAP_SHARED, a.channel_fd, a.mmap_offset_out);
 	CHECK(map != MAP_FAILED);
 	if (map != MAP_FAILED)
 		munmap(map, a.region_size);
@@ -442,8 +435,7 @@ static void check_cross_process(struct ring *r)
 			_exit(2);
 		if (write(p[1], "", 1) != 1)
 			_exit(3);
-		while ((ret = run(&c, OP_IPC_RECV, s, buf, 32, 0)) == -EAGAIN &&
-		       n++ < 100000)
+		while ((ret = run(&c, OP_IPC_RECV, s, buf, 32, 0)) == -EAGAIN && n++ < 100000)
 			usleep(100);
 		_exit(ret == 5 && !memcmp(buf, "cross", 5) ? 0 : 4);
 	}

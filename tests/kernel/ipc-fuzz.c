@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/io_uring.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -21,11 +22,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/io_uring.h>
 
-#define THREADS		4
-#define POOL		64
-#define BUF		8192
+#define THREADS 4
+#define POOL	64
+#define BUF	8192
 
 struct ring {
 	int fd;
@@ -36,11 +36,11 @@ struct ring {
 	size_t map_size, sqe_size;
 };
 
-static atomic_uint ids[POOL];		/* channel and subscriber ids seen */
-static atomic_int fds[POOL];		/* capability and region fds seen */
+static atomic_uint ids[POOL]; /* channel and subscriber ids seen */
+static atomic_int fds[POOL];  /* capability and region fds seen */
 static time_t deadline;
 static char *bad_ptr;
-static __thread char *ro_page;	/* made read-only around each use */
+static __thread char *ro_page; /* made read-only around each use */
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -70,11 +70,11 @@ static int ring_init(struct ring *r, uint64_t *s)
 	r->map_size = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
 	if (p.sq_off.array + p.sq_entries * 4 > r->map_size)
 		r->map_size = p.sq_off.array + p.sq_entries * 4;
-	r->map = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
+	r->map = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+		      IORING_OFF_SQ_RING);
 	r->sqe_size = p.sq_entries * sizeof(struct io_uring_sqe);
-	r->sqe_map = mmap(NULL, r->sqe_size, PROT_READ | PROT_WRITE,
-			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+	r->sqe_map = mmap(NULL, r->sqe_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+			  IORING_OFF_SQES);
 	if (r->map == MAP_FAILED || r->sqe_map == MAP_FAILED)
 		return -1;
 	r->sqes = r->sqe_map;
@@ -181,8 +181,7 @@ static void do_register(struct ring *r, uint64_t *s, char *buf)
 		break;
 	case IORING_REGISTER_IPC_CHANNEL_DETACH:
 	case IORING_REGISTER_IPC_CHANNEL_DESTROY:
-		ret = syscall(__NR_io_uring_register, r->fd, op,
-			      rnd(s) % 8 ? NULL : buf, pick_id(s));
+		ret = syscall(__NR_io_uring_register, r->fd, op, rnd(s) % 8 ? NULL : buf, pick_id(s));
 		return;
 	case IORING_REGISTER_IPC_CHANNEL_MINT:
 		u.m.channel_id = pick_id(s);
@@ -197,7 +196,7 @@ static void do_register(struct ring *r, uint64_t *s, char *buf)
 		break;
 	}
 	if (rnd(s) % 12 == 0)
-		u.raw[sizeof(u) - 1 - rnd(s) % 16] = rnd(s);	/* reserved */
+		u.raw[sizeof(u) - 1 - rnd(s) % 16] = rnd(s); /* reserved */
 	arg = pick_ptr(s, &u);
 	if (arg == ro_page) {
 		/* copy_from_user works, copy_to_user fails */
@@ -213,8 +212,7 @@ static void do_register(struct ring *r, uint64_t *s, char *buf)
 	} else if (op == IORING_REGISTER_IPC_CHANNEL_ATTACH) {
 		learn_id(s, u.a.local_id_out);
 		if (rnd(s) % 3 == 0 && u.a.region_size) {
-			void *m = mmap(NULL, u.a.region_size, PROT_READ,
-				       MAP_SHARED, u.a.channel_fd, 0);
+			void *m = mmap(NULL, u.a.region_size, PROT_READ, MAP_SHARED, u.a.channel_fd, 0);
 
 			if (m != MAP_FAILED) {
 				(void)*(volatile char *)m;
@@ -238,14 +236,14 @@ static void do_sqes(struct ring *r, uint64_t *s, char *buf)
 
 		memset(sqe, 0, sizeof(*sqe));
 		sqe->opcode = k < 4 ? IORING_OP_IPC_SEND :
-			      k < 9 ? IORING_OP_IPC_RECV : IORING_OP_ASYNC_CANCEL;
+			      k < 9 ? IORING_OP_IPC_RECV :
+				      IORING_OP_ASYNC_CANCEL;
 		sqe->fd = pick_id(s);
 		sqe->addr = (unsigned long)pick_ptr(s, buf);
 		sqe->len = pick_len(s);
 		if (sqe->opcode == IORING_OP_ASYNC_CANCEL) {
 			sqe->fd = -1;
-			sqe->cancel_flags = IORING_ASYNC_CANCEL_ANY |
-					    IORING_ASYNC_CANCEL_ALL;
+			sqe->cancel_flags = IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL;
 		} else if (sqe->opcode == IORING_OP_IPC_SEND) {
 			sqe->file_index = rnd(s) % 3 ? 0 : pick_id(s);
 		} else {
@@ -269,11 +267,9 @@ static void do_sqes(struct ring *r, uint64_t *s, char *buf)
 		r->tail++;
 	}
 	__atomic_store_n(r->sq_tail, r->tail, __ATOMIC_RELEASE);
-	syscall(__NR_io_uring_enter, r->fd, n, rnd(s) % 4 ? 0 : 1,
-		IORING_ENTER_GETEVENTS, NULL, 0);
+	syscall(__NR_io_uring_enter, r->fd, n, rnd(s) % 4 ? 0 : 1, IORING_ENTER_GETEVENTS, NULL, 0);
 	/* reap whatever is there */
-	__atomic_store_n(r->cq_head, __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE),
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(r->cq_head, __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 }
 
 /* A provided buffer ring, group 1, for multishot receives */
@@ -283,13 +279,11 @@ static void pbuf_setup(struct ring *r, char *buf)
 	struct io_uring_buf_ring *br;
 	int i;
 
-	br = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	br = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (br == MAP_FAILED)
 		return;
 	reg.ring_addr = (unsigned long)br;
-	if (syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_PBUF_RING,
-		    &reg, 1) < 0)
+	if (syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_PBUF_RING, &reg, 1) < 0)
 		return;
 	for (i = 0; i < 8; i++) {
 		br->bufs[i].addr = (unsigned long)buf + i * 512;
@@ -347,8 +341,7 @@ int main(int argc, char **argv)
 	printf("ipc-fuzz: %d s, seed %#llx\n", secs, (unsigned long long)seed);
 	deadline = time(NULL) + secs;
 	for (i = 0; i < THREADS; i++)
-		pthread_create(&t[i], NULL, worker,
-			       (void *)(uintptr_t)(seed * 2654435761u + i + 1));
+		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(seed * 2654435761u + i + 1));
 	for (i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
 	return 0;

@@ -18,10 +18,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define REG_CREATE	38
-#define REG_ATTACH	39
-#define F_BROADCAST	(1u << 0)
-#define SUB_BOTH	3u
+#define REG_CREATE  38
+#define REG_ATTACH  39
+#define F_BROADCAST (1u << 0)
+#define SUB_BOTH    3u
 
 struct create {
 	uint32_t flags, ring_entries, max_msg_size, mode;
@@ -63,8 +63,11 @@ int main(void)
 	}
 	for (int i = 0; i < 2; i++) {
 		struct create c = {
-			.flags = i ? F_BROADCAST : 0, .ring_entries = 4,
-			.max_msg_size = 64, .mode = 0600, .key = keys[i],
+			.flags = i ? F_BROADCAST : 0,
+			.ring_entries = 4,
+			.max_msg_size = 64,
+			.mode = 0600,
+			.key = keys[i],
 		};
 		struct attach a = { .flags = SUB_BOTH, .key = keys[i] };
 
@@ -72,14 +75,12 @@ int main(void)
 		if (ret == -EINVAL || ret == -EOPNOTSUPP)
 			return 77;
 		if (ret) {
-			fprintf(stderr, "keyed-restart: create key %d: %s\n", i,
-				strerror(-ret));
+			fprintf(stderr, "keyed-restart: create key %d: %s\n", i, strerror(-ret));
 			return 1;
 		}
 		ret = reg(fd, REG_ATTACH, &a);
 		if (ret) {
-			fprintf(stderr, "keyed-restart: attach key %d: %s\n", i,
-				strerror(-ret));
+			fprintf(stderr, "keyed-restart: attach key %d: %s\n", i, strerror(-ret));
 			return 1;
 		}
 	}

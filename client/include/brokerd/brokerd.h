@@ -27,9 +27,9 @@
 extern "C" {
 #endif
 
-#define BROKERD_SYSTEM_SOCKET		"/run/brokerd/socket"
+#define BROKERD_SYSTEM_SOCKET "/run/brokerd/socket"
 /* Overrides the system bus socket path for brokerd_bus_open_system(). */
-#define BROKERD_SOCKET_ENV		"BROKERD_SOCKET"
+#define BROKERD_SOCKET_ENV "BROKERD_SOCKET"
 
 typedef struct brokerd_bus brokerd_bus;
 typedef struct brokerd_msg brokerd_msg;
@@ -54,7 +54,7 @@ int brokerd_bus_set_reconnect(brokerd_bus *bus, int enable);
 
 enum {
 	BROKERD_STATE_DISCONNECTED = 0,
-	BROKERD_STATE_CONNECTED = 1,	/* also after each successful reconnect */
+	BROKERD_STATE_CONNECTED = 1, /* also after each successful reconnect */
 };
 typedef void (*brokerd_state_handler_t)(brokerd_bus *bus, int state, void *userdata);
 int brokerd_bus_set_state_handler(brokerd_bus *bus, brokerd_state_handler_t handler, void *userdata);
@@ -81,15 +81,15 @@ brokerd_slot *brokerd_slot_free(brokerd_slot *slot);
 
 /* --- Names ----------------------------------------------------------------- */
 
-#define BROKERD_NAME_ALLOW_REPLACEMENT	(1U << 0)
-#define BROKERD_NAME_REPLACE_EXISTING	(1U << 1)
-#define BROKERD_NAME_DO_NOT_QUEUE	(1U << 2)
-#define BROKERD_NAME_POOL		(1U << 3)	/* worker pool: receive calls while queued */
+#define BROKERD_NAME_ALLOW_REPLACEMENT (1U << 0)
+#define BROKERD_NAME_REPLACE_EXISTING  (1U << 1)
+#define BROKERD_NAME_DO_NOT_QUEUE      (1U << 2)
+#define BROKERD_NAME_POOL	       (1U << 3) /* worker pool: receive calls while queued */
 
 /* Positive results of brokerd_bus_request_name() */
-#define BROKERD_NAME_PRIMARY_OWNER	1
-#define BROKERD_NAME_IN_QUEUE		2
-#define BROKERD_NAME_ALREADY_OWNER	3
+#define BROKERD_NAME_PRIMARY_OWNER 1
+#define BROKERD_NAME_IN_QUEUE	   2
+#define BROKERD_NAME_ALREADY_OWNER 3
 
 int brokerd_bus_request_name(brokerd_bus *bus, const char *name, unsigned int flags);
 int brokerd_bus_release_name(brokerd_bus *bus, const char *name);
@@ -115,7 +115,7 @@ struct brokerd_creds {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	uint64_t id;		/* broker connection id: unique name ":1.<id>" */
+	uint64_t id; /* broker connection id: unique name ":1.<id>" */
 };
 
 typedef int (*brokerd_msg_handler_t)(brokerd_msg *msg, void *userdata);
@@ -137,12 +137,12 @@ uint64_t brokerd_msg_get_serial(brokerd_msg *msg);
 /* --- Signals --------------------------------------------------------------- */
 
 /* The caller must own `name` (signals go out on the name's signal channel). */
-int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member,
-			    const void *body, size_t size);
+int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member, const void *body,
+			    size_t size);
 /* A signal to one connection (unique name, or a well-known name's primary
  * owner), through its inbox; it receives it with a NULL-name subscription. */
-int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member,
-			    const void *body, size_t size);
+int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member, const void *body,
+			    size_t size);
 /*
  * name: a well-known name's broadcast signals, or NULL for signals sent to
  * this connection with brokerd_bus_send_signal().
@@ -162,11 +162,11 @@ int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name);
 
 /* --- Methods --------------------------------------------------------------- */
 
-#define BROKERD_ERROR_FAILED		"org.brokerd.Error.Failed"
-#define BROKERD_ERROR_UNKNOWN_METHOD	"org.brokerd.Error.UnknownMethod"
-#define BROKERD_ERROR_ACCESS_DENIED	"org.brokerd.Error.AccessDenied"
+#define BROKERD_ERROR_FAILED	     "org.brokerd.Error.Failed"
+#define BROKERD_ERROR_UNKNOWN_METHOD "org.brokerd.Error.UnknownMethod"
+#define BROKERD_ERROR_ACCESS_DENIED  "org.brokerd.Error.AccessDenied"
 /* a call the service had taken when it closed its connection */
-#define BROKERD_ERROR_DISCONNECTED	"org.brokerd.Error.Disconnected"
+#define BROKERD_ERROR_DISCONNECTED "org.brokerd.Error.Disconnected"
 
 /*
  * Synchronous call. On a reply returns 0 and *ret_reply. On an error reply
@@ -175,14 +175,14 @@ int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name);
  * service went away mid-call or brokerd restarted, -ENXIO when nobody owns
  * the name, -EACCES when policy refuses the call.
  */
-int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member, const void *body,
-		     size_t size, uint64_t timeout_usec, brokerd_msg **ret_reply);
+int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member, const void *body, size_t size,
+		     uint64_t timeout_usec, brokerd_msg **ret_reply);
 
 /* error is 0 (reply), -EREMOTEIO (msg is the error reply), or a local error
  * (msg NULL): -ETIMEDOUT, -ECONNRESET. */
 typedef int (*brokerd_reply_handler_t)(brokerd_msg *msg, int error, void *userdata);
-int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
-			   const char *member, const void *body, size_t size, uint64_t timeout_usec,
+int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name, const char *member,
+			   const void *body, size_t size, uint64_t timeout_usec,
 			   brokerd_reply_handler_t handler, void *userdata);
 
 /*
@@ -193,8 +193,8 @@ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char
  * negative return becomes an org.brokerd.Error.Failed reply and a
  * non-negative one an empty reply.
  */
-int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
-			   const char *member, brokerd_msg_handler_t handler, void *userdata);
+int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name, const char *member,
+			   brokerd_msg_handler_t handler, void *userdata);
 int brokerd_msg_reply(brokerd_msg *call, const void *body, size_t size);
 int brokerd_msg_reply_error(brokerd_msg *call, const char *error_name, const char *text);
 

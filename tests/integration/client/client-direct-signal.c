@@ -22,8 +22,7 @@ static int on_hello(brokerd_msg *m, void *u)
 
 	CHECK_R(brokerd_msg_get_creds(m, &c), 0);
 	snprintf(body, sizeof(body), "hello uid %u", (unsigned)c.uid);
-	CHECK_R(brokerd_bus_send_signal(bus, brokerd_msg_get_sender(m), "Welcome", body,
-					strlen(body)), 0);
+	CHECK_R(brokerd_bus_send_signal(bus, brokerd_msg_get_sender(m), "Welcome", body, strlen(body)), 0);
 	return 0;
 }
 

@@ -32,8 +32,8 @@ static int on_signal(brokerd_msg *m, void *u)
 		return 0;
 	}
 	brokerd_msg_get_body(m, &body, &size);
-	snprintf(s->got + strlen(s->got), sizeof(s->got) - strlen(s->got), "%s%.*s",
-		 s->got[0] ? " " : "", (int)size, (const char *)body);
+	snprintf(s->got + strlen(s->got), sizeof(s->got) - strlen(s->got), "%s%.*s", s->got[0] ? " " : "",
+		 (int)size, (const char *)body);
 	return 0;
 }
 

@@ -12,10 +12,10 @@
  */
 #include "tests/integration/client/testlib.h"
 
-#define NAME "org.brokerd.test.Pool"
+#define NAME	"org.brokerd.test.Pool"
 #define WORKERS 3
 #define CALLERS 3
-#define CALLS 30
+#define CALLS	30
 
 static int ready[2], report[2], answers[2];
 /*
@@ -63,7 +63,8 @@ static int call_one(brokerd_bus *bus, const char *arg)
 	w = atoi(body);
 	snprintf(want, sizeof(want), ":%s", arg);
 	CHECK(w >= 1 && w <= WORKERS);
-	CHECK(size > strlen(want) && memcmp((const char *)body + size - strlen(want), want, strlen(want)) == 0);
+	CHECK(size > strlen(want) &&
+	      memcmp((const char *)body + size - strlen(want), want, strlen(want)) == 0);
 	brokerd_msg_unref(reply);
 	return w;
 }

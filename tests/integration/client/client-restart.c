@@ -32,15 +32,12 @@ static int on_emit(brokerd_msg *m, void *u)
 
 static int on_hang(brokerd_msg *m, void *u)
 {
-	brokerd_msg_ref(m);	/* never answered */
+	brokerd_msg_ref(m); /* never answered */
 	return 0;
 }
 
 static const struct t_method methods[] = {
-	{ "Ping", on_ping },
-	{ "Emit", on_emit },
-	{ "Hang", on_hang },
-	{ NULL }
+	{ "Ping", on_ping }, { "Emit", on_emit }, { "Hang", on_hang }, { NULL }
 };
 
 static int on_tick(brokerd_msg *m, void *u)
@@ -116,8 +113,7 @@ int main(void)
 	t_expect(ticks[0], "before", 5000);
 
 	/* a call in flight when brokerd goes away */
-	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 60000000, t_on_reply,
-				       &hang), 0);
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 60000000, t_on_reply, &hang), 0);
 	t_log("restarting brokerd");
 	if (system("systemctl restart brokerd.service") != 0)
 		FAIL("systemctl restart brokerd failed");

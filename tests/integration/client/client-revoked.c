@@ -13,8 +13,8 @@
  */
 #include "tests/integration/client/testlib.h"
 
-#define NAME "org.brokerd.test.Revoke"
-#define POLICY_BASE "[default]\nallow own org.brokerd.test.*\n"
+#define NAME	     "org.brokerd.test.Revoke"
+#define POLICY_BASE  "[default]\nallow own org.brokerd.test.*\n"
 #define POLICY_ALICE "[user alice]\nallow send " NAME "\nallow receive " NAME "\n"
 
 /* Service: Tick(body) emits the signal Tick with that body. */

@@ -16,7 +16,7 @@
  */
 #include "tests/integration/client/testlib.h"
 
-#define LABEL "brokerd-test"
+#define LABEL	   "brokerd-test"
 #define SMACK_LOAD "/sys/fs/smackfs/load2"
 
 /* The caller's own label, as the kernel gives it: 0 or -errno. */
@@ -141,9 +141,8 @@ static void check_credentials(brokerd_bus *bus, const char *name, const struct i
 	CHECK_R(brokerd_credentials_get_uid(c, &uid), 0);
 	CHECK_R(brokerd_credentials_get_gid(c, &gid), 0);
 	if (pid != want->pid || uid != want->uid || gid != want->gid)
-		FAIL("%s: brokerd reports pid %d uid %u gid %u, want %d %u %u", name, (int)pid,
-		     (unsigned)uid, (unsigned)gid, (int)want->pid, (unsigned)want->uid,
-		     (unsigned)want->gid);
+		FAIL("%s: brokerd reports pid %d uid %u gid %u, want %d %u %u", name, (int)pid, (unsigned)uid,
+		     (unsigned)gid, (int)want->pid, (unsigned)want->uid, (unsigned)want->gid);
 	CHECK_R(brokerd_credentials_get_groups(c, &groups), want->n_groups);
 	for (int i = 0; i < want->n_groups; i++)
 		if (groups[i] != want->groups[i])
@@ -154,8 +153,7 @@ static void check_credentials(brokerd_bus *bus, const char *name, const struct i
 	if (k < 0)
 		FAIL("%s: no pidfd: %s", name, strerror(-k));
 	if (pidfd_pid(k) != want->pid)
-		FAIL("%s: the pidfd refers to pid %d, want %d", name, (int)pidfd_pid(k),
-		     (int)want->pid);
+		FAIL("%s: the pidfd refers to pid %d, want %d", name, (int)pidfd_pid(k), (int)want->pid);
 	brokerd_credentials_free(c);
 
 	snprintf(cmd, sizeof(cmd), "brokerctl --json status %s", name);
@@ -185,7 +183,7 @@ static void identity_self(struct identity *id, const char *label)
 
 struct labeled_peer {
 	uid_t uid;
-	bool relabel_after;	/* take LABEL after connecting, not before */
+	bool relabel_after; /* take LABEL after connecting, not before */
 };
 
 static int to_parent[2], to_peer[2];
@@ -235,8 +233,7 @@ static void check_peer(brokerd_bus *bus, const struct labeled_peer *p, const cha
 	k = t_hear(to_parent[0], name, sizeof(name), 10000);
 	if (k < 0) {
 		FAIL("peer (uid %u%s) did not connect: %s (exit %d)", (unsigned)p->uid,
-		     p->relabel_after ? ", relabeled after connect" : "", strerror(-k),
-		     t_wait(pid, 1000));
+		     p->relabel_after ? ", relabeled after connect" : "", strerror(-k), t_wait(pid, 1000));
 	}
 	check_credentials(bus, name, &want);
 	t_say(to_peer[1], "done");
@@ -246,7 +243,7 @@ static void check_peer(brokerd_bus *bus, const struct labeled_peer *p, const cha
 int main(void)
 {
 	static const struct labeled_peer root = { 0, false }, alice = { UID_ALICE, false },
-				 late = { 0, true };
+					 late = { 0, true };
 	struct identity self;
 	char mine[256];
 	const char *me;

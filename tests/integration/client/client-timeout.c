@@ -32,11 +32,7 @@ static int on_fast(brokerd_msg *m, void *u)
 	return brokerd_msg_reply(m, "fast", 4);
 }
 
-static const struct t_method methods[] = {
-	{ "Slow", on_slow },
-	{ "Fast", on_fast },
-	{ NULL }
-};
+static const struct t_method methods[] = { { "Slow", on_slow }, { "Fast", on_fast }, { NULL } };
 
 int main(void)
 {

@@ -90,7 +90,7 @@ int main(void)
 	CHECK_R(brokerd_bus_subscribe(sub, &slot, NAME, NULL, on_signal, &got_slot), 0);
 	CHECK_R(brokerd_bus_subscribe(sub, NULL, NAME, "Tick", on_signal, &got_floating), 0);
 	CHECK_R(brokerd_bus_subscribe(sub, NULL, KEPT, NULL, on_signal, &got_kept), 0);
-	CHECK(subscriptions_used(sub) == before + 2);	/* one per name, not per slot */
+	CHECK(subscriptions_used(sub) == before + 2); /* one per name, not per slot */
 	emit(pub, NAME);
 	pump2(pub, sub, &got_floating, 1, 5000);
 	pump2(pub, sub, &got_slot, 1, 1000);
@@ -101,7 +101,7 @@ int main(void)
 	CHECK(subscriptions_used(sub) == before + 1);
 	emit_both(pub, sub, 1);
 	CHECK_R(brokerd_bus_unsubscribe(sub, NAME), -ENOENT);
-	brokerd_slot_free(slot);	/* quiet already; freeing it asks brokerd nothing */
+	brokerd_slot_free(slot); /* quiet already; freeing it asks brokerd nothing */
 	CHECK(subscriptions_used(sub) == before + 1);
 	t_log("brokerd_bus_unsubscribe: delivery stops, subscriptions %llu -> %llu",
 	      (unsigned long long)before + 2, (unsigned long long)before + 1);
@@ -110,7 +110,7 @@ int main(void)
 	CHECK_R(brokerd_bus_subscribe(sub, &again, NAME, NULL, on_signal, &got_slot), 0);
 	CHECK(subscriptions_used(sub) == before + 2);
 	brokerd_slot_free(again);
-	CHECK(subscriptions_used(sub) == before + 1);	/* requests are answered in order */
+	CHECK(subscriptions_used(sub) == before + 1); /* requests are answered in order */
 
 	/* after a brokerd restart only KEPT is subscribed again */
 	if (system("systemctl --version >/dev/null 2>&1") != 0)
@@ -127,7 +127,7 @@ int main(void)
 	}
 	CHECK_R(brokerd_bus_is_connected(sub), 1);
 	CHECK_R(brokerd_bus_get_name_owner(sub, NAME, owner, sizeof(owner)), 0);
-	CHECK(subscriptions_used(sub) == 1);	/* a fresh brokerd: only what sub restored */
+	CHECK(subscriptions_used(sub) == 1); /* a fresh brokerd: only what sub restored */
 	emit_both(pub, sub, 2);
 	t_log("after the restart: %s restored, %s not", KEPT, NAME);
 

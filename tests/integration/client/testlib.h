@@ -27,9 +27,9 @@
 #include "client/bus-control.h"
 #include "client/bus-internal.h"
 
-#define UID_ALICE	2001
-#define UID_BOB		2002
-#define GID_USERS	2100
+#define UID_ALICE 2001
+#define UID_BOB	  2002
+#define GID_USERS 2100
 
 /* the process that registered a cleanup (t_atexit) runs it at exit, even on
  * FAIL; its children just go */
@@ -49,9 +49,24 @@ static inline void t_atexit(void (*fn)(void))
 	atexit(fn);
 }
 
-#define FAIL(...) do { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); t_exit(1); } while (0)
-#define CHECK(x) do { if (!(x)) FAIL("%s", #x); } while (0)
-#define CHECK_R(expr, want) do { int _r = (expr); if (_r != (want)) FAIL("%s = %d (%s), want %d", #expr, _r, _r < 0 ? strerror(-_r) : "", (want)); } while (0)
+#define FAIL(...)                                           \
+	do {                                                \
+		printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+		printf(__VA_ARGS__);                        \
+		printf("\n");                               \
+		t_exit(1);                                  \
+	} while (0)
+#define CHECK(x)                        \
+	do {                            \
+		if (!(x))               \
+			FAIL("%s", #x); \
+	} while (0)
+#define CHECK_R(expr, want)                                                                            \
+	do {                                                                                           \
+		int _r = (expr);                                                                       \
+		if (_r != (want))                                                                      \
+			FAIL("%s = %d (%s), want %d", #expr, _r, _r < 0 ? strerror(-_r) : "", (want)); \
+	} while (0)
 /*
  * A test that cannot run here skips with its reason ("SKIP: reason", which
  * the harness puts in the TAP line). On the project's kernel and image the
@@ -64,8 +79,16 @@ static inline bool t_required(void)
 
 	return e && strcmp(e, "1") == 0;
 }
-#define SKIP(...) do { if (t_required()) FAIL("required on the project kernel: " __VA_ARGS__); \
-	printf("SKIP: "); printf(__VA_ARGS__); printf("\n"); fflush(stdout); exit(77); } while (0)
+#define SKIP(...)                                                             \
+	do {                                                                  \
+		if (t_required())                                             \
+			FAIL("required on the project kernel: " __VA_ARGS__); \
+		printf("SKIP: ");                                             \
+		printf(__VA_ARGS__);                                          \
+		printf("\n");                                                 \
+		fflush(stdout);                                               \
+		exit(77);                                                     \
+	} while (0)
 
 static inline uint64_t t_now_usec(void)
 {
