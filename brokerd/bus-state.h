@@ -6,7 +6,7 @@
  *
  * Internal to brokerd-core. The broker is a stack, each layer calling only
  * the ones below it (brokerd/README.md, "Code"):
- *   bus.c -> driver.c -> query.c, activation.c -> grant.c -> conn.c
+ *   bus.c -> driver.c, admission.c -> query.c, activation.c -> grant.c -> conn.c
  * and every layer includes this header.
  */
 #ifndef BROKERD_BUS_STATE_H
@@ -125,7 +125,7 @@ struct bus {
 	struct activator_req *activator_reqs; /* waiting for the activator's answer */
 	uint32_t signal_serial;
 
-	/* Connection floods (bus.c) */
+	/* Connection floods (admission.c) */
 	unsigned int n_conns;	 /* admitted, with or without HELLO */
 	unsigned int n_refused;	 /* refused, waiting a moment for a request to answer */
 	uint64_t fd_conn_budget; /* connections RLIMIT_NOFILE leaves room for */
@@ -143,7 +143,7 @@ struct bus {
 	unsigned long accept_pauses;
 	int accept_errno;
 
-	/* Mass disconnects (bus.c): the badges whose caps are still to be revoked */
+	/* Mass disconnects (admission.c): the badges whose caps are still to be revoked */
 	uint64_t *revoke_ids;
 	size_t n_revoke_ids, alloc_revoke_ids;
 	sd_event_source *revoke_src; /* revokes them in batches, between other work */
