@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "brokerd/activation.h"
@@ -27,7 +26,9 @@
 #include "brokerd/registry.h"
 #include "protocol/ctrl.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/macro.h"
+#include "util/socket.h"
 
 #define REFUSED_MAX	    64 /* refused connections kept to answer their first request */
 #define REFUSED_LINGER_USEC (500ULL * 1000ULL)
@@ -42,14 +43,6 @@
 static void admission_conn_end(struct bus_conn *c);
 
 /* --- deadlines: HELLO, and the answer to a refused connection ------------- */
-
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
 
 static void fifo_push(struct conn_fifo *f, struct bus_conn *c, uint64_t deadline)
 {
@@ -276,10 +269,8 @@ static bool bus_refuse_now(struct bus *b, int fd, const char *why)
 	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && errno == EAGAIN && b->n_refused < REFUSED_MAX)
 		return false;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			for (size_t j = 0; j < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); j++)
-				close(((int *)CMSG_DATA(cm))[j]);
+	if (n >= 0)
+		(void)unix_close_fds(&mh);
 	(void)ctrl_message_decode(&m, buf, n > 0 ? (size_t)n : 0, 0); /* the header, for the serial */
 	send_error(fd, m.hdr.code, m.hdr.serial, CTRL_ERROR_QUOTA_EXCEEDED, why);
 	close(fd);

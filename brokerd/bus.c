@@ -36,6 +36,7 @@
 #include "brokerd/registry.h"
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
+#include "util/socket.h"
 
 #define CONN_BATCH		32 /* requests handled per wakeup, for fairness */
 #define ACCEPT_BATCH		16 /* connections accepted per wakeup */
@@ -59,7 +60,7 @@ static int conn_read(struct bus_conn *c)
 	static uint8_t buf[CTRL_MSG_MAX + 1];
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 253)];
+		char buf[CMSG_SPACE(sizeof(int) * UNIX_FDS_MAX)];
 	} u;
 
 	for (unsigned int i = 0; !c->dead && !c->out_head; i++) {
@@ -67,7 +68,7 @@ static int conn_read(struct bus_conn *c)
 		struct msghdr mh = {
 			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
 		};
-		unsigned int n_fds = 0;
+		unsigned int n_fds;
 		ssize_t n;
 
 		if (i == CONN_BATCH) {
@@ -88,16 +89,7 @@ static int conn_read(struct bus_conn *c)
 		if (n == 0 && !CMSG_FIRSTHDR(&mh) && conn_eof(c))
 			return -ECONNRESET;
 		/* Clients never send fds: close whatever came, then let the decoder complain. */
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-				size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-				int *fds = (int *)CMSG_DATA(cm);
-
-				for (size_t j = 0; j < k; j++)
-					close(fds[j]);
-				n_fds += (unsigned int)k;
-			}
-		}
+		n_fds = unix_close_fds(&mh);
 		driver_dispatch(c, buf, (size_t)n, n_fds,
 				(mh.msg_flags & MSG_TRUNC) || (size_t)n > CTRL_MSG_MAX);
 		if (c->peer && c->fifo)

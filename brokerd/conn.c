@@ -23,6 +23,7 @@
 #include "brokerd/registry.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
+#include "util/socket.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
@@ -57,27 +58,7 @@ static void out_msg_free(struct out_msg *o)
 
 static int conn_sendmsg(struct bus_conn *c, const void *data, size_t len, const int *fds, unsigned int n_fds)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
-	} u;
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t n;
-
-	if (n_fds > 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = &u;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		u.h.cmsg_level = SOL_SOCKET;
-		u.h.cmsg_type = SCM_RIGHTS;
-		u.h.cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(&u.h), fds, sizeof(int) * n_fds);
-	}
-	n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (n < 0)
-		return -errno;
-	return 0;
+	return unix_send_fds(c->fd, data, len, fds, n_fds, MSG_DONTWAIT);
 }
 
 /*

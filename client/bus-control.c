@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "client/bus-control.h"
+#include "util/socket.h"
 
 /* --- Errors ----------------------------------------------------------------- */
 
@@ -79,28 +80,7 @@ int ctrl_reply_take_fd(struct ctrl_reply *r, unsigned int i)
 
 static int bus_ctrl_send(brokerd_bus *bus, const void *data, size_t len, const int *fds, unsigned int n_fds)
 {
-	union {
-		struct cmsghdr cmsg;
-		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
-	} control;
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (n_fds) {
-		struct cmsghdr *c;
-
-		memset(&control, 0, sizeof(control));
-		mh.msg_control = &control;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-	}
-	if (sendmsg(bus->ctrl_fd, &mh, MSG_NOSIGNAL) < 0)
-		return -errno;
-	return 0;
+	return unix_send_fds(bus->ctrl_fd, data, len, fds, n_fds, 0);
 }
 
 /* Receives one datagram into a new buffer: > 0 length, 0 EOF, -EAGAIN. */

@@ -16,6 +16,7 @@
 #include "client/chan.h"
 #include "protocol/ctrl.h"
 #include "protocol/message.h"
+#include "util/clock.h" /* now_usec() */
 #include "util/macro.h"
 
 #define _public_ __attribute__((visibility("default")))
@@ -36,15 +37,6 @@ enum {
 #define BUS_PEERS_MAX		 64
 #define BUS_RECONNECT_MIN_MSEC	 50
 #define BUS_RECONNECT_MAX_MSEC	 2000
-
-/* CLOCK_MONOTONIC in microseconds */
-static inline uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
-}
 
 /* State per well-known name this bus uses. */
 struct bname {
