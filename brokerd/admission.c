@@ -304,6 +304,18 @@ static void channel_revoke_ids(struct bus *b, struct bus_channel *ch, const uint
 	}
 }
 
+/* Revokes every grant of the peers in ids (sorted) on every channel brokerd made. */
+static void revoke_ids(struct bus *b, const uint64_t *ids, size_t n)
+{
+	for (struct bus_name *nm = b->names; nm; nm = nm->next) {
+		channel_revoke_ids(b, nm->call, ids, n);
+		channel_revoke_ids(b, nm->signal, ids, n);
+	}
+	channel_revoke_ids(b, b->bus_signal, ids, n);
+	for (struct bus_conn *o = b->conns; o; o = o->next)
+		channel_revoke_ids(b, o->inbox, ids, n);
+}
+
 /*
  * A connection's caps are revoked (its process may live on, attached to
  * channels) in batches: one walk over all channels per REVOKE_BATCH ended
@@ -317,13 +329,7 @@ static int on_revoke_batch(sd_event_source *s, void *userdata)
 	uint64_t *ids = b->revoke_ids + b->n_revoke_ids - n;
 
 	qsort(ids, n, sizeof(*ids), id_compare);
-	for (struct bus_name *nm = b->names; nm; nm = nm->next) {
-		channel_revoke_ids(b, nm->call, ids, n);
-		channel_revoke_ids(b, nm->signal, ids, n);
-	}
-	channel_revoke_ids(b, b->bus_signal, ids, n);
-	for (struct bus_conn *o = b->conns; o; o = o->next)
-		channel_revoke_ids(b, o->inbox, ids, n);
+	revoke_ids(b, ids, n);
 	b->n_revoke_ids -= n;
 	if (b->n_revoke_ids == 0)
 		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
@@ -335,14 +341,8 @@ static int on_revoke_batch(sd_event_source *s, void *userdata)
 static void revoke_later(struct bus *b, uint64_t id)
 {
 	if (ARRAY_RESERVE(b->revoke_ids, b->alloc_revoke_ids, b->n_revoke_ids + 1) < 0 || !b->revoke_src) {
-		/* No memory: revoke now, the slow way, rather than not at all. */
-		for (struct bus_name *nm = b->names; nm; nm = nm->next) {
-			grant_revoke(b, nm->call, id, GRANT_ALL);
-			grant_revoke(b, nm->signal, id, GRANT_ALL);
-		}
-		grant_revoke(b, b->bus_signal, id, GRANT_ALL);
-		for (struct bus_conn *o = b->conns; o; o = o->next)
-			grant_revoke(b, o->inbox, id, GRANT_ALL);
+		/* No memory to queue it: revoke now rather than not at all. */
+		revoke_ids(b, &id, 1);
 		return;
 	}
 	b->revoke_ids[b->n_revoke_ids++] = id;
