@@ -4,22 +4,29 @@
  * (host tests of the daemon and the guest integration tests). It speaks the
  * wire format directly through protocol/ctrl.h, so it also checks that
  * brokerd and the spec agree, independently of the client library.
+ *
+ * Two levels: tc_fd_*() on a bare socket (test-flood holds thousands of
+ * them), and struct tc, a connection that remembers its serials, its
+ * unique name and the signals that came while it waited for a reply.
  */
 #ifndef BROKERD_TEST_CLIENT_H
 #define BROKERD_TEST_CLIENT_H
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "protocol/ctrl.h"
+#include "util/socket.h"
 #include "util/test.h"
 
 /* util/test.h's, after what the test printed so far (the log reads in order). */
@@ -68,27 +75,132 @@ static inline void tc_msg_close_fds(struct tc_msg *m)
 	m->n_fds = 0;
 }
 
-static inline int tc_connect(struct tc *c, const char *path)
+/* --- on a bare socket ---------------------------------------------------------- */
+
+/* A request with arguments per sig ('u' uint32_t, 't' uint64_t, 's' const char *; NULL: none). */
+static inline int tc_fd_vrequest(int fd, int flags, uint16_t op, uint32_t serial, const char *sig, va_list ap)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ctrl_writer w;
+	const void *d;
+	size_t l;
+	int r;
 
-	memset(c, 0, sizeof(*c));
-	c->inbox_fd = -1;
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		close(c->fd);
-		return -ENAMETOOLONG;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-
-		close(c->fd);
+	r = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, serial);
+	if (r < 0)
 		return r;
+	for (const char *p = sig ? sig : ""; *p; p++) {
+		if (*p == 'u')
+			ctrl_write_u32(&w, va_arg(ap, uint32_t));
+		else if (*p == 't')
+			ctrl_write_u64(&w, va_arg(ap, uint64_t));
+		else if (*p == 's')
+			ctrl_write_string(&w, va_arg(ap, const char *));
+	}
+	r = ctrl_writer_finish(&w, &d, &l);
+	if (r == 0 && send(fd, d, l, flags | MSG_NOSIGNAL) != (ssize_t)l)
+		r = -errno;
+	ctrl_writer_deinit(&w);
+	return r;
+}
+
+/* Sends a request (flags as for send(), e.g. MSG_DONTWAIT for a flood): 0 or a negative errno. */
+static inline int tc_fd_request(int fd, int flags, uint16_t op, uint32_t serial, const char *sig, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, sig);
+	r = tc_fd_vrequest(fd, flags, op, serial, sig, ap);
+	va_end(ap);
+	return r;
+}
+
+/* Receive one message (any type) on fd. 0, -ETIMEDOUT, -ECONNRESET, -EBADMSG. */
+static inline int tc_fd_recv(int fd, struct tc_msg *out, int timeout_ms)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
+	} u;
+	struct iovec iov = { .iov_base = out->buf, .iov_len = sizeof(out->buf) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
+	};
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	r = poll(&p, 1, timeout_ms);
+	if (r == 0)
+		return -ETIMEDOUT;
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return n == 0 ? -ECONNRESET : -errno;
+	out->len = (size_t)n;
+	out->n_fds = 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			unsigned int k = (unsigned int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			memcpy(out->fds + out->n_fds, CMSG_DATA(cm), k * sizeof(int));
+			out->n_fds += k;
+		}
+	r = ctrl_message_decode(&out->m, out->buf, out->len, out->n_fds);
+	if (r < 0) {
+		tc_msg_close_fds(out);
+		return -EBADMSG;
+	}
+	ctrl_reader_init(&out->r, &out->m);
+	out->error_name = out->error_message = NULL;
+	if (out->m.hdr.type == CTRL_TYPE_ERROR) {
+		ctrl_read_string(&out->r, &out->error_name, NULL);
+		ctrl_read_string(&out->r, &out->error_message, NULL);
 	}
 	return 0;
+}
+
+/*
+ * HELLO with flags and serial on a new connection: 0 when its REPLY came (in
+ * *out, unless out is NULL), -EPERM for an ERROR (printed), or what
+ * tc_fd_recv() returned. Signals before the answer are skipped.
+ */
+static inline int tc_fd_hello(int fd, uint32_t flags, uint32_t serial, struct tc_msg *out, int timeout_ms)
+{
+	struct tc_msg *m = out ? out : malloc(sizeof(*m));
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	r = tc_fd_request(fd, 0, CTRL_OP_HELLO, serial, "u", flags);
+	while (r == 0) {
+		r = tc_fd_recv(fd, m, timeout_ms);
+		if (r == 0 && m->m.hdr.type == CTRL_TYPE_SIGNAL) {
+			tc_msg_close_fds(m);
+			continue;
+		}
+		if (r == 0 && m->m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("# HELLO failed: %s: %s\n", m->error_name ? m->error_name : "?",
+			       m->error_message ? m->error_message : "");
+			r = -EPERM;
+		}
+		break;
+	}
+	if (!out) {
+		if (r == 0)
+			tc_msg_close_fds(m);
+		free(m);
+	}
+	return r;
+}
+
+/* --- a connection --------------------------------------------------------------- */
+
+static inline int tc_connect(struct tc *c, const char *path)
+{
+	memset(c, 0, sizeof(*c));
+	c->inbox_fd = -1;
+	c->fd = unix_connect(path, SOCK_SEQPACKET);
+	return c->fd < 0 ? c->fd : 0;
 }
 
 static inline void tc_close(struct tc *c)
@@ -113,43 +225,7 @@ static inline int tc_send_raw(struct tc *c, const void *data, size_t len)
 /* Receive one message (any type). 0, -ETIMEDOUT, -ECONNRESET, -EBADMSG. */
 static inline int tc_recv(struct tc *c, struct tc_msg *out, int timeout_ms)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
-	} u;
-	struct iovec iov = { .iov_base = out->buf, .iov_len = sizeof(out->buf) };
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
-	};
-	struct pollfd p = { .fd = c->fd, .events = POLLIN };
-	ssize_t n;
-	int r;
-
-	r = poll(&p, 1, timeout_ms);
-	if (r == 0)
-		return -ETIMEDOUT;
-	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
-	if (n <= 0)
-		return n == 0 ? -ECONNRESET : -errno;
-	out->len = (size_t)n;
-	out->n_fds = 0;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-			unsigned int k = (unsigned int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-			memcpy(out->fds + out->n_fds, CMSG_DATA(cm), k * sizeof(int));
-			out->n_fds += k;
-		}
-	r = ctrl_message_decode(&out->m, out->buf, out->len, out->n_fds);
-	if (r < 0)
-		return -EBADMSG;
-	ctrl_reader_init(&out->r, &out->m);
-	out->error_name = out->error_message = NULL;
-	if (out->m.hdr.type == CTRL_TYPE_ERROR) {
-		ctrl_read_string(&out->r, &out->error_name, NULL);
-		ctrl_read_string(&out->r, &out->error_message, NULL);
-	}
-	return 0;
+	return tc_fd_recv(c->fd, out, timeout_ms);
 }
 
 /* Wait for the reply to serial; signals are queued. Returns 0 (REPLY or ERROR) or negative. */
@@ -205,33 +281,16 @@ static inline int tc_wait_signal(struct tc *c, uint16_t code, struct tc_msg *out
 	}
 }
 
-/* Send op with arguments per sig ('u' uint32_t, 't' uint64_t, 's' const char *). */
+/* Send op with arguments per sig (as for tc_fd_request()) and wait for its reply. */
 static inline int tc_call(struct tc *c, uint16_t op, struct tc_msg *out, const char *sig, ...)
 {
-	struct ctrl_writer w;
-	const void *d;
-	size_t l;
 	uint32_t serial = ++c->serial;
 	va_list ap;
 	int r;
 
-	r = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, serial);
-	if (r < 0)
-		return r;
 	va_start(ap, sig);
-	for (const char *p = sig; *p; p++) {
-		if (*p == 'u')
-			ctrl_write_u32(&w, va_arg(ap, uint32_t));
-		else if (*p == 't')
-			ctrl_write_u64(&w, va_arg(ap, uint64_t));
-		else if (*p == 's')
-			ctrl_write_string(&w, va_arg(ap, const char *));
-	}
+	r = tc_fd_vrequest(c->fd, 0, op, serial, sig, ap);
 	va_end(ap);
-	r = ctrl_writer_finish(&w, &d, &l);
-	if (r == 0)
-		r = tc_send_raw(c, d, l);
-	ctrl_writer_deinit(&w);
 	if (r < 0)
 		return r;
 	return tc_wait_reply(c, serial, out, tc_timeout_ms);
@@ -243,16 +302,15 @@ static inline int tc_hello(struct tc *c, uint32_t flags)
 	const char *u;
 	int r;
 
-	r = tc_call(c, CTRL_OP_HELLO, m, "u", flags);
-	if (r == 0 && m->m.hdr.type == CTRL_TYPE_REPLY) {
+	if (!m)
+		return -ENOMEM;
+	r = tc_fd_hello(c->fd, flags, ++c->serial, m, tc_timeout_ms);
+	if (r == 0) {
 		ctrl_read_string(&m->r, &u, NULL);
 		snprintf(c->unique, sizeof(c->unique), "%s", u);
 		ctrl_read_u64(&m->r, &c->id);
 		ctrl_read_u32(&m->r, &c->features);
 		c->inbox_fd = m->n_fds ? m->fds[0] : -1;
-	} else if (r == 0) {
-		printf("# HELLO failed: %s: %s\n", m->error_name, m->error_message);
-		r = -EPERM;
 	}
 	free(m);
 	return r;
@@ -303,6 +361,22 @@ static inline const char *tc_read_string(struct tc_msg *m)
 
 	TC_ASSERT(ctrl_read_string(&m->r, &s, NULL) == 0);
 	return s;
+}
+
+/* --- a brokerd of the test's own (host mode) ------------------------------------- */
+
+/* Stops it (pid > 0: SIGTERM, then reaped) and removes dir, the temp directory it ran in. */
+static inline void tc_daemon_stop(pid_t pid, const char *dir)
+{
+	char cmd[300];
+
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("# cannot remove %s\n", dir);
 }
 
 #endif

@@ -7,6 +7,7 @@
  * and UNSUBSCRIBE (floods: test-daemon-flood.c).
  */
 #include "brokerd/test-daemon.h"
+#include "util/socket.h"
 
 static void test_hello(void)
 {
@@ -85,10 +86,6 @@ static void test_malformed(void)
 	TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
 	/* fds with a request */
 	{
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} u;
 		struct ctrl_writer w;
 		const void *d;
 		size_t l;
@@ -97,16 +94,7 @@ static void test_malformed(void)
 		TC_ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_LIST_NAMES, 5) == 0);
 		ctrl_write_u32(&w, 0);
 		TC_ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
-		struct iovec iov = { .iov_base = (void *)d, .iov_len = l };
-		struct msghdr mh = {
-			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
-		};
-		memset(&u, 0, sizeof(u));
-		u.h.cmsg_level = SOL_SOCKET;
-		u.h.cmsg_type = SCM_RIGHTS;
-		u.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&u.h), &fd, sizeof(int));
-		TC_ASSERT(sendmsg(c.fd, &mh, 0) == (ssize_t)l);
+		TC_ASSERT(unix_send_fds(c.fd, d, l, &fd, 1, 0) == 0);
 		ctrl_writer_deinit(&w);
 		TC_ASSERT(tc_recv(&c, &m, 5000) == 0);
 		TC_EXPECT_ERROR(&m, CTRL_ERROR_PROTOCOL);
@@ -441,16 +429,11 @@ static void quota_uid_main(void)
 
 static void test_quota(void)
 {
-	char text[1024];
-
 	as_user(ALICE, quota_main);
 	/* a per-uid limit: [limits user 2001] beats [limits] */
-	snprintf(text, sizeof(text), "%s[limits user 2001]\nnames 7\n", base_policy);
-	write_file(policy_dir, policy_file, text);
-	reload();
+	set_policy("[limits user 2001]\nnames 7\n");
 	as_user(ALICE, quota_uid_main);
-	write_file(policy_dir, policy_file, base_policy);
-	reload();
+	set_policy("");
 	printf("# names and connections quotas per uid, errors naming them, per-uid limits: ok\n");
 }
 

@@ -54,14 +54,9 @@ static void channel_quota_main(void)
 /* Guest only: the channels quota counts the channels created for a uid. */
 static void test_channel_quota(void)
 {
-	char text[1024];
-
-	snprintf(text, sizeof(text), "%schannels 6\n", base_policy);
-	write_file(policy_dir, policy_file, text);
-	reload();
+	set_policy("channels 6\n");
 	as_user(ALICE, channel_quota_main);
-	write_file(policy_dir, policy_file, base_policy);
-	reload();
+	set_policy("");
 	printf("# channels quota per uid: ok\n");
 }
 

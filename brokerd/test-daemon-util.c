@@ -58,6 +58,15 @@ void reload(void)
 	tc_close(&c);
 }
 
+void set_policy(const char *extra)
+{
+	char text[2048];
+
+	TC_ASSERT((size_t)snprintf(text, sizeof(text), "%s%s", base_policy, extra) < sizeof(text));
+	write_file(policy_dir, policy_file, text);
+	reload();
+}
+
 /* Drops root for uid, with alice's supplementary group for alice. */
 void become(uid_t uid)
 {

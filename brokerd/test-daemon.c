@@ -52,15 +52,13 @@ static void test_reload_sighup(void)
  */
 static void test_list_pages_large(void)
 {
-	static char got[1 << 18], text[2048], name[CTRL_NAME_MAX + 1];
+	static char got[1 << 18], name[CTRL_NAME_MAX + 1];
 	struct tc big, c;
 	struct tc_msg m;
 	uint32_t max_names = 0;
 	int pages;
 
-	snprintf(text, sizeof(text), "%s[limits user 0]\nnames 400\nconnections 16\n", base_policy);
-	write_file(policy_dir, policy_file, text);
-	reload();
+	set_policy("[limits user 0]\nnames 400\nconnections 16\n");
 	TC_ASSERT(tc_connect_hello(&big, sock_path, 0) == 0);
 	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
 	for (int i = 0; i < 300; i++) {
@@ -84,8 +82,7 @@ static void test_list_pages_large(void)
 	TC_ASSERT(max_names > 200 && max_names < 300); /* cut short to fit */
 	tc_close(&big);
 	tc_close(&c);
-	write_file(policy_dir, policy_file, base_policy);
-	reload();
+	set_policy("");
 	printf("# list pages: names larger than a reply come in pages, a peer with too many is cut short: ok\n");
 }
 
@@ -144,7 +141,6 @@ static void activator_say(int afd, const char *line)
 /* A fake activator: answers "ok" and then (if own) takes the name itself. */
 static void test_activation(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct tc caller, svc, svc2;
 	struct tc_msg m;
 	int lfd, afd;
@@ -155,9 +151,8 @@ static void test_activation(void)
 	write_file(service_dir, "org.brokerdtest.Slow.service",
 		   "[Service]\nName=org.brokerdtest.Slow\nSystemdService=brokerdtest-slow.service\n");
 	reload();
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	memcpy(sa.sun_path, activator_path, strlen(activator_path) + 1);
-	TC_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
+	lfd = unix_listen(activator_path, SOCK_STREAM, 4);
+	TC_ASSERT(lfd >= 0);
 	chmod(activator_path, 0666);
 
 	TC_ASSERT(tc_connect_hello(&caller, sock_path, 0) == 0);
@@ -333,17 +328,9 @@ static void test_builtin_policy(void)
 
 static void cleanup(void)
 {
-	char cmd[128];
-
 	if (getpid() != main_pid)
 		return; /* a child's failed assertion */
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		printf("# cannot remove %s\n", tmpdir);
+	tc_daemon_stop(daemon_pid, tmpdir);
 }
 
 static void start_daemon(const char *binary)

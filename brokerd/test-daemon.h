@@ -43,6 +43,8 @@ void write_file(const char *dir, const char *name, const char *text);
 void remove_file(const char *dir, const char *name);
 /* RELOAD as root; the reply must not be an error. */
 void reload(void);
+/* The test policy followed by extra, written and reloaded; set_policy("") restores it. */
+void set_policy(const char *extra);
 void become(uid_t uid);
 /* Runs fn in a child as uid; the child must exit 0. */
 void as_user(uid_t uid, void (*fn)(void));

@@ -29,7 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "brokerd/test-client.h"
 #include "protocol/ctrl.h"
+#include "util/clock.h"
+#include "util/socket.h"
 
 #define ALICE 2001
 #define BOB   2002
@@ -62,110 +65,25 @@ static pid_t daemon_pid = -1, main_pid;
 /* No rules: HELLO and the listings need none. Limits are added per test. */
 static const char base_policy[] = "# brokerd flood tests\n";
 
-/* --- a raw client ------------------------------------------------------------ */
-
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
+/* --- a raw client (test-client.h's bare-socket level) ------------------------- */
 
 static int sock_connect(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-/* A request with signature sig: 'u' (u), 's' (str), "su" (str, u) or none. */
-static int send_request_s(int fd, uint16_t op, uint32_t serial, const char *sig, const char *str, uint32_t u)
-{
-	struct ctrl_writer w;
-	const void *d;
-	size_t l;
-	int r;
-
-	r = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, serial);
-	if (r < 0)
-		return r;
-	for (const char *p = sig ? sig : ""; *p; p++) {
-		if (*p == 'u')
-			ctrl_write_u32(&w, u);
-		else
-			ctrl_write_string(&w, str);
-	}
-	r = ctrl_writer_finish(&w, &d, &l);
-	if (r == 0 && send(fd, d, l, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)l)
-		r = -errno;
-	ctrl_writer_deinit(&w);
-	return r;
-}
-
-struct msg {
-	uint8_t buf[CTRL_MSG_MAX];
-	struct ctrl_message m;
-	const char *error_name, *error_message;
-};
-
-static int send_request(int fd, uint16_t op, uint32_t serial, const char *sig, uint32_t u)
-{
-	return send_request_s(fd, op, serial, sig, NULL, u);
+	return unix_connect(sock_path, SOCK_SEQPACKET);
 }
 
 /* One message within timeout_ms: 0, -ETIMEDOUT, -ECONNRESET or -EBADMSG. Fds are closed. */
-static int recv_msg(int fd, struct msg *out, int timeout_ms)
+static int recv_msg(int fd, struct tc_msg *out, int timeout_ms)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
-	} u;
-	struct iovec iov = { .iov_base = out->buf, .iov_len = sizeof(out->buf) };
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &u, .msg_controllen = sizeof(u)
-	};
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	unsigned int n_fds = 0;
-	struct ctrl_reader rd;
-	ssize_t n;
+	int r = tc_fd_recv(fd, out, timeout_ms);
 
-	if (poll(&p, 1, timeout_ms) == 0)
-		return -ETIMEDOUT;
-	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	if (n <= 0)
-		return n == 0 ? -ECONNRESET : -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-			unsigned int k = (unsigned int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-			for (unsigned int i = 0; i < k; i++)
-				close(((int *)CMSG_DATA(cm))[i]);
-			n_fds += k;
-		}
-	if (ctrl_message_decode(&out->m, out->buf, (size_t)n, n_fds) < 0)
-		return -EBADMSG;
-	out->error_name = out->error_message = NULL;
-	if (out->m.hdr.type == CTRL_TYPE_ERROR) {
-		ctrl_reader_init(&rd, &out->m);
-		ctrl_read_string(&rd, &out->error_name, NULL);
-		ctrl_read_string(&rd, &out->error_message, NULL);
-	}
-	return 0;
+	if (r == 0)
+		tc_msg_close_fds(out);
+	return r;
 }
 
 /* The next message that is not a signal. */
-static int recv_reply(int fd, struct msg *m, int timeout_ms)
+static int recv_reply(int fd, struct tc_msg *m, int timeout_ms)
 {
 	int r;
 
@@ -174,7 +92,7 @@ static int recv_reply(int fd, struct msg *m, int timeout_ms)
 	return r;
 }
 
-static bool is_error(const struct msg *m, const char *name)
+static bool is_error(const struct tc_msg *m, const char *name)
 {
 	return m->m.hdr.type == CTRL_TYPE_ERROR && strcmp(m->error_name, name) == 0;
 }
@@ -182,24 +100,7 @@ static bool is_error(const struct msg *m, const char *name)
 /* HELLO on fd: 0 when answered with a REPLY, else what came instead. */
 static int hello_flags(int fd, uint32_t flags, int timeout_ms)
 {
-	struct msg *m = malloc(sizeof(*m));
-	int r;
-
-	CHECK(m);
-	r = send_request(fd, CTRL_OP_HELLO, 1, "u", flags);
-	while (r == 0) {
-		r = recv_msg(fd, m, timeout_ms);
-		if (r == 0 && m->m.hdr.type == CTRL_TYPE_SIGNAL)
-			continue;
-		if (r == 0 && m->m.hdr.type != CTRL_TYPE_REPLY) {
-			printf("# HELLO: %s: %s\n", m->error_name ? m->error_name : "?",
-			       m->error_message ? m->error_message : "");
-			r = -EPERM;
-		}
-		break;
-	}
-	free(m);
-	return r;
+	return tc_fd_hello(fd, flags, 1, NULL, timeout_ms);
 }
 
 static int hello(int fd, int timeout_ms)
@@ -248,12 +149,12 @@ static void check_others_served(const char *while_what)
 }
 
 /* An ERROR called name, then EOF, within timeout_ms each. */
-static bool recv_error_then_eof(int fd, struct msg *m, const char *name, int timeout_ms)
+static bool recv_error_then_eof(int fd, struct tc_msg *m, const char *name, int timeout_ms)
 {
 	if (recv_msg(fd, m, timeout_ms) != 0 || !is_error(m, name))
 		return false;
 	{
-		struct msg *x = malloc(sizeof(*x));
+		struct tc_msg *x = malloc(sizeof(*x));
 		bool eof = recv_msg(fd, x, timeout_ms) == -ECONNRESET;
 
 		free(x);
@@ -280,11 +181,11 @@ static void write_policy(const char *text)
 static void reload(void)
 {
 	int fd = sock_connect();
-	struct msg *m = malloc(sizeof(*m));
+	struct tc_msg *m = malloc(sizeof(*m));
 
 	CHECK(fd >= 0 && m);
 	CHECK(hello(fd, 10000) == 0);
-	CHECK(send_request(fd, CTRL_OP_RELOAD, 2, NULL, 0) == 0);
+	CHECK(tc_fd_request(fd, MSG_DONTWAIT, CTRL_OP_RELOAD, 2, NULL, 0) == 0);
 	CHECK(recv_msg(fd, m, 10000) == 0);
 	CHECK(m->m.hdr.type == CTRL_TYPE_REPLY);
 	free(m);
@@ -331,18 +232,10 @@ static void spawn_daemon(void)
 
 static void cleanup(void)
 {
-	char cmd[400];
-
 	if (getpid() != main_pid)
 		return;
 	if (host_mode) {
-		if (daemon_pid > 0) {
-			kill(daemon_pid, SIGTERM);
-			waitpid(daemon_pid, NULL, 0);
-		}
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-		if (system(cmd) != 0)
-			printf("# cannot remove %s\n", tmpdir);
+		tc_daemon_stop(daemon_pid, tmpdir);
 	} else {
 		(void)unlink(policy_file);
 		reload();
@@ -353,7 +246,7 @@ static void cleanup(void)
 
 static void test_malformed(void)
 {
-	struct msg *m = malloc(sizeof(*m));
+	struct tc_msg *m = malloc(sizeof(*m));
 	int fd = sock_connect(), p[2];
 	char c;
 
@@ -372,10 +265,6 @@ static void test_malformed(void)
 	/* an fd where none is allowed: ProtocolError, and brokerd closed it (the pipe sees EOF) */
 	CHECK(pipe2(p, O_CLOEXEC) == 0);
 	{
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} u = { 0 };
 		struct ctrl_writer w;
 		const void *d;
 		size_t l;
@@ -383,16 +272,7 @@ static void test_malformed(void)
 		CHECK(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_LIST_NAMES, 5) == 0);
 		ctrl_write_u32(&w, 0);
 		CHECK(ctrl_writer_finish(&w, &d, &l) == 0);
-		struct iovec iov = { .iov_base = (void *)d, .iov_len = l };
-		struct msghdr mh = { .msg_iov = &iov,
-				     .msg_iovlen = 1,
-				     .msg_control = &u,
-				     .msg_controllen = CMSG_SPACE(sizeof(int)) };
-		u.h.cmsg_level = SOL_SOCKET;
-		u.h.cmsg_type = SCM_RIGHTS;
-		u.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&u.h), &p[1], sizeof(int));
-		CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)l);
+		CHECK(unix_send_fds(fd, d, l, &p[1], 1, 0) == 0);
 		ctrl_writer_deinit(&w);
 	}
 	close(p[1]);
@@ -407,23 +287,7 @@ static void test_malformed(void)
 	close(p[0]);
 	/* a zero-length datagram carrying an fd: the same */
 	CHECK(pipe2(p, O_CLOEXEC) == 0);
-	{
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} u = { 0 };
-		struct iovec iov = { .iov_base = &c, .iov_len = 0 };
-		struct msghdr mh = { .msg_iov = &iov,
-				     .msg_iovlen = 1,
-				     .msg_control = &u,
-				     .msg_controllen = CMSG_SPACE(sizeof(int)) };
-
-		u.h.cmsg_level = SOL_SOCKET;
-		u.h.cmsg_type = SCM_RIGHTS;
-		u.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&u.h), &p[1], sizeof(int));
-		CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == 0);
-	}
+	CHECK(unix_send_fds(fd, &c, 0, &p[1], 1, 0) == 0);
 	close(p[1]);
 	CHECK(recv_msg(fd, m, 5000) == 0);
 	CHECK(is_error(m, CTRL_ERROR_PROTOCOL));
@@ -435,7 +299,7 @@ static void test_malformed(void)
 	}
 	close(p[0]);
 	/* still served */
-	CHECK(send_request(fd, CTRL_OP_LIST_NAMES, 6, "u", 0) == 0);
+	CHECK(tc_fd_request(fd, MSG_DONTWAIT, CTRL_OP_LIST_NAMES, 6, "u", 0) == 0);
 	CHECK(recv_msg(fd, m, 5000) == 0);
 	CHECK(m->m.hdr.type == CTRL_TYPE_REPLY && m->m.hdr.serial == 6);
 	close(fd);
@@ -459,7 +323,7 @@ static void close_all(int *fds, unsigned int n)
  */
 static void test_connection_quota(void)
 {
-	struct msg *m = malloc(sizeof(*m));
+	struct tc_msg *m = malloc(sizeof(*m));
 	int idle[8], fd;
 	uint64_t t0;
 	long ms;
@@ -476,7 +340,7 @@ static void test_connection_quota(void)
 	close(fd);
 	/* the 10th says HELLO at once: the answer carries its serial */
 	CHECK((fd = connect_as(ALICE)) >= 0);
-	CHECK(send_request(fd, CTRL_OP_HELLO, 42, "u", 0) == 0);
+	CHECK(tc_fd_request(fd, MSG_DONTWAIT, CTRL_OP_HELLO, 42, "u", 0) == 0);
 	CHECK(recv_error_then_eof(fd, m, CTRL_ERROR_QUOTA_EXCEEDED, 5000));
 	CHECK(m->m.hdr.serial == 42 && m->m.hdr.code == CTRL_OP_HELLO);
 	close(fd);
@@ -500,7 +364,7 @@ static void test_connection_quota(void)
 /* Host only: the bus-wide cap keeps its last reserved_connections for root and light users. */
 static void test_connection_cap(void)
 {
-	struct msg *m = malloc(sizeof(*m));
+	struct tc_msg *m = malloc(sizeof(*m));
 	int alice[17], bob, fd;
 
 	if (!host_mode)
@@ -513,7 +377,7 @@ static void test_connection_cap(void)
 	}
 	/* alice holds 16 >= 40 / 4: none of the last 8 for her */
 	CHECK((alice[16] = connect_as(ALICE)) >= 0);
-	CHECK(send_request(alice[16], CTRL_OP_HELLO, 7, "u", 0) == 0);
+	CHECK(tc_fd_request(alice[16], MSG_DONTWAIT, CTRL_OP_HELLO, 7, "u", 0) == 0);
 	CHECK(recv_error_then_eof(alice[16], m, CTRL_ERROR_QUOTA_EXCEEDED, 5000));
 	printf("# %s\n", m->error_message);
 	CHECK(strncmp(m->error_message, "max_connections: the bus has 16 of 24", 37) == 0);
@@ -528,7 +392,7 @@ static void test_connection_cap(void)
 		CHECK(hello(more[n], 5000) == 0);
 	}
 	CHECK((fd = connect_as(0)) >= 0);
-	CHECK(send_request(fd, CTRL_OP_HELLO, 8, "u", 0) == 0);
+	CHECK(tc_fd_request(fd, MSG_DONTWAIT, CTRL_OP_HELLO, 8, "u", 0) == 0);
 	CHECK(recv_error_then_eof(fd, m, CTRL_ERROR_QUOTA_EXCEEDED, 5000));
 	CHECK(strncmp(m->error_message, "max_connections: the bus has 24 of 24", 37) == 0);
 	close(fd);
@@ -664,7 +528,8 @@ static void test_request_flood(void)
 	for (int round = 0; round < 50; round++)
 		for (int i = 0; i < N; i++)
 			for (int k = 0; k < 100; k++) {
-				if (send_request(fds[i], CTRL_OP_LIST_PEERS, 100 + (uint32_t)k, "u", 0) < 0)
+				if (tc_fd_request(fds[i], MSG_DONTWAIT, CTRL_OP_LIST_PEERS, 100 + (uint32_t)k,
+						  "u", 0) < 0)
 					break;
 				sent++;
 			}
@@ -681,7 +546,7 @@ static void test_request_flood(void)
  */
 static void test_slow_reader(void)
 {
-	struct msg *m = malloc(sizeof(*m));
+	struct tc_msg *m = malloc(sizeof(*m));
 	/* enough to fill her socket (about 280 here) and the 256 brokerd queues */
 	unsigned int n_changes = host_mode ? 1000 : 600;
 	int alice, bob, signals = 0, r;
@@ -697,9 +562,9 @@ static void test_slow_reader(void)
 	t0 = now_usec();
 	for (uint32_t i = 0; i < n_changes / 2; i++) {
 		snprintf(name, sizeof(name), "org.brokerdtest.flood.N%u", i);
-		CHECK(send_request_s(bob, CTRL_OP_REQUEST_NAME, 2 * i + 10, "su", name, 0) == 0);
+		CHECK(tc_fd_request(bob, MSG_DONTWAIT, CTRL_OP_REQUEST_NAME, 2 * i + 10, "su", name, 0) == 0);
 		CHECK(recv_reply(bob, m, 5000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
-		CHECK(send_request_s(bob, CTRL_OP_RELEASE_NAME, 2 * i + 11, "s", name, 0) == 0);
+		CHECK(tc_fd_request(bob, MSG_DONTWAIT, CTRL_OP_RELEASE_NAME, 2 * i + 11, "s", name) == 0);
 		CHECK(recv_reply(bob, m, 5000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
 	}
 	printf("# bob made %u name owner changes in %llu ms\n", n_changes,
@@ -732,7 +597,7 @@ static void test_slow_reader(void)
  */
 static void test_batches(void)
 {
-	struct msg *m = malloc(sizeof(*m));
+	struct tc_msg *m = malloc(sizeof(*m));
 	int fd, got = 0;
 
 	if (!host_mode)
@@ -741,7 +606,7 @@ static void test_batches(void)
 	CHECK(hello(fd, 5000) == 0);
 	CHECK(kill(daemon_pid, SIGSTOP) == 0);
 	for (uint32_t i = 0; i < 100; i++)
-		CHECK(send_request(fd, CTRL_OP_LIST_NAMES, 100 + i, "u", 0) == 0);
+		CHECK(tc_fd_request(fd, MSG_DONTWAIT, CTRL_OP_LIST_NAMES, 100 + i, "u", 0) == 0);
 	CHECK(kill(daemon_pid, SIGCONT) == 0);
 	while (got < 100 && recv_reply(fd, m, 5000) == 0 && m->m.hdr.serial == 100 + (uint32_t)got)
 		got++;
@@ -756,7 +621,7 @@ static void test_batches(void)
 /* What QUOTA says uid uses of its connections quota (asked as root). */
 static long quota_connections(uid_t uid)
 {
-	struct msg *m = malloc(sizeof(*m));
+	struct tc_msg *m = malloc(sizeof(*m));
 	struct ctrl_reader rd;
 	uint32_t n_uids, u, n_q;
 	long used = -1;
@@ -764,7 +629,7 @@ static long quota_connections(uid_t uid)
 
 	CHECK(m && fd >= 0);
 	CHECK(hello(fd, 10000) == 0);
-	CHECK(send_request(fd, CTRL_OP_QUOTA, 3, "u", uid) == 0);
+	CHECK(tc_fd_request(fd, MSG_DONTWAIT, CTRL_OP_QUOTA, 3, "u", uid) == 0);
 	CHECK(recv_reply(fd, m, 10000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
 	ctrl_reader_init(&rd, &m->m);
 	CHECK(ctrl_read_u32(&rd, &n_uids) == 0);
@@ -806,7 +671,7 @@ static void test_mass_close(void)
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		struct rlimit rl = { n + 64, n + 64 };
-		struct msg *m = malloc(sizeof(*m));
+		struct tc_msg *m = malloc(sizeof(*m));
 		int *fds = calloc(n, sizeof(int));
 
 		CHECK(m && fds);
@@ -814,7 +679,7 @@ static void test_mass_close(void)
 		CHECK(setresgid(ALICE, ALICE, ALICE) == 0 && setresuid(ALICE, ALICE, ALICE) == 0);
 		for (unsigned int i = 0; i < n; i++) {
 			CHECK((fds[i] = sock_connect()) >= 0);
-			CHECK(send_request(fds[i], CTRL_OP_HELLO, 1, "u", 0) == 0);
+			CHECK(tc_fd_request(fds[i], MSG_DONTWAIT, CTRL_OP_HELLO, 1, "u", 0) == 0);
 			if (i % 64 == 63 || i == n - 1)
 				for (unsigned int j = i - i % 64; j <= i; j++) {
 					CHECK(recv_reply(fds[j], m, 30000) == 0);
