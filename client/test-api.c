@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -26,6 +25,7 @@
 
 #include <brokerd/brokerd.h>
 
+#include "client/test-fixture.h"
 #include "protocol/ctrl.h"
 #include "util/socket.h"
 #include "util/test.h"
@@ -43,29 +43,11 @@ struct fake {
 /* Sends w with the fds written to it (closed here, as brokerd does). */
 static void fake_send(int fd, struct ctrl_writer *w)
 {
-	union {
-		struct cmsghdr cmsg;
-		char buf[CMSG_SPACE(sizeof(int) * CTRL_FDS_MAX)];
-	} control = { 0 };
-	struct iovec iov;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	const void *d;
 	size_t l;
 
 	ASSERT(ctrl_writer_finish(w, &d, &l) == 0);
-	iov = (struct iovec){ .iov_base = (void *)d, .iov_len = l };
-	if (w->n_fds) {
-		struct cmsghdr *c;
-
-		mh.msg_control = &control;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * w->n_fds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * w->n_fds);
-		memcpy(CMSG_DATA(c), w->fds, sizeof(int) * w->n_fds);
-	}
-	ASSERT(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)l);
+	ASSERT(unix_send_fds(fd, d, l, w->fds, w->n_fds, 0) == 0);
 	for (unsigned int i = 0; i < w->n_fds; i++)
 		close(w->fds[i]);
 	ctrl_writer_deinit(w);
@@ -247,25 +229,14 @@ static void fake_serve(struct fake *f, int fd)
 
 static pid_t fake_start(const char *path)
 {
-	struct sockaddr_un sa;
 	struct fake f = { 0 };
 	int lfd;
 	pid_t pid;
 
 	unlink(path);
-	ASSERT_INT(unix_address(&sa, path), ==, 0);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	ASSERT(lfd >= 0);
-	ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	ASSERT(listen(lfd, 8) == 0);
-	pid = fork();
-	ASSERT(pid >= 0);
-	if (pid > 0) {
-		close(lfd);
+	pid = fake_broker_fork(path, 8, &lfd);
+	if (pid > 0)
 		return pid;
-	}
-	/* a failing test must not leave the fake behind holding meson's pipe */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
@@ -353,18 +324,6 @@ static int noop_msg(brokerd_msg *m, void *u)
 }
 static int noop_reply(brokerd_msg *m, int e, void *u)
 {
-	return 0;
-}
-
-static int noc_calls;
-static char noc_last[3][256];
-
-static int on_noc(brokerd_bus *bus, const char *name, const char *old, const char *new, void *u)
-{
-	noc_calls++;
-	snprintf(noc_last[0], 256, "%s", name);
-	snprintf(noc_last[1], 256, "%s", old);
-	snprintf(noc_last[2], 256, "%s", new);
 	return 0;
 }
 
@@ -513,16 +472,6 @@ static void test_credentials(brokerd_bus *bus)
 	ASSERT(cr.pid == 4242 && cr.uid == 2001 && cr.gid == 2100 && cr.id == 1);
 	ASSERT(count_fds() == fds);
 	ASSERT(brokerd_bus_get_creds(bus, "org.test.Nobody", &cr) == -ENXIO);
-}
-
-static void pump(brokerd_bus *bus, int *flag, int want)
-{
-	for (int i = 0; i < 200 && *flag < want; i++) {
-		ASSERT(brokerd_bus_process(bus) >= 0);
-		if (*flag >= want)
-			break;
-		brokerd_bus_wait(bus, 20000);
-	}
 }
 
 static void test_fake_broker(const char *path)

@@ -26,6 +26,7 @@
 
 #include <brokerd/brokerd.h>
 
+#include "client/test-fixture.h"
 #include "protocol/ctrl.h"
 #include "util/socket.h"
 #include "util/test.h"
@@ -97,21 +98,13 @@ static size_t count_lines(const char *s)
  */
 static pid_t old_broker_start(const char *path)
 {
-	struct sockaddr_un sa;
 	uint8_t buf[CTRL_MSG_MAX];
 	int lfd, fd;
 	pid_t pid;
 
-	ASSERT_INT(unix_address(&sa, path), ==, 0);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	ASSERT(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
-	pid = fork();
-	ASSERT(pid >= 0);
-	if (pid > 0) {
-		close(lfd);
+	pid = fake_broker_fork(path, 4, &lfd);
+	if (pid > 0)
 		return pid;
-	}
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
 		ssize_t n;
 
@@ -183,28 +176,6 @@ static void test_old_broker(void)
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	unlink(path);
-}
-
-static int noc_count;
-static char noc_last[3][64];
-
-static int on_noc(brokerd_bus *bus, const char *name, const char *old, const char *new, void *u)
-{
-	noc_count++;
-	snprintf(noc_last[0], 64, "%s", name);
-	snprintf(noc_last[1], 64, "%s", old);
-	snprintf(noc_last[2], 64, "%s", new);
-	return 0;
-}
-
-static void pump(brokerd_bus *bus, int *count, int want)
-{
-	for (int i = 0; i < 200 && *count < want; i++) {
-		ASSERT(brokerd_bus_process(bus) >= 0);
-		if (*count < want)
-			brokerd_bus_wait(bus, 10000);
-	}
-	ASSERT(*count >= want);
 }
 
 static int states;
@@ -299,7 +270,7 @@ int main(int argc, char **argv)
 	ASSERT_INT(brokerd_bus_request_name(a, "org.test.Name", 0), ==, BROKERD_NAME_ALREADY_OWNER);
 	ASSERT_INT(brokerd_bus_request_name(b, "org.test.Name", BROKERD_NAME_DO_NOT_QUEUE), ==, -EEXIST);
 	ASSERT_INT(brokerd_bus_request_name(b, "org.test.Name", 0), ==, BROKERD_NAME_IN_QUEUE);
-	pump(b, &noc_count, 1);
+	pump(b, &noc_calls, 1);
 	ASSERT(strcmp(noc_last[1], "") == 0 && strcmp(noc_last[2], ua) == 0);
 	ASSERT_INT(brokerd_bus_get_name_owner(b, "org.test.Name", owner, sizeof(owner)), ==, 0);
 	ASSERT(strcmp(owner, ua) == 0);
@@ -392,9 +363,9 @@ int main(int argc, char **argv)
 	test_old_broker();
 
 	/* releasing promotes the queued owner */
-	noc_count = 0;
+	noc_calls = 0;
 	ASSERT_INT(brokerd_bus_release_name(a, "org.test.Name"), ==, 0);
-	pump(b, &noc_count, 1);
+	pump(b, &noc_calls, 1);
 	ASSERT(strcmp(noc_last[1], ua) == 0 && strcmp(noc_last[2], ub) == 0);
 	ASSERT_INT(brokerd_bus_release_name(a, "org.test.Name"), ==, -EPERM);
 
