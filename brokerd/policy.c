@@ -93,13 +93,19 @@ static void rules_free(struct policy_rule *rules, size_t n)
 	}
 }
 
+/* Frees what p holds, not p (a parser's embedded one too). */
+static void policy_clear(struct policy *p)
+{
+	rules_free(p->rules, p->n_rules);
+	free(p->rules);
+	free(p->uid_limits);
+}
+
 struct policy *policy_free(struct policy *p)
 {
 	if (!p)
 		return NULL;
-	rules_free(p->rules, p->n_rules);
-	free(p->rules);
-	free(p->uid_limits);
+	policy_clear(p);
 	free(p);
 	return NULL;
 }
@@ -208,22 +214,10 @@ struct policy_parser {
 	enum policy_context ctx; /* the section's, for rules */
 	uint32_t ctx_id;
 	bool have_section, in_limits, limits_uid;
-	struct policy_rule *rules;
-	size_t n_rules, alloc_rules;
-	uint64_t limit[_QUOTA_MAX];
-	uint64_t bus_limit[_QUOTA_BUS_MAX];
-	struct policy_uid_limit *uid_limits;
-	size_t n_uid_limits, alloc_uid_limits;
+	struct policy add; /* what the file adds: rules, uid limits, and the limits it leaves */
 };
 
 #define parser_fail(pp, ...) line_fail((pp)->err, (pp)->err_len, (pp)->file, (pp)->line, __VA_ARGS__)
-
-static void parser_deinit(struct policy_parser *pp)
-{
-	rules_free(pp->rules, pp->n_rules);
-	free(pp->rules);
-	free(pp->uid_limits);
-}
 
 /* "[default]", "[mandatory]", "[user X]", "[group X]", "[limits]", "[limits user X]" */
 static int parse_section(struct policy_parser *pp, char *l)
@@ -281,16 +275,17 @@ static int parse_limit(struct policy_parser *pp, char **w, size_t nw)
 	if (errno || *end || w[1][0] < '0' || w[1][0] > '9')
 		return parser_fail(pp, "invalid number '%s'", w[1]);
 	if (bk >= 0) {
-		pp->bus_limit[bk] = v;
+		pp->add.bus_limit[bk] = v;
 		return 0;
 	}
 	if (!pp->limits_uid) {
-		pp->limit[k] = v;
+		pp->add.limit[k] = v;
 		return 0;
 	}
-	if (ARRAY_RESERVE(pp->uid_limits, pp->alloc_uid_limits, pp->n_uid_limits + 1) < 0)
+	if (ARRAY_RESERVE(pp->add.uid_limits, pp->add.alloc_uid_limits, pp->add.n_uid_limits + 1) < 0)
 		return -ENOMEM;
-	pp->uid_limits[pp->n_uid_limits++] = (struct policy_uid_limit){ pp->ctx_id, (enum quota_kind)k, v };
+	pp->add.uid_limits[pp->add.n_uid_limits++] =
+		(struct policy_uid_limit){ pp->ctx_id, (enum quota_kind)k, v };
 	return 0;
 }
 
@@ -319,31 +314,31 @@ static int parse_rule(struct policy_parser *pp, char **w, size_t nw)
 	}
 	rule.file = strdup(pp->file);
 	if ((strcmp(w[2], "*") != 0 && !rule.name) || !rule.file ||
-	    ARRAY_RESERVE(pp->rules, pp->alloc_rules, pp->n_rules + 1) < 0) {
+	    ARRAY_RESERVE(pp->add.rules, pp->add.alloc_rules, pp->add.n_rules + 1) < 0) {
 		free(rule.name);
 		free(rule.file);
 		return -ENOMEM;
 	}
-	pp->rules[pp->n_rules++] = rule;
+	pp->add.rules[pp->add.n_rules++] = rule;
 	return 0;
 }
 
 /* Moves what pp parsed into p: all of it, or on -ENOMEM nothing. */
 static int parser_commit(struct policy_parser *pp, struct policy *p)
 {
-	if (ARRAY_RESERVE(p->rules, p->alloc_rules, p->n_rules + pp->n_rules) < 0 ||
-	    ARRAY_RESERVE(p->uid_limits, p->alloc_uid_limits, p->n_uid_limits + pp->n_uid_limits) < 0)
+	if (ARRAY_RESERVE(p->rules, p->alloc_rules, p->n_rules + pp->add.n_rules) < 0 ||
+	    ARRAY_RESERVE(p->uid_limits, p->alloc_uid_limits, p->n_uid_limits + pp->add.n_uid_limits) < 0)
 		return -ENOMEM;
-	if (pp->n_rules)
-		memcpy(p->rules + p->n_rules, pp->rules, pp->n_rules * sizeof(*pp->rules));
-	p->n_rules += pp->n_rules;
-	pp->n_rules = 0; /* p owns their strings now */
-	if (pp->n_uid_limits)
-		memcpy(p->uid_limits + p->n_uid_limits, pp->uid_limits,
-		       pp->n_uid_limits * sizeof(*pp->uid_limits));
-	p->n_uid_limits += pp->n_uid_limits;
-	memcpy(p->limit, pp->limit, sizeof(p->limit));
-	memcpy(p->bus_limit, pp->bus_limit, sizeof(p->bus_limit));
+	if (pp->add.n_rules)
+		memcpy(p->rules + p->n_rules, pp->add.rules, pp->add.n_rules * sizeof(*pp->add.rules));
+	p->n_rules += pp->add.n_rules;
+	pp->add.n_rules = 0; /* p owns their strings now */
+	if (pp->add.n_uid_limits)
+		memcpy(p->uid_limits + p->n_uid_limits, pp->add.uid_limits,
+		       pp->add.n_uid_limits * sizeof(*pp->add.uid_limits));
+	p->n_uid_limits += pp->add.n_uid_limits;
+	memcpy(p->limit, pp->add.limit, sizeof(p->limit));
+	memcpy(p->bus_limit, pp->add.bus_limit, sizeof(p->bus_limit));
 	return 0;
 }
 
@@ -357,8 +352,8 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 
 	if (!p || !file || !text)
 		return -EINVAL;
-	memcpy(pp.limit, p->limit, sizeof(pp.limit));
-	memcpy(pp.bus_limit, p->bus_limit, sizeof(pp.bus_limit));
+	memcpy(pp.add.limit, p->limit, sizeof(pp.add.limit));
+	memcpy(pp.add.bus_limit, p->bus_limit, sizeof(pp.add.bus_limit));
 	line_reader_init(&lr, text, NULL, '#');
 	while ((r = line_reader_next(&lr, &l)) > 0) {
 		pp.line = lr.line;
@@ -377,7 +372,7 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 		r = line_fail(err, err_len, file, lr.line, "line too long");
 	if (r == 0)
 		r = parser_commit(&pp, p);
-	parser_deinit(&pp);
+	policy_clear(&pp.add);
 	return r;
 }
 
