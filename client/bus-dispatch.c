@@ -81,6 +81,7 @@ static void dispatch_reply(brokerd_bus *bus, brokerd_msg *msg)
 			bus_call_complete(s, msg, msg->type == BROKERD_MSG_ERROR ? -EREMOTEIO : 0);
 			return;
 		}
+	bus->counters[BROKERD_COUNTER_UNEXPECTED_REPLY]++; /* late, cancelled, or never asked */
 }
 
 static void dispatch_monitor(brokerd_bus *bus, struct monitor_chan *mc, brokerd_msg *msg, int error)
@@ -159,6 +160,8 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		(void)chan_arm(&bus->ring, c);
 	if (k < 0) {
 		/* malformed or truncated: the sender's bug, not ours; drop it */
+		if (c->res >= 0 && k != -ENOMEM)
+			bus->counters[BROKERD_COUNTER_INVALID]++;
 		if (mc)
 			dispatch_monitor(bus, mc, NULL, k);
 		return;
@@ -286,4 +289,11 @@ done:
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return 1;
+}
+
+_public_ uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter)
+{
+	if (!bus || counter < 0 || counter >= _BROKERD_COUNTER_MAX)
+		return 0;
+	return bus->counters[counter];
 }

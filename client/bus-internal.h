@@ -160,6 +160,9 @@ struct brokerd_bus {
 	void *event_source; /* sd_event_source */
 	void *event;	    /* sd_event */
 
+	/* messages dropped, by BROKERD_COUNTER_* (brokerd_bus_get_counter()) */
+	uint64_t counters[_BROKERD_COUNTER_MAX];
+
 	char error_name[CTRL_NAME_MAX + 1]; /* last control error */
 	char error_message[256];
 };
@@ -175,10 +178,15 @@ struct brokerd_msg {
 	char sender[CTRL_UNIQUE_NAME_MAX];
 	struct brokerd_creds creds;
 	char *name;
-	char *member;
+	char *member; /* of a call or signal; an error's error name */
+	char *path, *interface, *error_name, *destination, *signature; /* "" when absent */
+	/* the dbus1 body, in native byte order */
+	void *data;
+	size_t data_len;
+	/* what the byte API sees: an "ay" body's bytes, an "s" body's text, else data */
 	void *body;
 	size_t body_len;
-	uint8_t data[];
+	uint8_t buf[] __attribute__((aligned(8)));
 };
 
 /* A decoded control reply with the fds that came with it (owned). */

@@ -131,8 +131,21 @@ const char *brokerd_msg_get_name(brokerd_msg *msg);
 /* Member of a call or signal; error name of an error reply. */
 const char *brokerd_msg_get_member(brokerd_msg *msg);
 const char *brokerd_msg_get_error_name(brokerd_msg *msg);
+/*
+ * The body as bytes: for a body of signature "ay" (what the byte-oriented
+ * functions send) the array's bytes, for "s" (an error's message) the
+ * string, otherwise the body as brokerd_msg_get_data() returns it.
+ */
 int brokerd_msg_get_body(brokerd_msg *msg, const void **ret, size_t *ret_size);
 uint64_t brokerd_msg_get_serial(brokerd_msg *msg);
+/* Header fields of channel message version 2; "" when the message has none. */
+const char *brokerd_msg_get_path(brokerd_msg *msg);
+const char *brokerd_msg_get_interface(brokerd_msg *msg);
+const char *brokerd_msg_get_signature(brokerd_msg *msg);
+const char *brokerd_msg_get_destination(brokerd_msg *msg);
+/* The body in the D-Bus wire format (dbus1), native byte order, validated
+ * against brokerd_msg_get_signature(). */
+int brokerd_msg_get_data(brokerd_msg *msg, const void **ret, size_t *ret_size);
 
 /* --- Signals --------------------------------------------------------------- */
 
@@ -141,6 +154,19 @@ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *memb
 			    size_t size);
 /* A signal to one connection (unique name, or a well-known name's primary
  * owner), through its inbox; it receives it with a NULL-name subscription. */
+/*
+ * The byte-oriented functions send their bytes as a body of signature "ay"
+ * (none for zero bytes), calls with path "/", signals with path "/" and
+ * this interface.
+ */
+#define BROKERD_BYTES_INTERFACE "org.brokerd.Bytes"
+/*
+ * A signal with a pre-marshalled dbus1 body (native byte order) of the given
+ * signature (NULL or "" for none), on the signal channel of a name the
+ * caller owns.
+ */
+int brokerd_bus_emit(brokerd_bus *bus, const char *name, const char *path, const char *interface,
+		     const char *member, const char *signature, const void *body, size_t size);
 int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member, const void *body,
 			    size_t size);
 /*
@@ -197,6 +223,33 @@ int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, const char
 			   brokerd_msg_handler_t handler, void *userdata);
 int brokerd_msg_reply(brokerd_msg *call, const void *body, size_t size);
 int brokerd_msg_reply_error(brokerd_msg *call, const char *error_name, const char *text);
+/* Reply with a pre-marshalled dbus1 body (native byte order) of this signature. */
+int brokerd_msg_reply_data(brokerd_msg *call, const char *signature, const void *body, size_t size);
+/*
+ * Calls with a path, an interface (NULL for none), a member and a
+ * pre-marshalled dbus1 body (native byte order) of this signature (NULL or
+ * "" for none); otherwise as brokerd_bus_call() and brokerd_bus_call_async().
+ */
+int brokerd_bus_call_method(brokerd_bus *bus, const char *name, const char *path, const char *interface,
+			    const char *member, const char *signature, const void *body, size_t size,
+			    uint64_t timeout_usec, brokerd_msg **ret_reply);
+int brokerd_bus_call_method_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+				  const char *path, const char *interface, const char *member,
+				  const char *signature, const void *body, size_t size, uint64_t timeout_usec,
+				  brokerd_reply_handler_t handler, void *userdata);
+
+/*
+ * Messages this connection received and dropped, by reason: invalid (the
+ * header or the body failed validation), replies to no pending call, and
+ * replies to a pending call from a connection that did not take the call.
+ */
+enum {
+	BROKERD_COUNTER_INVALID,
+	BROKERD_COUNTER_UNEXPECTED_REPLY,
+	BROKERD_COUNTER_FORGED_REPLY,
+	_BROKERD_COUNTER_MAX,
+};
+uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter);
 
 /* --- Bus introspection (for tools like brokerctl) --------------------------- */
 
