@@ -36,6 +36,7 @@ enum {
 #define BUS_PEERS_MAX		 64
 #define BUS_RECONNECT_MIN_MSEC	 50
 #define BUS_RECONNECT_MAX_MSEC	 2000
+#define BNAME_RECEIVERS_MAX	 32
 
 /* CLOCK_MONOTONIC in microseconds */
 static inline uint64_t now_usec(void)
@@ -54,6 +55,14 @@ struct bname {
 	unsigned int n_subs; /* subscription slots */
 	bool requested;	     /* re-request after reconnect */
 	unsigned int req_flags;
+	/*
+	 * Connection ids brokerd listed as the name's owner and queue (pool
+	 * workers among them) when last asked, at receivers_usec (0: never):
+	 * replies to our calls are accepted from these only (bus-call.c).
+	 */
+	uint64_t receivers[BNAME_RECEIVERS_MAX];
+	unsigned int n_receivers;
+	uint64_t receivers_usec;
 };
 
 /*
@@ -111,6 +120,7 @@ struct brokerd_slot {
 	void *userdata;
 	uint32_t serial;   /* calls */
 	uint64_t deadline; /* calls: CLOCK_MONOTONIC usec */
+	uint64_t sent;	   /* calls: when, CLOCK_MONOTONIC usec */
 };
 
 struct monitor_chan {

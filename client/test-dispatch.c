@@ -445,6 +445,7 @@ static void test_reply(struct fixture *f)
 	static uint8_t body[64];
 	uint32_t serial_a, serial_b;
 	uint64_t unexpected = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_UNEXPECTED_REPLY);
+	uint64_t forged = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY);
 	struct chmsg c;
 
 	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", "a", 1, 0, on_reply, &a), ==, 0);
@@ -458,6 +459,11 @@ static void test_reply(struct fixture *f)
 	serial_b = last_sent().serial;
 	ASSERT(serial_a != serial_b);
 
+	/* brokerd said, after the calls went out, that the peer serves the name */
+	f->svc->receivers[0] = PEER_BADGE;
+	f->svc->n_receivers = 1;
+	f->svc->receivers_usec = now_usec();
+
 	/* a reply nobody asked for completes nothing, and is counted */
 	set_bytes(&r, "ay", "pong", body);
 	r.reply_serial = serial_b + 1000;
@@ -465,8 +471,18 @@ static void test_reply(struct fixture *f)
 	ASSERT_INT(a.n + b.n, ==, 0);
 	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_UNEXPECTED_REPLY), ==, unexpected + 1);
 
-	/* b's reply completes b, not a */
+	/* the right serial from a connection that did not take the call: dropped, counted */
+	set_bytes(&r, "ay", "forged", body);
 	r.reply_serial = serial_b;
+	encode_receive(f->inbox, &r, PEER_BADGE + 1);
+	bus_dispatch_chan(f->bus, f->inbox);
+	encode_receive(f->inbox, &r, 0); /* no badge at all */
+	bus_dispatch_chan(f->bus, f->inbox);
+	ASSERT_INT(a.n + b.n, ==, 0);
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY), ==, forged + 2);
+
+	/* b's reply completes b, not a */
+	set_bytes(&r, "ay", "pong", body);
 	deliver(f->bus, f->inbox, &r);
 	ASSERT_INT(b.n, ==, 1);
 	ASSERT_INT(a.n, ==, 0);
@@ -599,6 +615,16 @@ static void test_ctrl(struct fixture *f)
 	ASSERT(f->svc->call_send == NULL);
 	ASSERT_INT(n_closed, ==, closed + 1);
 	f->svc->call_send = f->call_send; /* the test's to free */
+
+	/* a new owner takes the name's calls: its replies will be accepted */
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
+	ctrl_write_string(&w, SVC);
+	ctrl_write_string(&w, "");
+	ctrl_write_string(&w, ":1.12");
+	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0), ==, 1);
+	ctrl_writer_deinit(&w);
+	ASSERT(f->svc->n_receivers >= 1 && f->svc->receivers[f->svc->n_receivers - 1] == 12);
 	brokerd_slot_free(watch);
 }
 
