@@ -196,6 +196,14 @@ struct brokerd_msg {
 	/* what the byte API sees: an "ay" body's bytes, an "s" body's text, else data */
 	void *body;
 	size_t body_len;
+	/* the typed API (msg-typed.c) */
+	bool outgoing;		    /* built here, not received */
+	struct dbus_writer *writer; /* until sealed */
+	struct dbus_reader *reader; /* from the first read */
+	brokerd_msg *call;	    /* a reply: the call it answers (a reference) */
+	void *owned_data;	    /* the sealed body */
+	char *owned_signature;
+	char peeked[256]; /* brokerd_msg_peek_type()'s contents */
 	uint8_t buf[] __attribute__((aligned(8)));
 };
 

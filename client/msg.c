@@ -25,7 +25,7 @@ static char *put_string(uint8_t **p, const char *s)
 }
 
 /* The byte API's view of a native-order body: an "ay" array or an "s" string, after its length. */
-static void msg_set_byte_view(brokerd_msg *msg)
+void msg_set_byte_view(brokerd_msg *msg)
 {
 	uint32_t n;
 
@@ -106,6 +106,13 @@ _public_ brokerd_msg *brokerd_msg_unref(brokerd_msg *msg)
 	if (!msg || --msg->n_ref > 0)
 		return NULL;
 	bus_unref(msg->bus);
+	if (msg->writer)
+		dbus_writer_deinit(msg->writer);
+	free(msg->writer);
+	free(msg->reader);
+	brokerd_msg_unref(msg->call);
+	free(msg->owned_data);
+	free(msg->owned_signature);
 	free(msg);
 	return NULL;
 }

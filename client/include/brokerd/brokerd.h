@@ -238,6 +238,58 @@ int brokerd_bus_call_method_async(brokerd_bus *bus, brokerd_slot **ret_slot, con
 				  const char *signature, const void *body, size_t size, uint64_t timeout_usec,
 				  brokerd_reply_handler_t handler, void *userdata);
 
+/* --- Typed messages ----------------------------------------------------------- */
+
+/*
+ * A message built value by value in the D-Bus type system (basic types as
+ * in protocol/README.md section 9.1: y uint8_t, b int, n int16_t, q
+ * uint16_t, i int32_t, u uint32_t, x int64_t, t uint64_t, d double, h
+ * uint32_t, s o g const char *). A call to name, a signal on a name the
+ * caller owns, or the reply to a received call; bus may be NULL to build a
+ * message that is only read back.
+ */
+int brokerd_msg_new_call(brokerd_bus *bus, brokerd_msg **ret, const char *name, const char *path,
+			 const char *interface, const char *member);
+int brokerd_msg_new_signal(brokerd_bus *bus, brokerd_msg **ret, const char *name, const char *path,
+			   const char *interface, const char *member);
+int brokerd_msg_new_reply(brokerd_msg *call, brokerd_msg **ret);
+/*
+ * Append one value (for s, o and g, value is the string itself, else a
+ * pointer to it); open a container 'a' (contents: element type), '(' or
+ * '{' (contents: the fields) or 'v' (contents: the value's type), append
+ * its values, close it. At the top level the signature grows with what is
+ * appended; inside a container the signature decides.
+ */
+int brokerd_msg_append_basic(brokerd_msg *m, char type, const void *value);
+int brokerd_msg_open_container(brokerd_msg *m, char type, const char *contents);
+int brokerd_msg_close_container(brokerd_msg *m);
+/*
+ * printf-like: values for the complete types of `types`, basic types by
+ * value (y, b, n, q, i, h as int or unsigned), an array as an unsigned
+ * count then its elements, a struct or dict entry as its fields, a variant
+ * as the value's signature then the value.
+ */
+int brokerd_msg_append(brokerd_msg *m, const char *types, ...);
+/* Ends building: the body can be read and no longer appended to. */
+int brokerd_msg_seal(brokerd_msg *m);
+/*
+ * Reading a sealed or received message: 1 for a value read or a container
+ * entered, 0 at the end of the current container, -ENXIO for another type.
+ * Strings point into the message.
+ */
+int brokerd_msg_peek_type(brokerd_msg *m, char *type, const char **contents);
+int brokerd_msg_read_basic(brokerd_msg *m, char type, void *ret);
+int brokerd_msg_enter_container(brokerd_msg *m, char type, const char *contents);
+int brokerd_msg_exit_container(brokerd_msg *m);
+/* scanf-like: pointers for the values, as for append; arrays need enter_container. */
+int brokerd_msg_read(brokerd_msg *m, const char *types, ...);
+/* Back to the first value of the body. */
+int brokerd_msg_rewind(brokerd_msg *m);
+/* Sends (sealing it) a signal, a reply, or a call expecting no reply. */
+int brokerd_bus_send(brokerd_bus *bus, brokerd_msg *m);
+/* A call built with brokerd_msg_new_call(), as brokerd_bus_call(). */
+int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t timeout_usec, brokerd_msg **ret_reply);
+
 /*
  * Messages this connection received and dropped, by reason: invalid (the
  * header or the body failed validation), replies to no pending call, and
