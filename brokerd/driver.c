@@ -27,6 +27,7 @@
 #include "brokerd/registry.h"
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
+#include "protocol/dbus-marshal.h"
 #include "protocol/message.h"
 #include "util/macro.h"
 
@@ -52,6 +53,35 @@ static void send_name_acquired(struct bus *b, struct bus_conn *c, const char *na
 	conn_signal(c, &w);
 }
 
+/* NameOwnerChanged on the bus's signal channel: a channel message, body "sss" in dbus1. */
+static void send_bus_name_owner_changed(struct bus *b, const char *name, const char *old_owner,
+					const char *new_owner)
+{
+	_cleanup_(dbus_writer_deinit) struct dbus_writer dw = { 0 };
+	_cleanup_free_ void *body = NULL;
+	struct chmsg m = {
+		.type = CHMSG_SIGNAL,
+		.path = "/org/freedesktop/DBus",
+		.interface = "org.freedesktop.DBus",
+		.member = "NameOwnerChanged",
+		.signature = "sss",
+	};
+	uint8_t buf[CHANNEL_MSG_MAX];
+	size_t len = 0;
+	int n;
+
+	if (dbus_writer_init(&dw, "sss") < 0 || dbus_writer_append_basic(&dw, 's', name) < 0 ||
+	    dbus_writer_append_basic(&dw, 's', old_owner) < 0 ||
+	    dbus_writer_append_basic(&dw, 's', new_owner) < 0 || dbus_writer_finish(&dw, &body, &len) < 0)
+		return;
+	m.serial = ++b->signal_serial ? b->signal_serial : ++b->signal_serial;
+	m.body = body;
+	m.body_len = (uint32_t)len;
+	n = chmsg_encode(&m, buf, sizeof(buf));
+	if (n > 0)
+		(void)chanmgr_send(&b->chanmgr, b->bus_signal->id, buf, (size_t)n);
+}
+
 static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
 			     struct registry_peer *new, struct registry_peer *requester)
 {
@@ -71,20 +101,9 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 			if (c->name_events)
 				conn_signal(c, &w);
 	}
-	if (b->bus_signal && w.error == 0 && w.len > CTRL_HEADER_SIZE) {
-		uint8_t buf[CHANNEL_MSG_MAX];
-		struct chmsg m = {
-			.type = CHMSG_SIGNAL,
-			.serial = ++b->signal_serial ? b->signal_serial : ++b->signal_serial,
-			.member = "NameOwnerChanged",
-			.body = w.buf + CTRL_HEADER_SIZE,
-			.body_len = (uint32_t)(w.len - CTRL_HEADER_SIZE),
-		};
-		int n = chmsg_encode(&m, buf, sizeof(buf));
-
-		if (n > 0)
-			(void)chanmgr_send(&b->chanmgr, b->bus_signal->id, buf, (size_t)n);
-	}
+	if (b->bus_signal)
+		send_bus_name_owner_changed(b, name, old ? old->unique_name : "",
+					    new ? new->unique_name : "");
 
 	b->gc_needed = true;
 	if (old) {

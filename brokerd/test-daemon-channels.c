@@ -6,6 +6,7 @@
  * UNSUBSCRIBE, at a disconnect, at a replacement).
  */
 #include "brokerd/test-daemon.h"
+#include "protocol/dbus-marshal.h"
 
 uint32_t attach_cap(struct io_uring *ring, int fd, uint32_t rights)
 {
@@ -95,13 +96,14 @@ void test_channels_more(void)
 		TC_ASSERT(chan_recv(&ring, bus_sub, &info, &msg, buf, sizeof(buf), 5000) > 0);
 		TC_ASSERT(msg.type == CHMSG_SIGNAL && strcmp(msg.member, "NameOwnerChanged") == 0);
 		TC_ASSERT_EQ(info.badge, 0);
-		TC_ASSERT(ctrl_sig_validate("sss", msg.body, msg.body_len) == 0);
-		struct ctrl_reader r;
+		TC_ASSERT(strcmp(msg.signature, "sss") == 0 &&
+			  strcmp(msg.interface, "org.freedesktop.DBus") == 0);
+		struct dbus_reader r;
 		const char *name, *old, *new;
-		ctrl_reader_init_raw(&r, msg.body, msg.body_len);
-		ctrl_read_string(&r, &name, NULL);
-		ctrl_read_string(&r, &old, NULL);
-		ctrl_read_string(&r, &new, NULL);
+		TC_ASSERT(dbus_reader_init(&r, "sss", msg.body, msg.body_len, msg.byte_order, 0) == 0);
+		TC_ASSERT(dbus_reader_read_basic(&r, 's', &name) == 1);
+		TC_ASSERT(dbus_reader_read_basic(&r, 's', &old) == 1);
+		TC_ASSERT(dbus_reader_read_basic(&r, 's', &new) == 1);
 		seen = strcmp(name, N) == 0 && strcmp(old, "") == 0 && strcmp(new, svc.unique) == 0;
 	}
 
@@ -123,7 +125,7 @@ void test_channels_more(void)
 		TC_EXPECT_REPLY(&m);
 		uint32_t s_sub = attach_cap(&aring, m.fds[0], IOIPC_SUB_SEND);
 		tc_msg_close_fds(&m);
-		struct chmsg call = { .type = CHMSG_CALL, .serial = 7, .member = "WhoAmI" };
+		struct chmsg call = { .type = CHMSG_CALL, .serial = 7, .path = "/", .member = "WhoAmI" };
 		TC_ASSERT(chan_send(&aring, s_sub, &call) > 0);
 		TC_ASSERT(write(p[1], &alice.id, sizeof(alice.id)) == sizeof(alice.id));
 		TC_ASSERT(read(q[0], &ch, 1) == 1); /* stay connected until checked */
@@ -167,7 +169,7 @@ void test_channels_more(void)
 	TC_ASSERT(tc_wait_signal(&svc, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 5000) == 0);
 	/* the kernel detached the old owner's subscriber: its id is gone */
 	TC_ASSERT_EQ(chan_recv(&ring, svc_sub, &info, &msg, buf, sizeof(buf), 0), -ENOENT);
-	struct chmsg call2 = { .type = CHMSG_CALL, .serial = 8, .member = "Again" };
+	struct chmsg call2 = { .type = CHMSG_CALL, .serial = 8, .path = "/", .member = "Again" };
 	TC_ASSERT(chan_send(&ring, caller_sub, &call2) > 0);
 	TC_ASSERT(chan_recv(&ring, svc2_sub, &info, &msg, buf, sizeof(buf), 5000) > 0);
 	TC_ASSERT(strcmp(msg.member, "Again") == 0 && info.badge == caller.id);
@@ -184,7 +186,11 @@ void test_channels_more(void)
 /* Sends until the kernel refuses (the cap was revoked); returns that error. */
 static int send_until_refused(struct io_uring *ring, uint32_t sub, int timeout_ms)
 {
-	struct chmsg ping = { .type = CHMSG_SIGNAL, .serial = 1, .member = "Ping" };
+	struct chmsg ping = { .type = CHMSG_SIGNAL,
+			      .serial = 1,
+			      .path = "/",
+			      .interface = "org.brokerdtest.Test",
+			      .member = "Ping" };
 	int r;
 
 	for (int waited = 0; (r = chan_send(ring, sub, &ping)) > 0 && waited < timeout_ms; waited += 10)
@@ -341,7 +347,12 @@ void test_revocation(void)
 	TC_ASSERT(tc_wait_signal(&root, CTRL_SIGNAL_CAPABILITY_REVOKED, &m, 300) < 0);
 	if (have_channels) {
 		/* root's subscription was not touched: it hears the owner's next signal */
-		struct chmsg sig = { .type = CHMSG_SIGNAL, .serial = 1, .member = "StillThere" }, got;
+		struct chmsg sig = { .type = CHMSG_SIGNAL,
+				     .serial = 1,
+				     .path = "/",
+				     .interface = "org.brokerdtest.Test",
+				     .member = "StillThere" },
+			     got;
 		struct ioipc_msg_info info;
 		uint8_t buf[1024];
 		uint32_t send_sub;
@@ -439,7 +450,7 @@ void test_pool_queued_member(void)
 	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_CALL_OWNED);
 	send_sub = attach_cap(&ring, m.fds[0], IOIPC_SUB_SEND);
 	tc_msg_close_fds(&m);
-	struct chmsg call = { .type = CHMSG_CALL, .serial = 3, .member = "Work" };
+	struct chmsg call = { .type = CHMSG_CALL, .serial = 3, .path = "/", .member = "Work" };
 	TC_ASSERT(chan_send(&ring, send_sub, &call) > 0);
 	TC_ASSERT(chan_recv(&ring, w2_recv, &info, &msg, buf, sizeof(buf), 5000) > 0);
 	TC_ASSERT(msg.type == CHMSG_CALL && strcmp(msg.member, "Work") == 0 && msg.serial == 3);

@@ -103,9 +103,13 @@ static void test_channels(void)
 					    .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
 	TC_ASSERT(ioipc_channel_attach(&ring, &bad) < 0);
 
-	struct chmsg call = {
-		.type = CHMSG_CALL, .serial = 1, .member = "Ping", .body = "hi", .body_len = 2
-	};
+	struct chmsg call = { .type = CHMSG_CALL,
+			      .serial = 1,
+			      .path = "/",
+			      .member = "Ping",
+			      .signature = "yy",
+			      .body = "hi",
+			      .body_len = 2 };
 	int len = chmsg_encode(&call, buf, sizeof(buf));
 	TC_ASSERT(len > 0);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);

@@ -32,6 +32,17 @@ static void print_msg_json(struct json *j, brokerd_msg *m)
 		json_member_uint(j, "gid", cr.gid);
 	}
 	json_member_string(j, t == BROKERD_MSG_ERROR ? "error" : "member", brokerd_msg_get_member(m));
+	/* the other header fields of version 2, where the message has them */
+	if (*brokerd_msg_get_path(m))
+		json_member_string(j, "path", brokerd_msg_get_path(m));
+	if (*brokerd_msg_get_interface(m))
+		json_member_string(j, "interface", brokerd_msg_get_interface(m));
+	if (*brokerd_msg_get_destination(m))
+		json_member_string(j, "destination", brokerd_msg_get_destination(m));
+	json_member_string(j, "signature", brokerd_msg_get_signature(m));
+	json_member_uint(j, "serial", brokerd_msg_get_serial(m));
+	if (t == BROKERD_MSG_REPLY || t == BROKERD_MSG_ERROR)
+		json_member_uint(j, "reply_serial", m->reply_serial);
 	json_key(j, "body");
 	json_string_len(j, body, size);
 }
@@ -131,9 +142,12 @@ static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, br
 
 		(void)brokerd_msg_get_creds(m, &cr);
 		(void)brokerd_msg_get_body(m, &body, &size);
-		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d member=%s serial=%" PRIu64 " body=%.*s\n",
+		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d path=%s interface=%s member=%s "
+		       "destination=%s serial=%" PRIu64 " reply_serial=%u signature=%s body=%.*s\n",
 		       k, name, brokerd_msg_get_type(m), brokerd_msg_get_sender(m), (unsigned int)cr.uid,
-		       (int)cr.pid, brokerd_msg_get_member(m), brokerd_msg_get_serial(m),
+		       (int)cr.pid, brokerd_msg_get_path(m), brokerd_msg_get_interface(m),
+		       brokerd_msg_get_member(m), brokerd_msg_get_destination(m), brokerd_msg_get_serial(m),
+		       (unsigned int)m->reply_serial, brokerd_msg_get_signature(m),
 		       (int)(size > 200 ? 200 : size), (const char *)body);
 		fflush(stdout);
 	}

@@ -10,6 +10,7 @@
 
 #include "client/bus-call.h"
 #include "client/bus-chan.h"
+#include "client/bus-control.h"
 #include "client/bus-name.h"
 #include "client/bus-slot.h"
 
@@ -28,21 +29,86 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 		h(msg, error, userdata);
 }
 
-_public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
-				    const char *member, const void *body, size_t size, uint64_t timeout_usec,
-				    brokerd_reply_handler_t handler, void *userdata)
+/*
+ * Asks brokerd which connections receive the calls of b's name (its owner
+ * and queue: pool workers are queued owners; processes sharing a worker's
+ * cap share its badge) and caches what fits. Returns 1 if badge is one of
+ * them, 0 if not, or -errno.
+ */
+static int bname_fetch_receivers(brokerd_bus *bus, struct bname *b, uint64_t badge)
 {
-	struct chmsg m = { .type = CHMSG_CALL,
-			   .member = member,
-			   .destination = "",
-			   .body = body,
-			   .body_len = (uint32_t)size };
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
+	struct ctrl_reader rd;
+	uint32_t n;
+	int k, found = 0;
+
+	k = bus_ctrl_request(bus, CTRL_OP_LIST_QUEUED_OWNERS, b->name, 0, &r);
+	if (k < 0)
+		return k;
+	ctrl_reader_init(&rd, &r.msg);
+	if (ctrl_read_array(&rd, &n) < 0)
+		return -EPROTO;
+	b->n_receivers = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *u;
+		uint64_t id;
+
+		if (ctrl_read_string(&rd, &u, NULL) < 0)
+			return -EPROTO;
+		if (ctrl_unique_name_parse(u, &id) < 0)
+			continue;
+		if (id == badge)
+			found = 1;
+		if (b->n_receivers < ELEMENTSOF(b->receivers))
+			b->receivers[b->n_receivers++] = id;
+	}
+	b->receivers_usec = now_usec();
+	return found;
+}
+
+void bus_call_note_receiver(struct bname *b, uint64_t id)
+{
+	for (unsigned int i = 0; i < b->n_receivers; i++)
+		if (b->receivers[i] == id)
+			return;
+	if (b->n_receivers == ELEMENTSOF(b->receivers)) {
+		/* full: the oldest goes, and with it the claim to know them all */
+		memmove(b->receivers, b->receivers + 1, sizeof(b->receivers) - sizeof(b->receivers[0]));
+		b->n_receivers--;
+		b->receivers_usec = 0;
+	}
+	b->receivers[b->n_receivers++] = id;
+}
+
+bool bus_call_reply_is_genuine(brokerd_bus *bus, struct brokerd_slot *s, uint64_t badge)
+{
+	struct bname *b = s->bname;
+
+	if (!badge || !b)
+		return false; /* brokerd never replies on a channel; a call always has its name */
+	for (unsigned int i = 0; i < b->n_receivers; i++)
+		if (b->receivers[i] == badge)
+			return true;
+	/*
+	 * Not among those we know. If we asked after the call went out, whoever
+	 * took it was among the answers (a full cache excepted): a forgery.
+	 * Otherwise ask again, once per reply, so a forger gets one round trip
+	 * per call at most.
+	 */
+	if (b->receivers_usec >= s->sent && b->n_receivers < ELEMENTSOF(b->receivers))
+		return false;
+	return bname_fetch_receivers(bus, b, badge) > 0;
+}
+
+/* Sends the call m (its serial and flags are set here) to name. */
+static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name, struct chmsg *m,
+		     uint64_t timeout_usec, brokerd_reply_handler_t handler, void *userdata)
+{
 	struct brokerd_slot *s;
 	struct bname *b;
 	int k;
 
-	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) ||
-	    !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name))
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;
@@ -57,29 +123,67 @@ _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, c
 		bname_gc(bus, b);
 		return k;
 	}
-	s = slot_new(bus, SLOT_CALL, name, member, userdata);
+	s = slot_new(bus, SLOT_CALL, name, m->member, userdata);
 	if (!s) {
 		bname_gc(bus, b);
 		return -ENOMEM;
 	}
 	s->bname = b;
 	s->handler.reply = handler;
-	s->serial = m.serial = bus_next_serial(bus);
+	s->serial = m->serial = bus_next_serial(bus);
 	if (!handler)
-		m.flags = CHMSG_F_NO_REPLY_EXPECTED;
-	s->deadline = now_usec() + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
-	k = bus_chan_send(bus, b->call_send, &m);
+		m->flags |= CHMSG_F_NO_REPLY_EXPECTED;
+	s->sent = now_usec();
+	s->deadline = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
+	k = bus_chan_send(bus, b->call_send, m);
 	if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
 		/* capability revoked or channel gone: open it afresh once */
 		chan_close(&bus->ring, b->call_send);
 		b->call_send = NULL;
 		k = bname_open_call(bus, b, bus->sync_opening);
 		if (k >= 0)
-			k = bus_chan_send(bus, b->call_send, &m);
+			k = bus_chan_send(bus, b->call_send, m);
 	}
 	if (k < 0 || !handler) {
 		slot_destroy(s);
 		return k < 0 ? k : 0;
 	}
 	return slot_hand_out(s, ret_slot);
+}
+
+_public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+				    const char *member, const void *body, size_t size, uint64_t timeout_usec,
+				    brokerd_reply_handler_t handler, void *userdata)
+{
+	struct chmsg m = { 0 };
+	_cleanup_free_ void *data = NULL;
+	int k;
+
+	if ((size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	k = bus_bytes_body(&m, body, size, &data);
+	if (k < 0)
+		return k;
+	return brokerd_bus_call_method_async(bus, ret_slot, name, "/", NULL, member, m.signature, m.body,
+					     m.body_len, timeout_usec, handler, userdata);
+}
+
+_public_ int brokerd_bus_call_method_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+					   const char *path, const char *interface, const char *member,
+					   const char *signature, const void *body, size_t size,
+					   uint64_t timeout_usec, brokerd_reply_handler_t handler,
+					   void *userdata)
+{
+	struct chmsg m = { .type = CHMSG_CALL,
+			   .path = path,
+			   .interface = interface,
+			   .member = member,
+			   .signature = signature,
+			   .body = body,
+			   .body_len = (uint32_t)size };
+
+	/* the rest of the message is checked when it is encoded */
+	if (!path || !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	return call_send(bus, ret_slot, name, &m, timeout_usec, handler, userdata);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "client/bus-chan.h"
+#include "protocol/dbus-marshal.h"
 
 int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int kind, void *owner,
 		    struct chan **ret)
@@ -49,6 +50,28 @@ int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
 		k = chan_send(&bus->ring, c, buf, (size_t)k);
 	free(buf);
 	return k < 0 ? k : 0;
+}
+
+int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_data)
+{
+	_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
+	size_t len = 0;
+	int k;
+
+	*ret_data = NULL;
+	if (size == 0)
+		return 0; /* no body at all, as a D-Bus method without arguments */
+	k = dbus_writer_init(&w, "ay");
+	if (k >= 0)
+		k = dbus_writer_append_array(&w, 'y', bytes, size);
+	if (k >= 0)
+		k = dbus_writer_finish(&w, ret_data, &len);
+	if (k < 0)
+		return k == -ENOMEM ? -ENOMEM : -EINVAL;
+	m->signature = "ay";
+	m->body = *ret_data;
+	m->body_len = (uint32_t)len;
+	return 0;
 }
 
 uint32_t bus_next_serial(brokerd_bus *bus)

@@ -15,6 +15,12 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 		    struct chan **ret);
 /* Encodes m and sends it on c: 0 or -errno. */
 int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
+/*
+ * Makes bytes (size of them) the body of m as the byte-oriented API sends
+ * them: signature "ay", or no body for no bytes. *ret_data (free it) holds
+ * the body m points to. 0, -EINVAL or -ENOMEM.
+ */
+int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_data);
 /* The next message serial (never 0). */
 uint32_t bus_next_serial(brokerd_bus *bus);
 

@@ -78,9 +78,19 @@ static void dispatch_reply(brokerd_bus *bus, brokerd_msg *msg)
 {
 	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
 		if (s->type == SLOT_CALL && s->serial && s->serial == msg->reply_serial) {
+			/*
+			 * Anyone allowed to send to our inbox can guess a serial:
+			 * the kernel's badge must name a receiver of the call.
+			 * A forgery leaves the call waiting for the real reply.
+			 */
+			if (!bus_call_reply_is_genuine(bus, s, msg->creds.id)) {
+				bus->counters[BROKERD_COUNTER_FORGED_REPLY]++;
+				return;
+			}
 			bus_call_complete(s, msg, msg->type == BROKERD_MSG_ERROR ? -EREMOTEIO : 0);
 			return;
 		}
+	bus->counters[BROKERD_COUNTER_UNEXPECTED_REPLY]++; /* late, cancelled, or never asked */
 }
 
 static void dispatch_monitor(brokerd_bus *bus, struct monitor_chan *mc, brokerd_msg *msg, int error)
@@ -159,6 +169,8 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		(void)chan_arm(&bus->ring, c);
 	if (k < 0) {
 		/* malformed or truncated: the sender's bug, not ours; drop it */
+		if (c->res >= 0 && k != -ENOMEM)
+			bus->counters[BROKERD_COUNTER_INVALID]++;
 		if (mc)
 			dispatch_monitor(bus, mc, NULL, k);
 		return;
@@ -201,6 +213,9 @@ static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, cons
 
 	if (name[0] == ':' && !new_owner[0] && ctrl_unique_name_parse(name, &id) >= 0)
 		peer_inbox_drop(bus, id);
+	/* the new owner takes calls: its replies are genuine, even after it left */
+	if (b && new_owner[0] && ctrl_unique_name_parse(new_owner, &id) >= 0)
+		bus_call_note_receiver(b, id);
 	if (b && !new_owner[0]) {
 		/* the name's last owner is gone: so are the calls it was serving */
 		chan_close(&bus->ring, b->call_send);
@@ -286,4 +301,11 @@ done:
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return 1;
+}
+
+_public_ uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter)
+{
+	if (!bus || counter < 0 || counter >= _BROKERD_COUNTER_MAX)
+		return 0;
+	return bus->counters[counter];
 }

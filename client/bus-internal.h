@@ -37,6 +37,7 @@ enum {
 #define BUS_PEERS_MAX		 64
 #define BUS_RECONNECT_MIN_MSEC	 50
 #define BUS_RECONNECT_MAX_MSEC	 2000
+#define BNAME_RECEIVERS_MAX	 32
 
 /* State per well-known name this bus uses. */
 struct bname {
@@ -46,6 +47,14 @@ struct bname {
 	unsigned int n_subs; /* subscription slots */
 	bool requested;	     /* re-request after reconnect */
 	unsigned int req_flags;
+	/*
+	 * Connection ids brokerd listed as the name's owner and queue (pool
+	 * workers among them) when last asked, at receivers_usec (0: never):
+	 * replies to our calls are accepted from these only (bus-call.c).
+	 */
+	uint64_t receivers[BNAME_RECEIVERS_MAX];
+	unsigned int n_receivers;
+	uint64_t receivers_usec;
 };
 
 /*
@@ -103,6 +112,7 @@ struct brokerd_slot {
 	void *userdata;
 	uint32_t serial;   /* calls */
 	uint64_t deadline; /* calls: CLOCK_MONOTONIC usec */
+	uint64_t sent;	   /* calls: when, CLOCK_MONOTONIC usec */
 };
 
 struct monitor_chan {
@@ -152,6 +162,9 @@ struct brokerd_bus {
 	void *event_source; /* sd_event_source */
 	void *event;	    /* sd_event */
 
+	/* messages dropped, by BROKERD_COUNTER_* (brokerd_bus_get_counter()) */
+	uint64_t counters[_BROKERD_COUNTER_MAX];
+
 	char error_name[CTRL_NAME_MAX + 1]; /* last control error */
 	char error_message[256];
 };
@@ -167,10 +180,23 @@ struct brokerd_msg {
 	char sender[CTRL_UNIQUE_NAME_MAX];
 	struct brokerd_creds creds;
 	char *name;
-	char *member;
+	char *member; /* of a call or signal; an error's error name */
+	char *path, *interface, *error_name, *destination, *signature; /* "" when absent */
+	/* the dbus1 body, in native byte order */
+	void *data;
+	size_t data_len;
+	/* what the byte API sees: an "ay" body's bytes, an "s" body's text, else data */
 	void *body;
 	size_t body_len;
-	uint8_t data[];
+	/* the typed API (msg-typed.c) */
+	bool outgoing;		    /* built here, not received */
+	struct dbus_writer *writer; /* until sealed */
+	struct dbus_reader *reader; /* from the first read */
+	brokerd_msg *call;	    /* a reply: the call it answers (a reference) */
+	void *owned_data;	    /* the sealed body */
+	char *owned_signature;
+	char peeked[256]; /* brokerd_msg_peek_type()'s contents */
+	uint8_t buf[] __attribute__((aligned(8)));
 };
 
 /* A decoded control reply with the fds that came with it (owned). */

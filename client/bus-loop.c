@@ -13,6 +13,7 @@
 
 #include "client/bus-alloc.h"
 #include "client/bus-call.h"
+#include "client/bus-chan.h"
 #include "client/bus-connect.h"
 #include "client/bus-control.h"
 #include "client/bus-dispatch.h"
@@ -236,27 +237,19 @@ static int sync_call_handler(brokerd_msg *msg, int error, void *userdata)
 	return 0;
 }
 
-_public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member, const void *body,
-			      size_t size, uint64_t timeout_usec, brokerd_msg **ret_reply)
+/* Runs the loop until the call of slot s (sent with sync_call_handler and c) is answered. */
+static int sync_call_wait(brokerd_bus *bus, struct brokerd_slot *s, struct sync_call *c,
+			  brokerd_msg **ret_reply)
 {
-	struct sync_call c = { 0 };
-	struct brokerd_slot *s = NULL;
-	int k;
+	int k = 0;
 
-	if (!bus || bus->closed)
-		return -EINVAL;
-	bus->sync_opening = true;
-	k = brokerd_bus_call_async(bus, &s, name, member, body, size, timeout_usec, sync_call_handler, &c);
-	bus->sync_opening = false;
-	if (k < 0)
-		return k;
 	bus_ref(bus);
 	bus->sync_depth++;
-	while (!c.done) {
+	while (!c->done) {
 		k = bus_process_internal(bus);
 		if (k < 0)
 			break;
-		if (c.done)
+		if (c->done)
 			break;
 		if (k == 0)
 			(void)brokerd_bus_wait(bus, UINT64_MAX);
@@ -268,11 +261,47 @@ _public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *me
 		bus_kick(bus);
 	brokerd_slot_free(s);
 	bus_unref(bus);
-	if (!c.done)
+	if (!c->done)
 		return k < 0 ? k : -EIO;
 	if (ret_reply)
-		*ret_reply = c.reply;
+		*ret_reply = c->reply;
 	else
-		brokerd_msg_unref(c.reply);
-	return c.error;
+		brokerd_msg_unref(c->reply);
+	return c->error;
+}
+
+_public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member, const void *body,
+			      size_t size, uint64_t timeout_usec, brokerd_msg **ret_reply)
+{
+	struct chmsg m = { 0 };
+	_cleanup_free_ void *data = NULL;
+	int k;
+
+	if ((size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	k = bus_bytes_body(&m, body, size, &data);
+	if (k < 0)
+		return k;
+	return brokerd_bus_call_method(bus, name, "/", NULL, member, m.signature, m.body, m.body_len,
+				       timeout_usec, ret_reply);
+}
+
+_public_ int brokerd_bus_call_method(brokerd_bus *bus, const char *name, const char *path,
+				     const char *interface, const char *member, const char *signature,
+				     const void *body, size_t size, uint64_t timeout_usec,
+				     brokerd_msg **ret_reply)
+{
+	struct sync_call c = { 0 };
+	struct brokerd_slot *s = NULL;
+	int k;
+
+	if (!bus || bus->closed)
+		return -EINVAL;
+	bus->sync_opening = true;
+	k = brokerd_bus_call_method_async(bus, &s, name, path, interface, member, signature, body, size,
+					  timeout_usec, sync_call_handler, &c);
+	bus->sync_opening = false;
+	if (k < 0)
+		return k;
+	return sync_call_wait(bus, s, &c, ret_reply);
 }

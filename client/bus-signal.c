@@ -13,18 +13,12 @@
 #include "client/bus-slot.h"
 #include "client/filter.h"
 
-_public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member, const void *body,
-				     size_t size)
+/* Sends the signal m on the signal channel of name, which we must own. */
+static int emit(brokerd_bus *bus, const char *name, struct chmsg *m)
 {
-	struct chmsg m = { .type = CHMSG_SIGNAL,
-			   .member = member,
-			   .destination = "",
-			   .body = body,
-			   .body_len = (uint32_t)size };
 	struct bname *b;
 
-	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name) ||
-	    !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name))
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;
@@ -33,14 +27,51 @@ _public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const c
 	b = bname_get(bus, name, false);
 	if (!b || !b->sig_send)
 		return -EPERM; /* only the name's owner may emit its signals */
-	m.serial = bus_next_serial(bus);
-	return bus_chan_send(bus, b->sig_send, &m);
+	m->serial = bus_next_serial(bus);
+	return bus_chan_send(bus, b->sig_send, m);
+}
+
+_public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member, const void *body,
+				     size_t size)
+{
+	struct chmsg m = {
+		.type = CHMSG_SIGNAL, .path = "/", .interface = BROKERD_BYTES_INTERFACE, .member = member
+	};
+	_cleanup_free_ void *data = NULL;
+	int k;
+
+	if (!ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	k = bus_bytes_body(&m, body, size, &data);
+	if (k < 0)
+		return k;
+	return emit(bus, name, &m);
+}
+
+_public_ int brokerd_bus_emit(brokerd_bus *bus, const char *name, const char *path, const char *interface,
+			      const char *member, const char *signature, const void *body, size_t size)
+{
+	struct chmsg m = { .type = CHMSG_SIGNAL,
+			   .path = path,
+			   .interface = interface,
+			   .member = member,
+			   .signature = signature,
+			   .body = body,
+			   .body_len = (uint32_t)size };
+
+	/* the rest is checked when the message is encoded */
+	if (!path || !interface || !member || (size && !body) || size > CHMSG_MAX)
+		return -EINVAL;
+	return emit(bus, name, &m);
 }
 
 _public_ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member,
 				     const void *body, size_t size)
 {
-	struct chmsg m = { .type = CHMSG_SIGNAL, .member = member, .body = body, .body_len = (uint32_t)size };
+	struct chmsg m = {
+		.type = CHMSG_SIGNAL, .path = "/", .interface = BROKERD_BYTES_INTERFACE, .member = member
+	};
+	_cleanup_free_ void *data = NULL;
 	struct peer_inbox *p;
 	int k;
 
@@ -50,6 +81,9 @@ _public_ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, 
 		return -EINVAL;
 	if (!bus->connected)
 		return -ENOTCONN;
+	k = bus_bytes_body(&m, body, size, &data);
+	if (k < 0)
+		return k;
 	k = peer_inbox_get_by_name(bus, destination, &p);
 	if (k < 0)
 		return k;

@@ -12,4 +12,7 @@
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name);
 
+/* Points body/body_len at what the byte API sees of data (see struct brokerd_msg). */
+void msg_set_byte_view(brokerd_msg *msg);
+
 #endif

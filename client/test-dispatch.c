@@ -66,6 +66,30 @@ static struct chmsg last_sent(void)
 	return m;
 }
 
+/* A body as the byte API sends it: signature "ay" (or "s"), the length, the bytes. */
+static void set_bytes(struct chmsg *m, const char *sig, const char *text, uint8_t *buf)
+{
+	uint32_t n = (uint32_t)strlen(text);
+
+	memcpy(buf, &n, 4);
+	memcpy(buf + 4, text, n + 1);
+	m->signature = sig;
+	m->body = buf;
+	m->body_len = 4 + n + (strcmp(sig, "s") == 0);
+}
+
+/* The bytes of a message body sent as "ay" or "s" ("" for none). */
+static bool body_is(const struct chmsg *m, const char *text)
+{
+	uint32_t n;
+
+	if (m->body_len == 0)
+		return !*text && !m->signature;
+	ASSERT(strcmp(m->signature, "ay") == 0 || strcmp(m->signature, "s") == 0);
+	memcpy(&n, m->body, 4);
+	return n == strlen(text) && memcmp((const uint8_t *)m->body + 4, text, n) == 0;
+}
+
 /* --- Chans and received messages ----------------------------------------------- */
 
 #define PEER_BADGE 7
@@ -111,14 +135,20 @@ static void receive_raw(struct chan *c, const void *payload, size_t len, uint32_
 	c->res = (int)(sizeof(info) + len);
 }
 
-/* Receives m on c from the peer and dispatches it. */
-static void deliver(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
+/* What the kernel leaves after a receive of m sent by badge. */
+static void encode_receive(struct chan *c, const struct chmsg *m, uint64_t badge)
 {
 	static uint8_t buf[CHMSG_MAX];
 	int k = chmsg_encode(m, buf, sizeof(buf));
 
 	ASSERT(k > 0);
-	receive_raw(c, buf, (size_t)k, (uint32_t)k, PEER_BADGE);
+	receive_raw(c, buf, (size_t)k, (uint32_t)k, badge);
+}
+
+/* Receives m on c from the peer and dispatches it. */
+static void deliver(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
+{
+	encode_receive(c, m, PEER_BADGE);
 	bus_dispatch_chan(bus, c);
 }
 
@@ -252,16 +282,15 @@ static void fixture_deinit(struct fixture *f)
 static void test_call(struct fixture *f)
 {
 	struct seen echo = { 0 }, fallback = { 0 }, failing = { 0 };
-	struct chmsg call = { .type = CHMSG_CALL,
-			      .serial = 41,
-			      .member = "Echo",
-			      .destination = "",
-			      .body = "hello",
-			      .body_len = 5 };
+	struct chmsg call = {
+		.type = CHMSG_CALL, .serial = 41, .path = "/", .interface = "org.test.Iface", .member = "Echo"
+	};
+	static uint8_t body[64];
 	brokerd_slot *s_echo = NULL, *s_fallback = NULL, *s_fail = NULL;
 	struct chmsg r;
 	unsigned int armed;
 
+	set_bytes(&call, "ay", "hello", body);
 	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_echo, SVC, "Echo", on_echo, &echo), ==, 0);
 	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_fail, SVC, "Fail", on_fail, &failing), ==, 0);
 	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_fallback, SVC, NULL, on_msg, &fallback), ==, 0);
@@ -287,7 +316,7 @@ static void test_call(struct fixture *f)
 	ASSERT_INT(r.type, ==, CHMSG_REPLY);
 	ASSERT_INT(r.reply_serial, ==, 41);
 	ASSERT(strcmp(r.destination, PEER_NAME) == 0);
-	ASSERT(r.body_len == 5 && memcmp(r.body, "hello", 5) == 0);
+	ASSERT(body_is(&r, "hello"));
 	/* the call chan is re-armed after the handler, for the next call */
 	ASSERT_INT(n_armed, ==, armed + 1);
 
@@ -311,8 +340,8 @@ static void test_call(struct fixture *f)
 	r = last_sent();
 	ASSERT_INT(r.type, ==, CHMSG_ERROR);
 	ASSERT_INT(r.reply_serial, ==, 43);
-	ASSERT(strcmp(r.member, BROKERD_ERROR_FAILED) == 0);
-	ASSERT(r.body_len == strlen(strerror(ENOENT)) && memcmp(r.body, strerror(ENOENT), r.body_len) == 0);
+	ASSERT(strcmp(r.error_name, BROKERD_ERROR_FAILED) == 0);
+	ASSERT(strcmp(r.signature, "s") == 0 && body_is(&r, strerror(ENOENT)));
 
 	/* a caller that expects no reply gets none, not even the empty one */
 	call.member = "Other";
@@ -333,8 +362,8 @@ static void test_call(struct fixture *f)
 	r = last_sent();
 	ASSERT_INT(r.type, ==, CHMSG_ERROR);
 	ASSERT_INT(r.reply_serial, ==, 45);
-	ASSERT(strcmp(r.member, BROKERD_ERROR_UNKNOWN_METHOD) == 0);
-	ASSERT(r.body_len == 4 && memcmp(r.body, "Nope", 4) == 0);
+	ASSERT(strcmp(r.error_name, BROKERD_ERROR_UNKNOWN_METHOD) == 0);
+	ASSERT(body_is(&r, "Nope"));
 
 	/* what arrives on a call chan and is no call reaches no method */
 	call.type = CHMSG_SIGNAL;
@@ -353,10 +382,10 @@ static void test_signal(struct fixture *f)
 	struct seen tick = { 0 }, all = { 0 }, direct = { 0 };
 	struct chmsg sig = { .type = CHMSG_SIGNAL,
 			     .serial = 9,
-			     .member = "Tick",
-			     .destination = "",
-			     .body = "1",
-			     .body_len = 1 };
+			     .path = "/",
+			     .interface = "org.test.Iface",
+			     .member = "Tick" };
+	static uint8_t body[64];
 	brokerd_slot *s_tick = NULL, *s_all = NULL, *s_direct = NULL;
 	unsigned int n_sent = sent.n;
 
@@ -365,6 +394,7 @@ static void test_signal(struct fixture *f)
 	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_direct, NULL, NULL, on_msg, &direct), ==, 0);
 	ASSERT_INT(f->svc->n_subs, ==, 2);
 
+	set_bytes(&sig, "ay", "1", body);
 	deliver(f->bus, f->sig_recv, &sig);
 	ASSERT_INT(tick.n, ==, 1);
 	ASSERT_INT(all.n, ==, 1);
@@ -411,32 +441,48 @@ static void test_signal(struct fixture *f)
 static void test_reply(struct fixture *f)
 {
 	struct seen a = { 0 }, b = { 0 };
-	struct chmsg r = { .type = CHMSG_REPLY,
-			   .serial = 100,
-			   .member = "",
-			   .destination = ":1.1",
-			   .body = "pong",
-			   .body_len = 4 };
+	struct chmsg r = { .type = CHMSG_REPLY, .serial = 100, .member = "", .destination = ":1.1" };
+	static uint8_t body[64];
 	uint32_t serial_a, serial_b;
+	uint64_t unexpected = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_UNEXPECTED_REPLY);
+	uint64_t forged = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY);
 	struct chmsg c;
 
 	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", "a", 1, 0, on_reply, &a), ==, 0);
 	c = last_sent();
 	ASSERT(sent.chan == f->call_send);
 	ASSERT_INT(c.type, ==, CHMSG_CALL);
-	ASSERT(strcmp(c.member, "Ping") == 0);
+	ASSERT(strcmp(c.member, "Ping") == 0 && strcmp(c.path, "/") == 0);
+	ASSERT(body_is(&c, "a"));
 	serial_a = c.serial;
 	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", "b", 1, 0, on_reply, &b), ==, 0);
 	serial_b = last_sent().serial;
 	ASSERT(serial_a != serial_b);
 
-	/* a reply to a serial nobody waits for completes nothing */
+	/* brokerd said, after the calls went out, that the peer serves the name */
+	f->svc->receivers[0] = PEER_BADGE;
+	f->svc->n_receivers = 1;
+	f->svc->receivers_usec = now_usec();
+
+	/* a reply nobody asked for completes nothing, and is counted */
+	set_bytes(&r, "ay", "pong", body);
 	r.reply_serial = serial_b + 1000;
 	deliver(f->bus, f->inbox, &r);
 	ASSERT_INT(a.n + b.n, ==, 0);
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_UNEXPECTED_REPLY), ==, unexpected + 1);
+
+	/* the right serial from a connection that did not take the call: dropped, counted */
+	set_bytes(&r, "ay", "forged", body);
+	r.reply_serial = serial_b;
+	encode_receive(f->inbox, &r, PEER_BADGE + 1);
+	bus_dispatch_chan(f->bus, f->inbox);
+	encode_receive(f->inbox, &r, 0); /* no badge at all */
+	bus_dispatch_chan(f->bus, f->inbox);
+	ASSERT_INT(a.n + b.n, ==, 0);
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY), ==, forged + 2);
 
 	/* b's reply completes b, not a */
-	r.reply_serial = serial_b;
+	set_bytes(&r, "ay", "pong", body);
 	deliver(f->bus, f->inbox, &r);
 	ASSERT_INT(b.n, ==, 1);
 	ASSERT_INT(a.n, ==, 0);
@@ -450,9 +496,8 @@ static void test_reply(struct fixture *f)
 
 	/* an error for a: -EREMOTEIO, the error name as the member */
 	r.type = CHMSG_ERROR;
-	r.member = "org.test.Error.Nope";
-	r.body = "no";
-	r.body_len = 2;
+	r.error_name = "org.test.Error.Nope";
+	set_bytes(&r, "s", "no", body);
 	r.reply_serial = serial_a;
 	deliver(f->bus, f->inbox, &r);
 	ASSERT_INT(a.n, ==, 1);
@@ -469,17 +514,15 @@ static void test_malformed(struct fixture *f)
 					   0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19 };
 	static struct seen reply; /* still pending when the bus closes */
 	struct seen any = { 0 }, call = { 0 };
-	struct chmsg m = { .type = CHMSG_CALL,
-			   .serial = 5,
-			   .member = "Echo",
-			   .destination = "",
-			   .body = "x",
-			   .body_len = 1 };
+	struct chmsg m = { .type = CHMSG_CALL, .serial = 5, .path = "/", .member = "Echo" };
+	static uint8_t body[64];
+	uint64_t invalid = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_INVALID);
 	brokerd_slot *s_sig = NULL, *s_method = NULL;
 	static uint8_t buf[CHMSG_MAX];
 	unsigned int armed, n_sent;
 	int k;
 
+	set_bytes(&m, "ay", "x", body);
 	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_sig, SVC, NULL, on_msg, &any), ==, 0);
 	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_method, SVC, NULL, on_msg, &call), ==, 0);
 	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Ping", NULL, 0, 0, on_reply, &reply), ==, 0);
@@ -505,8 +548,19 @@ static void test_malformed(struct fixture *f)
 	f->inbox->res = 10;
 	bus_dispatch_chan(f->bus, f->inbox);
 
+	/* a header that is fine, with a body that does not follow its signature */
+	k = chmsg_encode(&m, buf, sizeof(buf));
+	ASSERT(k > 0);
+	buf[k - 5] = 9; /* the array's length: more bytes than the body has */
+	receive_raw(f->call_recv, buf, (size_t)k, (uint32_t)k, PEER_BADGE);
+	bus_dispatch_chan(f->bus, f->call_recv);
+
+	/* none reached a handler, each was counted */
 	ASSERT_INT(any.n + call.n + reply.n, ==, 0);
 	ASSERT_INT(sent.n, ==, n_sent);
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_INVALID), ==, invalid + 6);
+	ASSERT_INT(brokerd_bus_get_counter(NULL, BROKERD_COUNTER_INVALID), ==, 0);
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, _BROKERD_COUNTER_MAX), ==, 0);
 
 	/* and the bus still works: the same call, whole, is served */
 	deliver(f->bus, f->call_recv, &m);
@@ -561,6 +615,16 @@ static void test_ctrl(struct fixture *f)
 	ASSERT(f->svc->call_send == NULL);
 	ASSERT_INT(n_closed, ==, closed + 1);
 	f->svc->call_send = f->call_send; /* the test's to free */
+
+	/* a new owner takes the name's calls: its replies will be accepted */
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
+	ctrl_write_string(&w, SVC);
+	ctrl_write_string(&w, "");
+	ctrl_write_string(&w, ":1.12");
+	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0), ==, 1);
+	ctrl_writer_deinit(&w);
+	ASSERT(f->svc->n_receivers >= 1 && f->svc->receivers[f->svc->n_receivers - 1] == 12);
 	brokerd_slot_free(watch);
 }
 

@@ -1,30 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * message.c - encoder and decoder of channel messages (see message.h).
+ * message.c - encoder and decoder of version 2 channel messages (see
+ * message.h). The fixed header and the header fields are themselves a
+ * dbus1 value of signature "yyyyuua(yv)", so the one-pass validator and
+ * the reader of dbus-marshal.c check and read them as they do bodies.
  * chmsg_decode() is what every receiver runs on bytes from another process.
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "protocol/ctrl.h"
+#include "protocol/dbus-marshal.h"
 #include "protocol/message.h"
 #include "util/macro.h"
 
-/* What each type requires of its fields. */
+#define HEADER_SIGNATURE "yyyyuua(yv)"
+
+/* What each type requires (R) or forbids (F) of its fields; others optional. */
 static const struct chmsg_type_info {
 	const char *name;
-	bool member_required;
-	bool member_is_error;
-	bool reply_serial_required;
+	bool call_like; /* path and member required, error name forbidden */
+	bool interface_required;
+	bool is_error;
+	bool is_reply; /* reply serial required, path/interface/member forbidden */
 } types[] = {
-	[CHMSG_CALL] = { .name = "call", .member_required = true },
-	[CHMSG_REPLY] = { .name = "reply", .reply_serial_required = true },
-	[CHMSG_ERROR] = { .name = "error",
-			  .member_required = true,
-			  .member_is_error = true,
-			  .reply_serial_required = true },
-	[CHMSG_SIGNAL] = { .name = "signal", .member_required = true },
+	[CHMSG_CALL] = { .name = "call", .call_like = true },
+	[CHMSG_REPLY] = { .name = "reply", .is_reply = true },
+	[CHMSG_ERROR] = { .name = "error", .is_error = true, .is_reply = true },
+	[CHMSG_SIGNAL] = { .name = "signal", .call_like = true, .interface_required = true },
 };
 _Static_assert(ELEMENTSOF(types) == _CHMSG_TYPE_MAX, "every channel message type needs an entry");
 
@@ -35,124 +40,265 @@ const char *chmsg_type_to_string(unsigned int type)
 	return types[type].name;
 }
 
-static int chmsg_check(const struct chmsg *m, size_t member_len, size_t dest_len)
+bool chmsg_interface_is_valid(const char *name)
+{
+	/* the D-Bus rules for interface and error names are the same */
+	return ctrl_name_is_valid_error(name);
+}
+
+static bool has(const char *s)
+{
+	return s && *s;
+}
+
+/* The rules of README section 7.3 on fields, which encode and decode share. */
+static int chmsg_check(const struct chmsg *m)
 {
 	const struct chmsg_type_info *t;
 
 	if (!chmsg_type_to_string(m->type))
 		return -EINVAL;
 	t = &types[m->type];
-	if (m->flags & ~CHMSG_F_ALL)
+	if ((m->flags & ~CHMSG_F_ALL) || m->serial == 0)
 		return -EINVAL;
-	if (m->serial == 0)
+	if (t->is_reply != (m->reply_serial != 0))
 		return -EINVAL;
-	if (t->reply_serial_required != (m->reply_serial != 0))
-		return -EINVAL;
-	if (member_len > CTRL_NAME_MAX || dest_len > CTRL_NAME_MAX)
-		return -EINVAL;
-	if (t->member_required) {
-		if (t->member_is_error ? !ctrl_name_is_valid_error(m->member) :
-					 !ctrl_name_is_valid_member(m->member))
+	if (t->call_like) {
+		if (!has(m->path) || !dbus_object_path_is_valid(m->path) || !has(m->member) ||
+		    !ctrl_name_is_valid_member(m->member))
 			return -EINVAL;
-	} else if (member_len != 0) {
+		if (t->interface_required && !has(m->interface))
+			return -EINVAL;
+		if (has(m->interface) && !chmsg_interface_is_valid(m->interface))
+			return -EINVAL;
+	} else if (has(m->path) || has(m->interface) || has(m->member)) {
 		return -EINVAL;
 	}
-	if (dest_len != 0 && !ctrl_name_is_valid_unique(m->destination))
+	if (t->is_error != has(m->error_name) || (t->is_error && !ctrl_name_is_valid_error(m->error_name)))
+		return -EINVAL;
+	if (has(m->destination) && !ctrl_name_is_valid_unique(m->destination) &&
+	    !ctrl_name_is_valid_wellknown(m->destination))
+		return -EINVAL;
+	if (has(m->signature) && !dbus_signature_is_valid(m->signature))
+		return -EINVAL;
+	if (!has(m->signature) && m->body_len != 0)
+		return -EINVAL;
+	if (m->n_fds != 0) /* the kernel passes no fds on channels */
 		return -EINVAL;
 	return 0;
 }
 
+static void write_field(struct dbus_writer *w, uint8_t code, char type, const void *value)
+{
+	const char sig[2] = { type, 0 };
+
+	(void)dbus_writer_open(w, '(', NULL);
+	(void)dbus_writer_append_basic(w, 'y', &code);
+	(void)dbus_writer_open(w, 'v', sig);
+	(void)dbus_writer_append_basic(w, type, value);
+	(void)dbus_writer_close(w);
+	(void)dbus_writer_close(w);
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
 int chmsg_encode(const struct chmsg *m, void *buf, size_t size)
 {
-	size_t ml, dl, total;
-	uint8_t *p = buf;
-	uint16_t v16;
-	uint32_t v32;
+	const uint8_t version = CHMSG_VERSION, order = DBUS_NATIVE_ENDIAN;
+	_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
+	_cleanup_free_ void *hdr = NULL;
+	size_t hlen = 0, total;
+	int k;
 
 	if (!m || (!buf && size) || (!m->body && m->body_len))
 		return -EINVAL;
-	ml = m->member ? strlen(m->member) : 0;
-	dl = m->destination ? strlen(m->destination) : 0;
-	if (chmsg_check(m, ml, dl) < 0)
+	if (m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN)
 		return -EINVAL;
-	total = CHMSG_HEADER_SIZE + ml + 1 + dl + 1 + (size_t)m->body_len;
+	if (chmsg_check(m) < 0)
+		return -EINVAL;
+	if (m->body_len > CHMSG_MAX)
+		return -EMSGSIZE;
+	/* a writer sends only what every receiver accepts */
+	if (dbus_body_validate(has(m->signature) ? m->signature : "", m->body, m->body_len,
+			       DBUS_NATIVE_ENDIAN, m->n_fds) < 0)
+		return -EINVAL;
+
+	k = dbus_writer_init(&w, HEADER_SIGNATURE);
+	if (k < 0)
+		return k;
+	(void)dbus_writer_append_basic(&w, 'y', &order);
+	(void)dbus_writer_append_basic(&w, 'y', &m->type);
+	(void)dbus_writer_append_basic(&w, 'y', &m->flags);
+	(void)dbus_writer_append_basic(&w, 'y', &version);
+	(void)dbus_writer_append_basic(&w, 'u', &m->body_len);
+	(void)dbus_writer_append_basic(&w, 'u', &m->serial);
+	(void)dbus_writer_open(&w, 'a', "(yv)");
+	/* fields in the order of their codes: any order is valid, this one is canonical */
+	if (has(m->path))
+		write_field(&w, CHMSG_FIELD_PATH, 'o', m->path);
+	if (has(m->interface))
+		write_field(&w, CHMSG_FIELD_INTERFACE, 's', m->interface);
+	if (has(m->member))
+		write_field(&w, CHMSG_FIELD_MEMBER, 's', m->member);
+	if (has(m->error_name))
+		write_field(&w, CHMSG_FIELD_ERROR_NAME, 's', m->error_name);
+	if (m->reply_serial)
+		write_field(&w, CHMSG_FIELD_REPLY_SERIAL, 'u', &m->reply_serial);
+	if (has(m->destination))
+		write_field(&w, CHMSG_FIELD_DESTINATION, 's', m->destination);
+	if (has(m->signature))
+		write_field(&w, CHMSG_FIELD_SIGNATURE, 'g', m->signature);
+	(void)dbus_writer_close(&w);
+	k = dbus_writer_finish(&w, &hdr, &hlen);
+	if (k < 0)
+		return k == -ENOMEM ? -ENOMEM : -EINVAL;
+
+	total = align8(hlen) + m->body_len;
 	if (total > CHMSG_MAX || total > size)
 		return -EMSGSIZE;
-
-	memset(p, 0, CHMSG_HEADER_SIZE);
-	p[0] = CHMSG_VERSION;
-	p[1] = m->type;
-	v16 = htole16(m->flags);
-	memcpy(p + 2, &v16, 2);
-	v32 = htole32(m->serial);
-	memcpy(p + 4, &v32, 4);
-	v32 = htole32(m->reply_serial);
-	memcpy(p + 8, &v32, 4);
-	v16 = htole16((uint16_t)ml);
-	memcpy(p + 12, &v16, 2);
-	v16 = htole16((uint16_t)dl);
-	memcpy(p + 14, &v16, 2);
-	v32 = htole32(m->body_len);
-	memcpy(p + 16, &v32, 4);
-	/* p + 20: reserved, zero */
-	p += CHMSG_HEADER_SIZE;
-	if (ml)
-		memcpy(p, m->member, ml);
-	p[ml] = 0;
-	p += ml + 1;
-	if (dl)
-		memcpy(p, m->destination, dl);
-	p[dl] = 0;
-	p += dl + 1;
+	memcpy(buf, hdr, hlen);
+	memset((uint8_t *)buf + hlen, 0, align8(hlen) - hlen);
 	if (m->body_len)
-		memcpy(p, m->body, m->body_len);
+		memcpy((uint8_t *)buf + align8(hlen), m->body, m->body_len);
 	return (int)total;
+}
+
+static uint32_t get_u32(const uint8_t *p, char order)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return order == DBUS_LITTLE_ENDIAN ? le32toh(v) : be32toh(v);
+}
+
+/* The D-Bus type each known field's variant must hold. */
+static char field_type(uint8_t code)
+{
+	static const char t[] = { [CHMSG_FIELD_PATH] = 'o',	    [CHMSG_FIELD_INTERFACE] = 's',
+				  [CHMSG_FIELD_MEMBER] = 's',	    [CHMSG_FIELD_ERROR_NAME] = 's',
+				  [CHMSG_FIELD_REPLY_SERIAL] = 'u', [CHMSG_FIELD_DESTINATION] = 's',
+				  [CHMSG_FIELD_SIGNATURE] = 'g',    [CHMSG_FIELD_UNIX_FDS] = 'u' };
+
+	return code < ELEMENTSOF(t) ? t[code] : 0;
+}
+
+static int read_fields(struct chmsg *m, struct dbus_reader *r)
+{
+	uint32_t seen = 0;
+	int k;
+
+	if (dbus_reader_enter(r, 'a') != 1)
+		return -EBADMSG;
+	while ((k = dbus_reader_enter(r, '(')) == 1) {
+		const char *contents;
+		size_t clen;
+		uint8_t code;
+		char vt, want;
+		void *value;
+
+		if (dbus_reader_read_basic(r, 'y', &code) != 1 ||
+		    dbus_reader_peek(r, &vt, &contents, &clen) != 1 || vt != 'v')
+			return -EBADMSG;
+		if (code == 0 || code == CHMSG_FIELD_SENDER)
+			return -EBADMSG; /* invalid; the sender is the kernel's to say */
+		want = field_type(code);
+		if (!want) {
+			/* unknown fields are ignored, as D-Bus says: later versions may add some */
+			if (dbus_reader_exit(r) < 0)
+				return -EBADMSG;
+			continue;
+		}
+		if (seen & (1U << code))
+			return -EBADMSG; /* a field at most once */
+		seen |= 1U << code;
+		if (clen != 1 || contents[0] != want || dbus_reader_enter(r, 'v') != 1)
+			return -EBADMSG;
+		switch (code) {
+		case CHMSG_FIELD_REPLY_SERIAL:
+			value = &m->reply_serial;
+			break;
+		case CHMSG_FIELD_UNIX_FDS:
+			value = &m->n_fds;
+			break;
+		case CHMSG_FIELD_PATH:
+			value = &m->path;
+			break;
+		case CHMSG_FIELD_INTERFACE:
+			value = &m->interface;
+			break;
+		case CHMSG_FIELD_MEMBER:
+			value = &m->member;
+			break;
+		case CHMSG_FIELD_ERROR_NAME:
+			value = &m->error_name;
+			break;
+		case CHMSG_FIELD_DESTINATION:
+			value = &m->destination;
+			break;
+		default:
+			value = &m->signature;
+			break;
+		}
+		if (dbus_reader_read_basic(r, want, value) != 1)
+			return -EBADMSG;
+		if (dbus_reader_exit(r) < 0 || dbus_reader_exit(r) < 0)
+			return -EBADMSG;
+	}
+	if (k < 0 || dbus_reader_exit(r) < 0)
+		return -EBADMSG;
+	/* an empty string field is the field's absence to the rules, not a value */
+	if ((seen & (1U << CHMSG_FIELD_REPLY_SERIAL)) && m->reply_serial == 0)
+		return -EBADMSG;
+	return 0;
 }
 
 int chmsg_decode(struct chmsg *m, const void *buf, size_t len)
 {
+	struct dbus_reader r;
 	const uint8_t *p = buf;
-	uint16_t ml, dl, v16;
-	uint32_t bl, v32, reserved;
+	uint32_t flen, blen;
+	size_t hend, boff;
+	uint8_t v8;
 
 	if (!m || (!buf && len))
 		return -EINVAL;
 	memset(m, 0, sizeof(*m));
-	if (len < CHMSG_HEADER_SIZE || len > CHMSG_MAX)
+	if (len < CHMSG_FIXED_HEADER_SIZE || len > CHMSG_MAX)
 		return -EBADMSG;
-	if (p[0] != CHMSG_VERSION)
+	if (p[3] != CHMSG_VERSION)
 		return -EPROTO;
-	m->type = p[1];
-	memcpy(&v16, p + 2, 2);
-	m->flags = le16toh(v16);
-	memcpy(&v32, p + 4, 4);
-	m->serial = le32toh(v32);
-	memcpy(&v32, p + 8, 4);
-	m->reply_serial = le32toh(v32);
-	memcpy(&v16, p + 12, 2);
-	ml = le16toh(v16);
-	memcpy(&v16, p + 14, 2);
-	dl = le16toh(v16);
-	memcpy(&v32, p + 16, 4);
-	bl = le32toh(v32);
-	memcpy(&reserved, p + 20, 4);
-	if (reserved != 0)
+	if (p[0] != DBUS_LITTLE_ENDIAN && p[0] != DBUS_BIG_ENDIAN)
 		return -EBADMSG;
-	/* All sizes are small (u16, u16, < CHMSG_MAX), so the sum cannot wrap. */
-	if (bl > CHMSG_MAX || (size_t)CHMSG_HEADER_SIZE + ml + 1 + dl + 1 + bl != len)
+	m->byte_order = (char)p[0];
+	blen = get_u32(p + 4, m->byte_order);
+	flen = get_u32(p + 12, m->byte_order);
+	/* len <= CHMSG_MAX, so none of these sums can wrap */
+	if (flen > len - CHMSG_FIXED_HEADER_SIZE)
 		return -EBADMSG;
-	p += CHMSG_HEADER_SIZE;
-	if (p[ml] != 0 || memchr(p, 0, ml))
+	hend = CHMSG_FIXED_HEADER_SIZE + (size_t)flen;
+	boff = align8(hend);
+	if (boff > len || blen != len - boff)
 		return -EBADMSG;
-	m->member = (const char *)p;
-	p += ml + 1;
-	if (p[dl] != 0 || memchr(p, 0, dl))
+	for (size_t i = hend; i < boff; i++)
+		if (p[i] != 0)
+			return -EBADMSG;
+	if (dbus_reader_init(&r, HEADER_SIGNATURE, p, hend, m->byte_order, 0) < 0)
 		return -EBADMSG;
-	m->destination = (const char *)p;
-	p += dl + 1;
-	m->body = p;
-	m->body_len = bl;
-	if (chmsg_check(m, ml, dl) < 0)
+	if (dbus_reader_read_basic(&r, 'y', &v8) != 1 || dbus_reader_read_basic(&r, 'y', &m->type) != 1 ||
+	    dbus_reader_read_basic(&r, 'y', &m->flags) != 1 || dbus_reader_read_basic(&r, 'y', &v8) != 1 ||
+	    dbus_reader_read_basic(&r, 'u', &blen) != 1 || dbus_reader_read_basic(&r, 'u', &m->serial) != 1)
+		return -EBADMSG;
+	if (read_fields(m, &r) < 0)
+		return -EBADMSG;
+	m->body = p + boff;
+	m->body_len = blen;
+	if (chmsg_check(m) < 0)
+		return -EBADMSG;
+	if (dbus_body_validate(has(m->signature) ? m->signature : "", m->body, m->body_len, m->byte_order,
+			       m->n_fds) < 0)
 		return -EBADMSG;
 	return 0;
 }

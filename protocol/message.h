@@ -1,58 +1,93 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * message.h - the header of messages that travel on IPC channels.
- *
- * brokerd never sees these: clients exchange them directly over the
- * channels whose capability fds brokerd hands out. The sender is not part of
- * the header: receivers take it from the kernel (struct ioipc_msg_info, badge
- * = the sender's connection id, so the sender is ":1.<badge>"). Little-endian;
- * protocol/README.md is the normative spec. No I/O here.
+ * message.h - channel messages, version 2: the D-Bus message layout (fixed
+ * header, header fields, a body in the "dbus1" wire format) as clients
+ * exchange it directly over the IPC channels whose capability fds brokerd
+ * hands out. The sender is never a field: receivers take it from the kernel
+ * (struct ioipc_msg_info, badge = the sender's connection id, so the sender
+ * is ":1.<badge>"). protocol/README.md section 7 is the normative spec. No
+ * I/O here; the body codec is dbus-marshal.h.
  */
 #ifndef BROKERD_PROTOCOL_MESSAGE_H
 #define BROKERD_PROTOCOL_MESSAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define CHMSG_VERSION	  1
-#define CHMSG_HEADER_SIZE 24
-#define CHMSG_MAX	  65536 /* max_msg_size of every channel brokerd creates */
+#define CHMSG_VERSION		2
+#define CHMSG_FIXED_HEADER_SIZE 16
+#define CHMSG_MAX		65536 /* largest message a receiver takes (channels allow 8192) */
 
 enum chmsg_type {
-	CHMSG_CALL = 1,	  /* on a name's call channel; member = method */
+	CHMSG_CALL = 1,	  /* on a name's call channel */
 	CHMSG_REPLY = 2,  /* on the caller's inbox; reply_serial = the call's serial */
-	CHMSG_ERROR = 3,  /* on the caller's inbox; member = error name */
+	CHMSG_ERROR = 3,  /* on the caller's inbox; error_name, reply_serial */
 	CHMSG_SIGNAL = 4, /* on a name's signal channel, or an inbox (unicast) */
 	_CHMSG_TYPE_MAX,
 };
 
-#define CHMSG_F_NO_REPLY_EXPECTED (1U << 0)
-#define CHMSG_F_ALL		  CHMSG_F_NO_REPLY_EXPECTED
+/* Flags: the D-Bus specification's bits. */
+#define CHMSG_F_NO_REPLY_EXPECTED		(1U << 0)
+#define CHMSG_F_NO_AUTO_START			(1U << 1)
+#define CHMSG_F_ALLOW_INTERACTIVE_AUTHORIZATION (1U << 2)
+#define CHMSG_F_ALL \
+	(CHMSG_F_NO_REPLY_EXPECTED | CHMSG_F_NO_AUTO_START | CHMSG_F_ALLOW_INTERACTIVE_AUTHORIZATION)
 
+/* Header field codes: the D-Bus specification's, except that SENDER (7) is forbidden. */
+enum chmsg_field {
+	CHMSG_FIELD_PATH = 1,	      /* o */
+	CHMSG_FIELD_INTERFACE = 2,    /* s */
+	CHMSG_FIELD_MEMBER = 3,	      /* s */
+	CHMSG_FIELD_ERROR_NAME = 4,   /* s */
+	CHMSG_FIELD_REPLY_SERIAL = 5, /* u */
+	CHMSG_FIELD_DESTINATION = 6,  /* s */
+	CHMSG_FIELD_SENDER = 7,	      /* never on a channel: the kernel's badge says who sent */
+	CHMSG_FIELD_SIGNATURE = 8,    /* g */
+	CHMSG_FIELD_UNIX_FDS = 9,     /* u */
+};
+
+/*
+ * A message. Absent string fields are NULL or "" (both mean absent); the
+ * body is body_len bytes in byte order byte_order ('l' or 'B'; 0 on encode
+ * means native, the only order chmsg_encode() writes) following signature.
+ */
 struct chmsg {
 	uint8_t type;		 /* enum chmsg_type */
-	uint16_t flags;		 /* CHMSG_F_* */
+	uint8_t flags;		 /* CHMSG_F_* */
+	char byte_order;	 /* 'l' or 'B' */
 	uint32_t serial;	 /* non-zero, chosen by the sender */
 	uint32_t reply_serial;	 /* REPLY/ERROR: serial of the call; else 0 */
-	const char *member;	 /* CALL/SIGNAL: member; ERROR: error name; REPLY: "" */
-	const char *destination; /* optional: unique name the message is for, or "" */
+	const char *path;	 /* CALL/SIGNAL: object path (required) */
+	const char *interface;	 /* optional for CALL, required for SIGNAL */
+	const char *member;	 /* CALL/SIGNAL: member (required) */
+	const char *error_name;	 /* ERROR: error name (required) */
+	const char *destination; /* optional: bus name the message is for */
+	const char *signature;	 /* of the body; absent = empty body */
+	uint32_t n_fds;		 /* UNIX_FDS: 0 (channels carry no fds) */
 	const void *body;
 	uint32_t body_len;
 };
 
 /*
  * Encode m into buf (size bytes). Returns the encoded length, -EINVAL for an
- * invalid message, -EMSGSIZE when it does not fit in size or CHMSG_MAX.
+ * invalid message (fields the type forbids or requires, invalid names, a
+ * body that does not match its signature), -EMSGSIZE when it does not fit
+ * in size or CHMSG_MAX, -ENOMEM.
  */
 int chmsg_encode(const struct chmsg *m, void *buf, size_t size);
 
 /*
- * Decode len bytes. The strings and body point into buf. Returns 0, -EBADMSG
- * for anything malformed (lengths that disagree, missing NULs, bad names,
- * fields that the type forbids or requires), -EPROTO for another version.
+ * Decode and validate len bytes: the fixed header, every header field, and
+ * the body against its signature (dbus_body_validate()). The strings and
+ * the body point into buf; the body stays in m->byte_order. Returns 0,
+ * -EBADMSG for anything malformed, -EPROTO for another version.
  */
 int chmsg_decode(struct chmsg *m, const void *buf, size_t len);
 
 const char *chmsg_type_to_string(unsigned int type);
+
+/* A name of D-Bus interface syntax (the same rules as an error name). */
+bool chmsg_interface_is_valid(const char *name);
 
 #endif

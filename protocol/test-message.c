@@ -1,97 +1,273 @@
 /* SPDX-License-Identifier: MIT */
-/* test-message.c - unit tests of the channel message codec (message.c). */
+/* test-message.c - unit tests of the version 2 channel message codec (message.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/dbus-marshal.h"
 #include "protocol/message.h"
 #include "util/test.h"
 
-static void test_roundtrip(void)
+/* README section 7.4's example: CALL serial 1, path "/", member "Ping", no body. */
+static const uint8_t ping_le[48] = {
+	'l', 1, 0,   2, 0, 0, 0, 0, 1,	 0,   0,   0,	29, 0, 0, 0, /* fixed header */
+	1,   1, 'o', 0, 1, 0, 0, 0, '/', 0,   0,   0,	0,  0, 0, 0, /* PATH "/" */
+	3,   1, 's', 0, 4, 0, 0, 0, 'P', 'i', 'n', 'g', 0,  0, 0, 0, /* MEMBER "Ping" */
+};
+
+static void test_layout(void)
 {
-	uint8_t buf[256];
-	struct chmsg m = {
-		.type = CHMSG_CALL, .serial = 5, .member = "Ping", .destination = ":1.3",
-		.body = "hello", .body_len = 5,
-	}, d;
+	uint8_t buf[64], be[48];
+	struct chmsg m = { .type = CHMSG_CALL, .serial = 1, .path = "/", .member = "Ping" }, d;
 	int n;
 
 	n = chmsg_encode(&m, buf, sizeof(buf));
-	ASSERT(n == CHMSG_HEADER_SIZE + 5 + 5 + 5);
-	ASSERT(chmsg_decode(&d, buf, (size_t)n) == 0);
-	ASSERT(d.type == CHMSG_CALL && d.serial == 5 && d.reply_serial == 0);
-	ASSERT(strcmp(d.member, "Ping") == 0 && strcmp(d.destination, ":1.3") == 0);
-	ASSERT(d.body_len == 5 && memcmp(d.body, "hello", 5) == 0);
-	/* every truncation and one extra byte fail */
-	for (int k = 0; k < n; k++)
-		ASSERT(chmsg_decode(&d, buf, (size_t)k) == -EBADMSG);
-	ASSERT(chmsg_decode(&d, buf, (size_t)n + 1) == -EBADMSG);
-	/* too small a buffer */
-	ASSERT(chmsg_encode(&m, buf, 10) == -EMSGSIZE);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	ASSERT_INT(n, ==, (int)sizeof(ping_le));
+	ASSERT(memcmp(buf, ping_le, sizeof(ping_le)) == 0);
+#endif
+	ASSERT_INT(chmsg_decode(&d, ping_le, sizeof(ping_le)), ==, 0);
+	ASSERT(d.type == CHMSG_CALL && d.serial == 1 && d.byte_order == 'l');
+	ASSERT_STR(d.path, "/");
+	ASSERT_STR(d.member, "Ping");
+	ASSERT(!d.interface && !d.signature && d.body_len == 0);
 
-	/* reply: no member, reply serial required */
-	struct chmsg r = { .type = CHMSG_REPLY, .serial = 1, .reply_serial = 5 };
-	n = chmsg_encode(&r, buf, sizeof(buf));
-	ASSERT(n == CHMSG_HEADER_SIZE + 2);
-	ASSERT(chmsg_decode(&d, buf, (size_t)n) == 0 && d.reply_serial == 5 && d.body_len == 0);
-	r.reply_serial = 0;
-	ASSERT(chmsg_encode(&r, buf, sizeof(buf)) == -EINVAL);
-	r.reply_serial = 5;
-	r.member = "X";
-	ASSERT(chmsg_encode(&r, buf, sizeof(buf)) == -EINVAL);
+	/* the same message big-endian: every integer swapped, nothing else */
+	memcpy(be, ping_le, sizeof(be));
+	be[0] = 'B';
+	be[8] = 0, be[11] = 1;	 /* serial */
+	be[12] = 0, be[15] = 29; /* fields length */
+	be[20] = 0, be[23] = 1;	 /* path length */
+	be[36] = 0, be[39] = 4;	 /* member length */
+	ASSERT_INT(chmsg_decode(&d, be, sizeof(be)), ==, 0);
+	ASSERT(d.byte_order == 'B' && d.serial == 1);
+	ASSERT_STR(d.member, "Ping");
 
-	/* error: member must be an error name */
-	struct chmsg e = { .type = CHMSG_ERROR, .serial = 2, .reply_serial = 5, .member = "Bad" };
-	ASSERT(chmsg_encode(&e, buf, sizeof(buf)) == -EINVAL);
-	e.member = "org.example.Error.Bad";
-	ASSERT(chmsg_encode(&e, buf, sizeof(buf)) > 0);
-
-	/* invalid: serial 0, unknown type, unknown flag, bad destination */
-	m.serial = 0;
-	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) == -EINVAL);
-	m.serial = 1;
-	m.type = 9;
-	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) == -EINVAL);
-	m.type = CHMSG_SIGNAL;
-	m.flags = 0x80;
-	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) == -EINVAL);
-	m.flags = 0;
-	m.destination = "org.example.Foo";
-	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) == -EINVAL);
+	/* every truncation and a trailing byte are refused */
+	for (size_t k = 0; k < sizeof(ping_le); k++)
+		ASSERT(chmsg_decode(&d, ping_le, k) < 0);
+	memcpy(buf, ping_le, sizeof(ping_le));
+	buf[48] = 0;
+	ASSERT_INT(chmsg_decode(&d, buf, 49), ==, -EBADMSG);
 }
 
-static void test_malformed(void)
+static void test_roundtrip(void)
 {
-	uint8_t buf[256];
-	struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 1, .member = "Tick" }, d;
-	int n = chmsg_encode(&m, buf, sizeof(buf));
+	struct dbus_writer w;
+	const char *s = "hello";
+	uint32_t u = 42;
+	void *body;
+	size_t blen;
+	uint8_t buf[512];
+	struct chmsg m = { .type = CHMSG_CALL,
+			   .flags = CHMSG_F_NO_AUTO_START | CHMSG_F_ALLOW_INTERACTIVE_AUTHORIZATION,
+			   .serial = 5,
+			   .path = "/org/example/Obj",
+			   .interface = "org.example.Iface",
+			   .member = "Ping",
+			   .destination = ":1.3",
+			   .signature = "su" },
+		     d;
+	int n;
 
+	ASSERT_INT(dbus_writer_init(&w, "su"), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 's', s), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 'u', &u), ==, 0);
+	ASSERT_INT(dbus_writer_finish(&w, &body, &blen), ==, 0);
+	m.body = body;
+	m.body_len = (uint32_t)blen;
+	n = chmsg_encode(&m, buf, sizeof(buf));
+	ASSERT(n > 0 && n % 8 == 0);
+	ASSERT_INT(chmsg_decode(&d, buf, (size_t)n), ==, 0);
+	ASSERT(d.type == CHMSG_CALL && d.serial == 5 && d.reply_serial == 0 && d.flags == m.flags);
+	ASSERT_STR(d.path, m.path);
+	ASSERT_STR(d.interface, m.interface);
+	ASSERT_STR(d.member, "Ping");
+	ASSERT_STR(d.destination, ":1.3");
+	ASSERT_STR(d.signature, "su");
+	ASSERT(d.body_len == blen && memcmp(d.body, body, blen) == 0);
+	ASSERT_INT(chmsg_encode(&m, buf, (size_t)n - 1), ==, -EMSGSIZE);
+
+	/* a body that does not follow its signature is neither sent nor taken */
+	m.signature = "us";
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.signature = "su";
+	n = chmsg_encode(&m, buf, sizeof(buf));
+	ASSERT(n > 0);
+	buf[n - blen + 4 + 1] = 0xff; /* 'e' of "hello" becomes invalid UTF-8 */
+	ASSERT_INT(chmsg_decode(&d, buf, (size_t)n), ==, -EBADMSG);
+	free(body);
+
+	/* replies and errors */
+	struct chmsg r = { .type = CHMSG_REPLY, .serial = 1, .reply_serial = 5 };
+	n = chmsg_encode(&r, buf, sizeof(buf));
+	ASSERT(n > 0);
+	ASSERT(chmsg_decode(&d, buf, (size_t)n) == 0 && d.reply_serial == 5 && d.body_len == 0);
+	r.reply_serial = 0;
+	ASSERT_INT(chmsg_encode(&r, buf, sizeof(buf)), ==, -EINVAL);
+	r.reply_serial = 5;
+	r.member = "Nope"; /* a reply has no member */
+	ASSERT_INT(chmsg_encode(&r, buf, sizeof(buf)), ==, -EINVAL);
+
+	struct chmsg e = { .type = CHMSG_ERROR, .serial = 2, .reply_serial = 5, .error_name = "Bad" };
+	ASSERT_INT(chmsg_encode(&e, buf, sizeof(buf)), ==, -EINVAL);
+	e.error_name = "org.example.Error.Bad";
+	n = chmsg_encode(&e, buf, sizeof(buf));
 	ASSERT(n > 0);
 	ASSERT(chmsg_decode(&d, buf, (size_t)n) == 0);
-	buf[0] = 2;
-	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EPROTO);
-	buf[0] = CHMSG_VERSION;
-	buf[20] = 1; /* reserved */
-	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
-	buf[20] = 0;
-	buf[CHMSG_HEADER_SIZE + 4] = 'x'; /* member NUL overwritten */
-	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
-	buf[CHMSG_HEADER_SIZE + 4] = 0;
-	buf[12] = 0xff; /* member length beyond the message */
-	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
-	buf[12] = 4;
-	buf[16] = 0xff;
-	buf[17] = 0xff;
-	buf[18] = 0xff;
-	buf[19] = 0xff; /* body length */
-	ASSERT(chmsg_decode(&d, buf, (size_t)n) == -EBADMSG);
+	ASSERT_STR(d.error_name, "org.example.Error.Bad");
+}
+
+static void test_rules(void)
+{
+	uint8_t buf[256];
+	struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 1, .path = "/", .member = "Tick" };
+
+	/* a signal needs an interface, a call or signal a path */
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.interface = "org.example.Clock";
+	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) > 0);
+	m.path = "/trailing/";
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.path = "/";
+	m.interface = "noDots";
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.interface = "org.example.Clock";
+	m.member = "Not.A.Member";
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.member = "Tick";
+	m.flags = 0x80;
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.flags = 0;
+	m.serial = 0;
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.serial = 1;
+	m.error_name = "org.example.Error";
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.error_name = NULL;
+	m.destination = "not a name";
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.destination = "org.example.Peer";
+	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) > 0);
+	m.n_fds = 1; /* channels carry no fds */
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.n_fds = 0;
+	m.body = "x";
+	m.body_len = 1; /* a body needs a signature */
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.signature = "y";
+	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) > 0);
+	m.type = 9;
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+}
+
+/* Builds a header by hand with the fields given as (code, type, value) triples. */
+static size_t build(uint8_t *out, const char *f1sig, uint8_t f1, const void *v1, uint8_t f2, const void *v2)
+{
+	struct dbus_writer w;
+	uint8_t order = DBUS_NATIVE_ENDIAN, type = CHMSG_CALL, flags = 0, version = CHMSG_VERSION;
+	uint32_t blen = 0, serial = 3;
+	uint8_t mcode = CHMSG_FIELD_MEMBER, pcode = CHMSG_FIELD_PATH;
+	void *data;
+	size_t len;
+
+	ASSERT_INT(dbus_writer_init(&w, "yyyyuua(yv)"), ==, 0);
+	dbus_writer_append_basic(&w, 'y', &order);
+	dbus_writer_append_basic(&w, 'y', &type);
+	dbus_writer_append_basic(&w, 'y', &flags);
+	dbus_writer_append_basic(&w, 'y', &version);
+	dbus_writer_append_basic(&w, 'u', &blen);
+	dbus_writer_append_basic(&w, 'u', &serial);
+	dbus_writer_open(&w, 'a', "(yv)");
+	dbus_writer_open(&w, '(', NULL);
+	dbus_writer_append_basic(&w, 'y', &pcode);
+	dbus_writer_open(&w, 'v', "o");
+	dbus_writer_append_basic(&w, 'o', "/");
+	dbus_writer_close(&w);
+	dbus_writer_close(&w);
+	dbus_writer_open(&w, '(', NULL);
+	dbus_writer_append_basic(&w, 'y', &mcode);
+	dbus_writer_open(&w, 'v', "s");
+	dbus_writer_append_basic(&w, 's', "M");
+	dbus_writer_close(&w);
+	dbus_writer_close(&w);
+	for (int i = 0; i < 2; i++) {
+		uint8_t code = i ? f2 : f1;
+		const void *v = i ? v2 : v1;
+
+		if (!code)
+			continue;
+		dbus_writer_open(&w, '(', NULL);
+		dbus_writer_append_basic(&w, 'y', &code);
+		dbus_writer_open(&w, 'v', f1sig);
+		dbus_writer_append_basic(&w, f1sig[0], v);
+		dbus_writer_close(&w);
+		dbus_writer_close(&w);
+	}
+	dbus_writer_close(&w);
+	ASSERT_INT(dbus_writer_finish(&w, &data, &len), ==, 0);
+	memcpy(out, data, len);
+	free(data);
+	while (len % 8)
+		out[len++] = 0;
+	return len;
+}
+
+static void test_fields(void)
+{
+	uint8_t buf[512];
+	struct chmsg d;
+	size_t n;
+
+	n = build(buf, "s", 0, NULL, 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, 0);
+	/* an unknown field is skipped */
+	n = build(buf, "s", 42, "future", 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, 0);
+	ASSERT_STR(d.member, "M");
+	/* the sender is never a field */
+	n = build(buf, "s", CHMSG_FIELD_SENDER, ":1.1", 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
+	/* a field twice, or with the wrong type */
+	n = build(buf, "s", CHMSG_FIELD_MEMBER, "Other", 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
+	n = build(buf, "s", CHMSG_FIELD_SIGNATURE, "s", 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
+	n = build(buf, "g", CHMSG_FIELD_SIGNATURE, "", 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, 0);
+	/* a body announced by the signature but missing */
+	n = build(buf, "g", CHMSG_FIELD_SIGNATURE, "u", 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
+	/* UNIX_FDS other than 0 */
+	uint32_t one = 1, zero = 0;
+	n = build(buf, "u", CHMSG_FIELD_UNIX_FDS, &one, 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
+	n = build(buf, "u", CHMSG_FIELD_UNIX_FDS, &zero, 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, 0);
+	/* a reply serial on a call */
+	n = build(buf, "u", CHMSG_FIELD_REPLY_SERIAL, &one, 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
+
+	/* version, byte order, padding */
+	n = build(buf, "s", 0, NULL, 0, NULL);
+	buf[3] = 1;
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EPROTO);
+	buf[3] = CHMSG_VERSION;
+	buf[0] = 'x';
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
+	buf[0] = DBUS_NATIVE_ENDIAN;
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, 0);
+	buf[n - 1] = 1; /* the padding before the (empty) body */
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
 }
 
 int main(void)
 {
+	test_layout();
 	test_roundtrip();
-	test_malformed();
+	test_rules();
+	test_fields();
 	printf("test-message: ok\n");
 	return 0;
 }

@@ -131,8 +131,21 @@ const char *brokerd_msg_get_name(brokerd_msg *msg);
 /* Member of a call or signal; error name of an error reply. */
 const char *brokerd_msg_get_member(brokerd_msg *msg);
 const char *brokerd_msg_get_error_name(brokerd_msg *msg);
+/*
+ * The body as bytes: for a body of signature "ay" (what the byte-oriented
+ * functions send) the array's bytes, for "s" (an error's message) the
+ * string, otherwise the body as brokerd_msg_get_data() returns it.
+ */
 int brokerd_msg_get_body(brokerd_msg *msg, const void **ret, size_t *ret_size);
 uint64_t brokerd_msg_get_serial(brokerd_msg *msg);
+/* Header fields of channel message version 2; "" when the message has none. */
+const char *brokerd_msg_get_path(brokerd_msg *msg);
+const char *brokerd_msg_get_interface(brokerd_msg *msg);
+const char *brokerd_msg_get_signature(brokerd_msg *msg);
+const char *brokerd_msg_get_destination(brokerd_msg *msg);
+/* The body in the D-Bus wire format (dbus1), native byte order, validated
+ * against brokerd_msg_get_signature(). */
+int brokerd_msg_get_data(brokerd_msg *msg, const void **ret, size_t *ret_size);
 
 /* --- Signals --------------------------------------------------------------- */
 
@@ -141,6 +154,19 @@ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *memb
 			    size_t size);
 /* A signal to one connection (unique name, or a well-known name's primary
  * owner), through its inbox; it receives it with a NULL-name subscription. */
+/*
+ * The byte-oriented functions send their bytes as a body of signature "ay"
+ * (none for zero bytes), calls with path "/", signals with path "/" and
+ * this interface.
+ */
+#define BROKERD_BYTES_INTERFACE "org.brokerd.Bytes"
+/*
+ * A signal with a pre-marshalled dbus1 body (native byte order) of the given
+ * signature (NULL or "" for none), on the signal channel of a name the
+ * caller owns.
+ */
+int brokerd_bus_emit(brokerd_bus *bus, const char *name, const char *path, const char *interface,
+		     const char *member, const char *signature, const void *body, size_t size);
 int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member, const void *body,
 			    size_t size);
 /*
@@ -197,6 +223,85 @@ int brokerd_bus_add_method(brokerd_bus *bus, brokerd_slot **ret_slot, const char
 			   brokerd_msg_handler_t handler, void *userdata);
 int brokerd_msg_reply(brokerd_msg *call, const void *body, size_t size);
 int brokerd_msg_reply_error(brokerd_msg *call, const char *error_name, const char *text);
+/* Reply with a pre-marshalled dbus1 body (native byte order) of this signature. */
+int brokerd_msg_reply_data(brokerd_msg *call, const char *signature, const void *body, size_t size);
+/*
+ * Calls with a path, an interface (NULL for none), a member and a
+ * pre-marshalled dbus1 body (native byte order) of this signature (NULL or
+ * "" for none); otherwise as brokerd_bus_call() and brokerd_bus_call_async().
+ */
+int brokerd_bus_call_method(brokerd_bus *bus, const char *name, const char *path, const char *interface,
+			    const char *member, const char *signature, const void *body, size_t size,
+			    uint64_t timeout_usec, brokerd_msg **ret_reply);
+int brokerd_bus_call_method_async(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name,
+				  const char *path, const char *interface, const char *member,
+				  const char *signature, const void *body, size_t size, uint64_t timeout_usec,
+				  brokerd_reply_handler_t handler, void *userdata);
+
+/* --- Typed messages ----------------------------------------------------------- */
+
+/*
+ * A message built value by value in the D-Bus type system (basic types as
+ * in protocol/README.md section 9.1: y uint8_t, b int, n int16_t, q
+ * uint16_t, i int32_t, u uint32_t, x int64_t, t uint64_t, d double, h
+ * uint32_t, s o g const char *). A call to name, a signal on a name the
+ * caller owns, or the reply to a received call; bus may be NULL to build a
+ * message that is only read back.
+ */
+int brokerd_msg_new_call(brokerd_bus *bus, brokerd_msg **ret, const char *name, const char *path,
+			 const char *interface, const char *member);
+int brokerd_msg_new_signal(brokerd_bus *bus, brokerd_msg **ret, const char *name, const char *path,
+			   const char *interface, const char *member);
+int brokerd_msg_new_reply(brokerd_msg *call, brokerd_msg **ret);
+/*
+ * Append one value (for s, o and g, value is the string itself, else a
+ * pointer to it); open a container 'a' (contents: element type), '(' or
+ * '{' (contents: the fields) or 'v' (contents: the value's type), append
+ * its values, close it. At the top level the signature grows with what is
+ * appended; inside a container the signature decides.
+ */
+int brokerd_msg_append_basic(brokerd_msg *m, char type, const void *value);
+int brokerd_msg_open_container(brokerd_msg *m, char type, const char *contents);
+int brokerd_msg_close_container(brokerd_msg *m);
+/*
+ * printf-like: values for the complete types of `types`, basic types by
+ * value (y, b, n, q, i, h as int or unsigned), an array as an unsigned
+ * count then its elements, a struct or dict entry as its fields, a variant
+ * as the value's signature then the value.
+ */
+int brokerd_msg_append(brokerd_msg *m, const char *types, ...);
+/* Ends building: the body can be read and no longer appended to. */
+int brokerd_msg_seal(brokerd_msg *m);
+/*
+ * Reading a sealed or received message: 1 for a value read or a container
+ * entered, 0 at the end of the current container, -ENXIO for another type.
+ * Strings point into the message.
+ */
+int brokerd_msg_peek_type(brokerd_msg *m, char *type, const char **contents);
+int brokerd_msg_read_basic(brokerd_msg *m, char type, void *ret);
+int brokerd_msg_enter_container(brokerd_msg *m, char type, const char *contents);
+int brokerd_msg_exit_container(brokerd_msg *m);
+/* scanf-like: pointers for the values, as for append; arrays need enter_container. */
+int brokerd_msg_read(brokerd_msg *m, const char *types, ...);
+/* Back to the first value of the body. */
+int brokerd_msg_rewind(brokerd_msg *m);
+/* Sends (sealing it) a signal, a reply, or a call expecting no reply. */
+int brokerd_bus_send(brokerd_bus *bus, brokerd_msg *m);
+/* A call built with brokerd_msg_new_call(), as brokerd_bus_call(). */
+int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t timeout_usec, brokerd_msg **ret_reply);
+
+/*
+ * Messages this connection received and dropped, by reason: invalid (the
+ * header or the body failed validation), replies to no pending call, and
+ * replies to a pending call from a connection that did not take the call.
+ */
+enum {
+	BROKERD_COUNTER_INVALID,
+	BROKERD_COUNTER_UNEXPECTED_REPLY,
+	BROKERD_COUNTER_FORGED_REPLY,
+	_BROKERD_COUNTER_MAX,
+};
+uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter);
 
 /* --- Bus introspection (for tools like brokerctl) --------------------------- */
 
