@@ -269,6 +269,97 @@ static void test_credentials(void)
 	printf("# credentials: ok\n");
 }
 
+/* The pid LIST_PEERS reports for the peer with this unique name. */
+static uint32_t listed_pid(struct tc *c, const char *unique)
+{
+	struct tc_msg m;
+	uint32_t n, found = UINT32_MAX;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_LIST_PEERS, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *u = tc_read_string(&m);
+		uint64_t id;
+		uint32_t pid, k;
+
+		TC_ASSERT(ctrl_read_u64(&m.r, &id) == 0);
+		pid = tc_read_u32(&m);
+		tc_read_u32(&m);
+		tc_read_u32(&m);
+		tc_read_string(&m);
+		k = tc_read_u32(&m);
+		for (uint32_t j = 0; j < k; j++)
+			tc_read_string(&m);
+		tc_read_u32(&m);
+		if (strcmp(u, unique) == 0)
+			found = pid;
+	}
+	TC_ASSERT(found != UINT32_MAX);
+	return found;
+}
+
+/*
+ * A connection outlives the process that made it (a child inherited the
+ * socket): its pid may be another process's by now, so brokerd reports 0
+ * for it (LIST_PEERS) and leaves PID out of GET_CREDENTIALS's mask.
+ */
+static void test_credentials_exited(void)
+{
+	struct tc q;
+	struct tc_msg m;
+	char unique[CTRL_UNIQUE_NAME_MAX] = "";
+	int names[2], hold[2];
+	uint32_t mask, pid;
+	pid_t child;
+	int status;
+	ssize_t k;
+
+	TC_ASSERT(pipe2(names, O_CLOEXEC) == 0 && pipe2(hold, O_CLOEXEC) == 0);
+	child = fork();
+	TC_ASSERT(child >= 0);
+	if (child == 0) {
+		struct tc x;
+		char c;
+
+		close(names[0]);
+		close(hold[1]);
+		if (tc_connect_hello(&x, sock_path, 0) < 0)
+			_exit(1);
+		if (write(names[1], x.unique, strlen(x.unique) + 1) < 0)
+			_exit(1);
+		/* the connecting process waits to be told; its child keeps the socket */
+		if (read(hold[0], &c, 1) != 1)
+			_exit(1);
+		if (fork() == 0) {
+			(void)!read(hold[0], &c, 1); /* until the test closes hold */
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(names[1]);
+	k = read(names[0], unique, sizeof(unique) - 1);
+	TC_ASSERT(k > 1);
+	close(names[0]);
+	TC_ASSERT(tc_connect_hello(&q, sock_path, 0) == 0);
+	/* while the process that connected runs, its pid is what it was */
+	TC_ASSERT_EQ(listed_pid(&q, unique), (uint32_t)child);
+	TC_ASSERT(write(hold[1], "x", 1) == 1);
+	TC_ASSERT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	TC_ASSERT_EQ(listed_pid(&q, unique), 0);
+	TC_ASSERT(tc_call(&q, CTRL_OP_GET_CREDENTIALS, &m, "s", unique) == 0);
+	TC_EXPECT_REPLY(&m);
+	mask = tc_read_u32(&m);
+	pid = tc_read_u32(&m);
+	TC_ASSERT(!(mask & CTRL_CREDS_PID) && (mask & CTRL_CREDS_UID));
+	TC_ASSERT_EQ(pid, 0);
+	tc_msg_close_fds(&m);
+	close(hold[1]); /* the grandchild goes, and the connection with it */
+	close(hold[0]);
+	tc_close(&q);
+	printf("# credentials of a peer whose process exited: no pid: ok\n");
+}
+
 static void alice_main(void)
 {
 	struct tc c;
@@ -758,6 +849,7 @@ void control_tests_run(void)
 	test_malformed();
 	test_names();
 	test_credentials();
+	test_credentials_exited();
 	test_policy();
 	test_quota();
 	test_reload();
