@@ -36,8 +36,22 @@ struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 {
 	if (!ch)
 		return NULL;
-	if (b->chanmgr.available)
+	if (b->chanmgr.available) {
+		/*
+		 * A destroyed channel keeps working for whoever is still
+		 * attached (io_uring_ipc.rst), so destroying it takes nothing
+		 * back. Grants of connections that have ended and whose batch
+		 * (bus.c, on_revoke_batch) has not come yet are revoked here
+		 * first: an ended connection's inbox may be freed before its
+		 * revocation, and its process must not keep receiving there
+		 * or reading the region.
+		 */
+		for (size_t i = 0; i < ch->n_grants; i++)
+			if (!registry_peer_find(b->registry, ch->grants[i].peer_id))
+				(void)chanmgr_revoke(&b->chanmgr, ch->id, ch->grants[i].rights,
+						     ch->grants[i].peer_id);
 		(void)chanmgr_destroy(&b->chanmgr, ch->id);
+	}
 	quota_release(b->quota, ch->charged_uid, QUOTA_CHANNELS, 1);
 	quota_release(b->quota, ch->charged_uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
 	free(ch->grants);
