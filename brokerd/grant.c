@@ -133,6 +133,25 @@ bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 }
 
 /*
+ * A connection that could receive ch's calls has ended: a call it had taken
+ * will never be answered. Its callers (whoever holds SEND) are told, since
+ * no other party knows which receiver took which call (protocol/README.md,
+ * Worker pools).
+ */
+static void call_receiver_lost(struct bus *b, struct bus_channel *ch)
+{
+	for (size_t i = 0; i < ch->n_grants; i++) {
+		struct registry_peer *p;
+
+		if (!(ch->grants[i].rights & IOIPC_SUB_SEND))
+			continue;
+		p = registry_peer_find(b->registry, ch->grants[i].peer_id);
+		if (p)
+			conn_signal_name(p->userdata, CTRL_SIGNAL_CALL_RECEIVER_LOST, ch->name);
+	}
+}
+
+/*
  * Takes rights on ch back from the peer with this id: its caps lose them in
  * the kernel and what it attached through them is detached.
  */
@@ -157,6 +176,9 @@ void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint3
 		g->rights &= ~rights;
 		if (!g->rights)
 			*g = ch->grants[--ch->n_grants];
+		if (ch->kind == CTRL_CHANNEL_CALL && (rights & IOIPC_SUB_RECV) &&
+		    !registry_peer_find(b->registry, peer_id))
+			call_receiver_lost(b, ch); /* its connection ended */
 		return;
 	}
 }
