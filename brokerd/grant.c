@@ -82,6 +82,9 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 		*failed_quota = QUOTA_RING_BYTES;
 		return -EDQUOT;
 	}
+	r = chanmgr_memory_room(&b->chanmgr, CHANNEL_RING_BYTES);
+	if (r < 0)
+		goto fail; /* NoMemory to the client, brokerd goes on */
 	ch = calloc(1, sizeof(*ch));
 	if (!ch || !(ch->name = strdup(name))) {
 		free(ch);
