@@ -12,50 +12,45 @@
  * - the call in flight fails with -ECONNRESET at once, and so does any
  *   call of the callers that was in flight; no call ever times out;
  * - the service owns its name again (under a new unique name), the
- *   subscriber is subscribed again, and calls and signals flow as before.
+ *   subscriber is subscribed again, and calls and signals flow as before;
+ * - a process of alice owned org.brokerd.test.KillAlice, which the policy
+ *   brokerd reads when it starts again no longer allows: her bus
+ *   reconnects all the same, and its state handler says
+ *   BROKERD_STATE_NOT_RESTORED right after CONNECTED; the others' do not.
  */
 #include <fcntl.h>
 
 #include "tests/integration/client/testlib.h"
 
-#define NAME	"org.brokerd.test.Kill"
-#define CALLERS 2
+#define NAME	   "org.brokerd.test.Kill"
+#define ALICE_NAME "org.brokerd.test.KillAlice"
+#define CALLERS	   2
 
 static int ready[2], ticks[2], states[2], report[2], stop[2];
 
-static int on_ping(brokerd_msg *m, void *u)
-{
-	const char *me = "";
-
-	brokerd_bus_get_unique_name(u, &me);
-	return brokerd_msg_reply(m, me, strlen(me));
-}
-
-static int on_emit(brokerd_msg *m, void *u)
-{
-	const void *body;
-	size_t size;
-
-	brokerd_msg_get_body(m, &body, &size);
-	CHECK_R(brokerd_bus_emit_signal(u, NAME, "Tick", body, size), 0);
-	return brokerd_msg_reply(m, NULL, 0);
-}
-
-static int on_hang(brokerd_msg *m, void *u)
-{
-	brokerd_msg_ref(m); /* never answered */
-	return 0;
-}
-
 static const struct t_method methods[] = {
-	{ "Ping", on_ping }, { "Emit", on_emit }, { "Hang", on_hang }, { NULL }
+	{ "Ping", t_on_ping }, { "Emit", t_on_tick }, { "Hang", t_on_hang }, { NULL }
 };
 
 /* The state changes of the service's and the subscriber's buses go to states. */
 static void on_state(brokerd_bus *bus, int state, void *u)
 {
 	t_say(states[1], "%s %s", (const char *)u,
-	      state == BROKERD_STATE_CONNECTED ? "connected" : "disconnected");
+	      state == BROKERD_STATE_CONNECTED	  ? "connected" :
+	      state == BROKERD_STATE_NOT_RESTORED ? "not-restored" :
+						    "disconnected");
+}
+
+static int alice(void *arg)
+{
+	brokerd_bus *bus;
+
+	t_become(UID_ALICE);
+	bus = t_open();
+	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, "alice"), 0);
+	CHECK_R(brokerd_bus_request_name(bus, ALICE_NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
+	t_say(ready[1], "alice");
+	return brokerd_bus_run(bus) < 0;
 }
 
 static int service(void *arg)
@@ -70,22 +65,12 @@ static int service(void *arg)
 	return brokerd_bus_run(bus) < 0;
 }
 
-static int on_tick(brokerd_msg *m, void *u)
-{
-	const void *body;
-	size_t size;
-
-	brokerd_msg_get_body(m, &body, &size);
-	t_say(ticks[1], "%.*s", (int)size, (const char *)body);
-	return 0;
-}
-
 static int subscriber(void *arg)
 {
 	brokerd_bus *bus = t_open();
 
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, "subscriber"), 0);
-	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", on_tick, NULL), 0);
+	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_say_body, (void *)(intptr_t)ticks[1]), 0);
 	t_say(ready[1], "subscriber");
 	return brokerd_bus_run(bus) < 0;
 }
@@ -168,26 +153,12 @@ static void expect_state(const char *who, const char *state, int timeout_ms)
 	}
 }
 
-static brokerd_msg *call_retry(brokerd_bus *bus, const char *member, const char *arg, int ms)
-{
-	uint64_t end = t_now_usec() + (uint64_t)ms * 1000;
-	brokerd_msg *reply = NULL;
-	int r;
-
-	do {
-		r = brokerd_bus_call(bus, NAME, member, arg, strlen(arg), 2000000, &reply);
-		if (r == 0)
-			return reply;
-		usleep(100000);
-	} while (t_now_usec() < end);
-	FAIL("%s still fails after %d ms: %s", member, ms, strerror(-r));
-}
-
 int main(void)
 {
 	brokerd_bus *bus = t_open();
 	struct t_reply hang = { 0 };
-	pid_t ps, pu, pc[CALLERS], old, now = 0;
+	pid_t ps, pu, pa, pc[CALLERS], old, now = 0;
+	FILE *f;
 	char before[64], after[64], line[128];
 	brokerd_msg *reply;
 	const void *body;
@@ -202,6 +173,14 @@ int main(void)
 	t_pipe(ticks);
 	t_pipe(states);
 	t_pipe(report);
+	t_policy("[user alice]\nallow own " ALICE_NAME "\n");
+	pa = t_fork(alice, NULL);
+	t_expect(ready[0], "alice", 10000);
+	/* what brokerd reads when it starts again: alice may no longer own it */
+	f = fopen(T_POLICY_FILE, "we");
+	CHECK(f);
+	fputs("# client-brokerd-kill: nothing for alice\n", f);
+	fclose(f);
 	ps = t_fork(service, NULL);
 	t_expect(ready[0], "service", 10000);
 	pu = t_fork(subscriber, NULL);
@@ -214,15 +193,15 @@ int main(void)
 	close(stop[0]);
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_main_state, NULL), 0);
 
-	reply = call_retry(bus, "Ping", "", 2000);
+	reply = t_call_retry(bus, NAME, "Ping", "", 2000);
 	brokerd_msg_get_body(reply, &body, &size);
 	snprintf(before, sizeof(before), "%.*s", (int)size, (const char *)body);
 	brokerd_msg_unref(reply);
-	brokerd_msg_unref(call_retry(bus, "Emit", "before", 2000));
+	brokerd_msg_unref(t_call_retry(bus, NAME, "Emit", "before", 2000));
 	t_expect(ticks[0], "before", 5000);
 	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 60000000, t_on_reply, &hang), 0);
 	/* the Hang call reaches the service before brokerd goes */
-	brokerd_msg_unref(call_retry(bus, "Ping", "", 2000));
+	brokerd_msg_unref(t_call_retry(bus, NAME, "Ping", "", 2000));
 
 	old = brokerd_pid();
 	CHECK(old > 0);
@@ -246,22 +225,29 @@ int main(void)
 	CHECK_R(main_states, 12);
 	expect_state("service", "connected", 15000);
 	expect_state("subscriber", "connected", 15000);
+	expect_state("alice", "connected", 15000);
 	t_log("every bus reconnected after %llu ms", (unsigned long long)(t_now_usec() - t0) / 1000);
+	expect_state("alice", "not-restored", 5000);
+	CHECK_R(brokerd_bus_get_name_owner(bus, ALICE_NAME, line, sizeof(line)), -ENXIO);
 
-	reply = call_retry(bus, "Ping", "", 10000);
+	reply = t_call_retry(bus, NAME, "Ping", "", 10000);
 	brokerd_msg_get_body(reply, &body, &size);
 	snprintf(after, sizeof(after), "%.*s", (int)size, (const char *)body);
 	brokerd_msg_unref(reply);
 	t_log("service was %s, is %s", before, after);
 	CHECK(strncmp(after, ":1.", 3) == 0 && strcmp(after, before) != 0);
 	for (int i = 0; i < 50 && !got; i++) {
-		brokerd_msg_unref(call_retry(bus, "Emit", "after", 5000));
+		brokerd_msg_unref(t_call_retry(bus, NAME, "Emit", "after", 5000));
 		while (t_hear(ticks[0], line, sizeof(line), 200) == 0)
 			if (strcmp(line, "after") == 0)
 				got = true;
 	}
 	if (!got)
 		FAIL("the subscriber does not hear the service's signals after the restart");
+	for (int i = 0; i < n_seen; i++)
+		if (strcmp(seen[i], "service not-restored") == 0 ||
+		    strcmp(seen[i], "subscriber not-restored") == 0)
+			FAIL("%s: all was restored", seen[i]);
 
 	close(stop[1]); /* the callers stop and report */
 	for (int i = 0; i < CALLERS; i++) {
@@ -277,6 +263,7 @@ int main(void)
 		CHECK_R(t_wait(pc[i], 10000), 0);
 	t_kill(ps);
 	t_kill(pu);
+	t_kill(pa);
 	brokerd_bus_close(bus);
 	printf("ok\n");
 	return 0;
