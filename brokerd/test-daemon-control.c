@@ -269,32 +269,20 @@ static void test_credentials(void)
 	printf("# credentials: ok\n");
 }
 
+static const char *read_peer(struct tc_msg *m, uint32_t *n_names, uint32_t *pid);
+
 /* The pid LIST_PEERS reports for the peer with this unique name. */
 static uint32_t listed_pid(struct tc *c, const char *unique)
 {
 	struct tc_msg m;
-	uint32_t n, found = UINT32_MAX;
+	uint32_t n, k, pid, found = UINT32_MAX;
 
 	TC_ASSERT(tc_call(c, CTRL_OP_LIST_PEERS, &m, "u", 0) == 0);
 	TC_EXPECT_REPLY(&m);
 	n = tc_read_u32(&m);
-	for (uint32_t i = 0; i < n; i++) {
-		const char *u = tc_read_string(&m);
-		uint64_t id;
-		uint32_t pid, k;
-
-		TC_ASSERT(ctrl_read_u64(&m.r, &id) == 0);
-		pid = tc_read_u32(&m);
-		tc_read_u32(&m);
-		tc_read_u32(&m);
-		tc_read_string(&m);
-		k = tc_read_u32(&m);
-		for (uint32_t j = 0; j < k; j++)
-			tc_read_string(&m);
-		tc_read_u32(&m);
-		if (strcmp(u, unique) == 0)
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(read_peer(&m, &k, &pid), unique) == 0)
 			found = pid;
-	}
 	TC_ASSERT(found != UINT32_MAX);
 	return found;
 }
@@ -654,14 +642,20 @@ static void test_introspection(void)
 	printf("# introspection (peers, quotas, policy check): ok\n");
 }
 
-/* Reads one LIST_PEERS entry: its unique name; *n_names says how many names it has. */
-static const char *read_peer(struct tc_msg *m, uint32_t *n_names)
+/*
+ * Reads one LIST_PEERS entry: its unique name; *n_names says how many names
+ * it has, *pid (if not NULL) its pid.
+ */
+static const char *read_peer(struct tc_msg *m, uint32_t *n_names, uint32_t *pid)
 {
 	const char *unique = tc_read_string(m);
+	uint32_t p;
 	uint64_t id;
 
 	TC_ASSERT(ctrl_read_u64(&m->r, &id) == 0);
-	tc_read_u32(m);
+	p = tc_read_u32(m);
+	if (pid)
+		*pid = p;
 	tc_read_u32(m);
 	tc_read_u32(m);
 	tc_read_string(m);
@@ -679,7 +673,7 @@ static uint32_t read_listing(struct tc_msg *m, bool peers, char *out, size_t siz
 	size_t len = strlen(out);
 
 	for (uint32_t i = 0; i < n; i++) {
-		const char *e = peers ? read_peer(m, &k) : tc_read_string(m);
+		const char *e = peers ? read_peer(m, &k, NULL) : tc_read_string(m);
 
 		if (peers && max_names && k > *max_names)
 			*max_names = k;

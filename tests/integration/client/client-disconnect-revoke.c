@@ -30,50 +30,7 @@
 #define TAG_REARMED 0x5eed0010ULL
 #define RECV_SIZE   (sizeof(struct ioipc_msg_info) + 8192)
 
-static int on_tick(brokerd_msg *m, void *u)
-{
-	brokerd_bus *bus = u;
-	const void *body;
-	size_t size;
-
-	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
-	CHECK_R(brokerd_bus_emit_signal(bus, NAME, "Tick", body, size), 0);
-	return brokerd_msg_reply(m, NULL, 0);
-}
-
-static const struct t_method methods[] = { { "Tick", on_tick }, { NULL, NULL } };
-
-struct ticks {
-	const char *want;
-	volatile bool seen;
-};
-
-static int on_signal(brokerd_msg *m, void *u)
-{
-	struct ticks *t = u;
-	const void *body;
-	size_t size;
-
-	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
-	if (t->want && size == strlen(t->want) && memcmp(body, t->want, size) == 0)
-		t->seen = true;
-	return 0;
-}
-
-static void tick(brokerd_bus *bus, const char *body)
-{
-	brokerd_msg *reply = NULL;
-
-	CHECK_R(brokerd_bus_call(bus, NAME, "Tick", body, strlen(body), 5000000, &reply), 0);
-	brokerd_msg_unref(reply);
-}
-
-static bool heard(brokerd_bus *bus, struct ticks *t, const char *want, int timeout_ms)
-{
-	t->want = want;
-	t->seen = false;
-	return t_pump(bus, &t->seen, timeout_ms);
-}
+static const struct t_method methods[] = { { "Tick", t_on_tick }, { NULL, NULL } };
 
 static int to_child[2], from_child[2];
 static sigjmp_buf bus_error;
@@ -258,23 +215,23 @@ static int child(void *arg)
 
 int main(void)
 {
-	struct ticks t = { 0 };
+	struct t_hearing t = { 0 };
 	brokerd_bus *bus = t_open();
 	pid_t srv, pid;
 
 	srv = t_service_start(NAME, methods);
-	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", on_signal, &t), 0);
+	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_heard, &t), 0);
 	t_pipe(to_child);
 	t_pipe(from_child);
 	pid = t_fork(child, NULL);
 	t_expect(from_child[0], "revoked", 30000);
-	tick(bus, "after");
-	CHECK(heard(bus, &t, "after", 5000));
+	t_tick(bus, NAME, "after");
+	CHECK(t_heard(bus, &t, "after", 5000));
 	t_say(to_child[1], "ticked");
 	t_expect(from_child[0], "done", 20000);
 	CHECK_R(t_wait(pid, 20000), 0);
-	tick(bus, "still");
-	CHECK(heard(bus, &t, "still", 5000));
+	t_tick(bus, NAME, "still");
+	CHECK(t_heard(bus, &t, "still", 5000));
 	t_kill(srv);
 	brokerd_bus_close(bus);
 	printf("ok\n");
