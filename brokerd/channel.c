@@ -1,12 +1,82 @@
 /* SPDX-License-Identifier: MIT */
-/* channel.c - channel creation, minting and the bus's own sends (see channel.h). */
+/*
+ * channel.c - channel creation, minting and the bus's own sends, and the
+ * check that a new channel's ring still fits under brokerd's cgroup memory
+ * limit (see channel.h).
+ */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "brokerd/channel.h"
 #include "brokerd/log.h"
+
+/* Opens memory.max and memory.current of the cgroup we run in (cgroup v2). */
+static void memory_files_open(struct chanmgr *m)
+{
+	char line[512], path[600];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	m->memory_max_fd = m->memory_current_fd = -1;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
+		m->memory_max_fd = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.current", line + 3);
+		m->memory_current_fd = open(path, O_RDONLY | O_CLOEXEC);
+		break;
+	}
+	fclose(f);
+	m->memory_files = m->memory_max_fd >= 0 && m->memory_current_fd >= 0;
+	if (!m->memory_files) {
+		if (m->memory_max_fd >= 0)
+			close(m->memory_max_fd);
+		if (m->memory_current_fd >= 0)
+			close(m->memory_current_fd);
+	}
+}
+
+/* A cgroup file's number ("max": UINT64_MAX); 0 when it cannot be read. */
+static uint64_t memory_file_read(int fd)
+{
+	char buf[32];
+	ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	if (strncmp(buf, "max", 3) == 0)
+		return UINT64_MAX;
+	return strtoull(buf, NULL, 10);
+}
+
+int chanmgr_memory_room(struct chanmgr *m, uint64_t bytes)
+{
+	uint64_t max = m->memory_files ? memory_file_read(m->memory_max_fd) : 0, cur, spare;
+
+	if (max == 0 || max == UINT64_MAX)
+		return 0; /* no limit (or none we can see) */
+	cur = memory_file_read(m->memory_current_fd);
+	/*
+	 * Keep a quarter of the limit (at least 1 MiB) for everything else
+	 * brokerd needs to go on answering: its heap, socket buffers, the
+	 * replies that say no.
+	 */
+	spare = max / 4 > (1ULL << 20) ? max / 4 : (1ULL << 20);
+	if (cur + bytes + spare <= max)
+		return 0;
+	if (log_ratelimit_test(&m->memory_log))
+		log_warning("memory: %llu of %llu bytes used (memory.max): no new channels of %llu bytes",
+			    (unsigned long long)cur, (unsigned long long)max, (unsigned long long)bytes);
+	return -ENOMEM;
+}
 
 int chanmgr_init(struct chanmgr *m)
 {
@@ -14,6 +84,9 @@ int chanmgr_init(struct chanmgr *m)
 	int r, fd;
 
 	memset(m, 0, sizeof(*m));
+	m->memory_log =
+		(struct log_ratelimit){ .what = "memory limit", .interval_usec = 10000000, .burst = 5 };
+	memory_files_open(m);
 	r = io_uring_queue_init(64, &m->ring, 0);
 	if (r < 0) {
 		m->probe_error = r;
@@ -58,6 +131,11 @@ void chanmgr_deinit(struct chanmgr *m)
 		io_uring_queue_exit(&m->ring);
 	}
 	m->ring_ok = m->available = false;
+	if (m->memory_files) {
+		close(m->memory_max_fd);
+		close(m->memory_current_fd);
+		m->memory_files = false;
+	}
 }
 
 int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t *id)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "brokerd/log.h"
 #include "protocol/ioipc.h"
 
 #define CHANNEL_SLOTS	   32
@@ -27,10 +28,21 @@ struct chanmgr {
 	bool monitor;		/* caps with IOIPC_SUB_MONITOR can be minted */
 	int probe_error;	/* why not available (negative errno) ... */
 	const char *probe_step; /* ... and in which step */
+	/* our cgroup's memory.max and memory.current (if memory_files) */
+	bool memory_files;
+	int memory_max_fd, memory_current_fd;
+	struct log_ratelimit memory_log;
 };
 
 int chanmgr_init(struct chanmgr *m);
 void chanmgr_deinit(struct chanmgr *m);
+/*
+ * Whether bytes more of kernel memory fit under our cgroup's memory.max
+ * with room to spare: 0, or -ENOMEM (logged, rate-limited). Channel rings
+ * are charged to brokerd's cgroup; a channel made up to the limit would
+ * get brokerd OOM-killed (the only process there) instead of failing.
+ */
+int chanmgr_memory_room(struct chanmgr *m, uint64_t bytes);
 /* flags: IOIPC_F_BROADCAST, IOIPC_F_MULTICAST or 0 (unicast); PRIVATE is added. */
 int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t *id);
 /* Returns a new O_CLOEXEC capability fd or negative errno. */

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,4 +333,19 @@ void conn_creds_read(struct bus_conn *c)
 		label[l] = 0;
 		c->label = strdup(label);
 	}
+}
+
+pid_t conn_pid(struct bus_conn *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+
+	/*
+	 * A pidfd polls readable once its process has exited. Its pid can be
+	 * reused only after that (the pidfd does not pin it, but the
+	 * process's end is what frees it), so a pid checked here names the
+	 * process that connected, not a stranger that got its number.
+	 */
+	if (c->pidfd < 0 || poll(&p, 1, 0) != 0)
+		return 0;
+	return c->cred.pid;
 }

@@ -49,6 +49,12 @@ void conn_signal_name(struct bus_conn *c, enum ctrl_signal s, const char *name);
 
 /* Reads the peer's credentials (SO_PEERCRED, SO_PEERGROUPS, SO_PEERPIDFD, SO_PEERSEC). */
 void conn_creds_read(struct bus_conn *c);
+/*
+ * The pid of the process that connected, as long as its pidfd says it is
+ * still running; 0 once it has exited (the pid may name another process
+ * by now) or when there is no pidfd to ask (no SO_PEERPIDFD: before 6.5).
+ */
+pid_t conn_pid(struct bus_conn *c);
 /* Root, or brokerd's own uid. */
 bool conn_privileged(struct bus_conn *c);
 /* May c do a on name? why (if not NULL) gets the deciding rule. */

@@ -36,8 +36,22 @@ struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 {
 	if (!ch)
 		return NULL;
-	if (b->chanmgr.available)
+	if (b->chanmgr.available) {
+		/*
+		 * A destroyed channel keeps working for whoever is still
+		 * attached (io_uring_ipc.rst), so destroying it takes nothing
+		 * back. Grants of connections that have ended and whose batch
+		 * (bus.c, on_revoke_batch) has not come yet are revoked here
+		 * first: an ended connection's inbox may be freed before its
+		 * revocation, and its process must not keep receiving there
+		 * or reading the region.
+		 */
+		for (size_t i = 0; i < ch->n_grants; i++)
+			if (!registry_peer_find(b->registry, ch->grants[i].peer_id))
+				(void)chanmgr_revoke(&b->chanmgr, ch->id, ch->grants[i].rights,
+						     ch->grants[i].peer_id);
 		(void)chanmgr_destroy(&b->chanmgr, ch->id);
+	}
 	quota_release(b->quota, ch->charged_uid, QUOTA_CHANNELS, 1);
 	quota_release(b->quota, ch->charged_uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
 	free(ch->grants);
@@ -68,6 +82,9 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 		*failed_quota = QUOTA_RING_BYTES;
 		return -EDQUOT;
 	}
+	r = chanmgr_memory_room(&b->chanmgr, CHANNEL_RING_BYTES);
+	if (r < 0)
+		goto fail; /* NoMemory to the client, brokerd goes on */
 	ch = calloc(1, sizeof(*ch));
 	if (!ch || !(ch->name = strdup(name))) {
 		free(ch);
@@ -119,6 +136,25 @@ bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 }
 
 /*
+ * A connection that could receive ch's calls has ended: a call it had taken
+ * will never be answered. Its callers (whoever holds SEND) are told, since
+ * no other party knows which receiver took which call (protocol/README.md,
+ * Worker pools).
+ */
+static void call_receiver_lost(struct bus *b, struct bus_channel *ch)
+{
+	for (size_t i = 0; i < ch->n_grants; i++) {
+		struct registry_peer *p;
+
+		if (!(ch->grants[i].rights & IOIPC_SUB_SEND))
+			continue;
+		p = registry_peer_find(b->registry, ch->grants[i].peer_id);
+		if (p)
+			conn_signal_name(p->userdata, CTRL_SIGNAL_CALL_RECEIVER_LOST, ch->name);
+	}
+}
+
+/*
  * Takes rights on ch back from the peer with this id: its caps lose them in
  * the kernel and what it attached through them is detached.
  */
@@ -143,6 +179,9 @@ void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint3
 		g->rights &= ~rights;
 		if (!g->rights)
 			*g = ch->grants[--ch->n_grants];
+		if (ch->kind == CTRL_CHANNEL_CALL && (rights & IOIPC_SUB_RECV) &&
+		    !registry_peer_find(b->registry, peer_id))
+			call_receiver_lost(b, ch); /* its connection ended */
 		return;
 	}
 }

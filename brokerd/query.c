@@ -178,8 +178,9 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
 	_cleanup_close_ int fd = -1;
 	struct registry_peer *p;
 	struct bus_conn *t;
-	uint32_t mask = CTRL_CREDS_PID | CTRL_CREDS_UID | CTRL_CREDS_GID | CTRL_CREDS_GIDS;
+	uint32_t mask = CTRL_CREDS_UID | CTRL_CREDS_GID | CTRL_CREDS_GIDS;
 	const char *name;
+	pid_t pid;
 	size_t a;
 
 	ctrl_read_string(rd, &name, NULL);
@@ -197,10 +198,13 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
 	}
 	if (t->label)
 		mask |= CTRL_CREDS_LABEL;
+	pid = conn_pid(t); /* 0 once the process is gone: its pid could name another */
+	if (pid > 0)
+		mask |= CTRL_CREDS_PID;
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_u32(&w, mask);
-	ctrl_write_u32(&w, (uint32_t)t->cred.pid);
+	ctrl_write_u32(&w, (uint32_t)pid);
 	ctrl_write_u32(&w, t->cred.uid);
 	ctrl_write_u32(&w, t->cred.gid);
 	a = ctrl_write_array_open(&w);
@@ -236,7 +240,7 @@ static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t ro
 	end = room == SIZE_MAX ? SIZE_MAX : w->len + room - 4; /* where the names must end */
 	ctrl_write_string(w, p->unique_name);
 	ctrl_write_u64(w, p->id);
-	ctrl_write_u32(w, (uint32_t)t->cred.pid);
+	ctrl_write_u32(w, (uint32_t)conn_pid(t)); /* 0: exited, or not known for sure */
 	ctrl_write_u32(w, t->cred.uid);
 	ctrl_write_u32(w, t->cred.gid);
 	ctrl_write_string(w, t->label ? t->label : "");

@@ -257,6 +257,85 @@ static void test_credentials(void)
 	printf("# credentials: ok\n");
 }
 
+static const char *read_peer(struct tc_msg *m, uint32_t *n_names, uint32_t *pid);
+
+/* The pid LIST_PEERS reports for the peer with this unique name. */
+static uint32_t listed_pid(struct tc *c, const char *unique)
+{
+	struct tc_msg m;
+	uint32_t n, k, pid, found = UINT32_MAX;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_LIST_PEERS, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(read_peer(&m, &k, &pid), unique) == 0)
+			found = pid;
+	TC_ASSERT(found != UINT32_MAX);
+	return found;
+}
+
+/*
+ * A connection outlives the process that made it (a child inherited the
+ * socket): its pid may be another process's by now, so brokerd reports 0
+ * for it (LIST_PEERS) and leaves PID out of GET_CREDENTIALS's mask.
+ */
+static void test_credentials_exited(void)
+{
+	struct tc q;
+	struct tc_msg m;
+	char unique[CTRL_UNIQUE_NAME_MAX] = "";
+	int names[2], hold[2];
+	uint32_t mask, pid;
+	pid_t child;
+	int status;
+	ssize_t k;
+
+	TC_ASSERT(pipe2(names, O_CLOEXEC) == 0 && pipe2(hold, O_CLOEXEC) == 0);
+	child = fork();
+	TC_ASSERT(child >= 0);
+	if (child == 0) {
+		struct tc x;
+		char c;
+
+		close(names[0]);
+		close(hold[1]);
+		if (tc_connect_hello(&x, sock_path, 0) < 0)
+			_exit(1);
+		if (write(names[1], x.unique, strlen(x.unique) + 1) < 0)
+			_exit(1);
+		/* the connecting process waits to be told; its child keeps the socket */
+		if (read(hold[0], &c, 1) != 1)
+			_exit(1);
+		if (fork() == 0) {
+			(void)!read(hold[0], &c, 1); /* until the test closes hold */
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(names[1]);
+	k = read(names[0], unique, sizeof(unique) - 1);
+	TC_ASSERT(k > 1);
+	close(names[0]);
+	TC_ASSERT(tc_connect_hello(&q, sock_path, 0) == 0);
+	/* while the process that connected runs, its pid is what it was */
+	TC_ASSERT_EQ(listed_pid(&q, unique), (uint32_t)child);
+	TC_ASSERT(write(hold[1], "x", 1) == 1);
+	TC_ASSERT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	TC_ASSERT_EQ(listed_pid(&q, unique), 0);
+	TC_ASSERT(tc_call(&q, CTRL_OP_GET_CREDENTIALS, &m, "s", unique) == 0);
+	TC_EXPECT_REPLY(&m);
+	mask = tc_read_u32(&m);
+	pid = tc_read_u32(&m);
+	TC_ASSERT(!(mask & CTRL_CREDS_PID) && (mask & CTRL_CREDS_UID));
+	TC_ASSERT_EQ(pid, 0);
+	tc_msg_close_fds(&m);
+	close(hold[1]); /* the grandchild goes, and the connection with it */
+	close(hold[0]);
+	tc_close(&q);
+	printf("# credentials of a peer whose process exited: no pid: ok\n");
+}
+
 static void alice_main(void)
 {
 	struct tc c;
@@ -546,14 +625,20 @@ static void test_introspection(void)
 	printf("# introspection (peers, quotas, policy check): ok\n");
 }
 
-/* Reads one LIST_PEERS entry: its unique name; *n_names says how many names it has. */
-static const char *read_peer(struct tc_msg *m, uint32_t *n_names)
+/*
+ * Reads one LIST_PEERS entry: its unique name; *n_names says how many names
+ * it has, *pid (if not NULL) its pid.
+ */
+static const char *read_peer(struct tc_msg *m, uint32_t *n_names, uint32_t *pid)
 {
 	const char *unique = tc_read_string(m);
+	uint32_t p;
 	uint64_t id;
 
 	TC_ASSERT(ctrl_read_u64(&m->r, &id) == 0);
-	tc_read_u32(m);
+	p = tc_read_u32(m);
+	if (pid)
+		*pid = p;
 	tc_read_u32(m);
 	tc_read_u32(m);
 	tc_read_string(m);
@@ -571,7 +656,7 @@ static uint32_t read_listing(struct tc_msg *m, bool peers, char *out, size_t siz
 	size_t len = strlen(out);
 
 	for (uint32_t i = 0; i < n; i++) {
-		const char *e = peers ? read_peer(m, &k) : tc_read_string(m);
+		const char *e = peers ? read_peer(m, &k, NULL) : tc_read_string(m);
 
 		if (peers && max_names && k > *max_names)
 			*max_names = k;
@@ -741,6 +826,7 @@ void control_tests_run(void)
 	test_malformed();
 	test_names();
 	test_credentials();
+	test_credentials_exited();
 	test_policy();
 	test_quota();
 	test_reload();

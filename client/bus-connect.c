@@ -90,11 +90,17 @@ static int bus_hello(brokerd_bus *bus)
 	return k;
 }
 
+/* Whether a control request failed because the connection did (bus_ctrl_call). */
+static bool connection_broke(int k)
+{
+	return k == -ECONNRESET || k == -EPROTO || k == -ETIMEDOUT || k == -ENOTCONN;
+}
+
 /* (Re)connects and restores names and subscriptions. */
 int bus_connect(brokerd_bus *bus)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	int fd, k;
+	int fd, k, lost = 0;
 
 	BUG_ON(bus->connected || bus->ctrl_fd >= 0); /* or the old socket would leak */
 	fd = unix_connect(bus->path, SOCK_SEQPACKET);
@@ -111,21 +117,33 @@ int bus_connect(brokerd_bus *bus)
 	k = bus_hello(bus);
 	if (k < 0)
 		goto fail;
+	/*
+	 * A name or subscription brokerd refuses now (another owner, a
+	 * reloaded policy, a quota) is a loss to report, not a reason to fail
+	 * the whole reconnect: that retried forever with the bus
+	 * disconnected. Only a connection that broke meanwhile fails it.
+	 */
 	for (struct bname *b = bus->names; b; b = b->next) {
 		if (b->requested) {
 			k = bname_request(bus, b, b->req_flags);
-			if (k < 0 && k != -EEXIST)
+			if (connection_broke(k))
 				goto fail;
+			if (k != BROKERD_NAME_PRIMARY_OWNER && k != BROKERD_NAME_ALREADY_OWNER)
+				lost++; /* refused, or queued behind another owner */
+			if (k < 0 && k != -EEXIST)
+				b->requested = false;
 		}
 		if (b->n_subs) {
 			k = bname_subscribe(bus, b);
-			if (k < 0 && k != -EACCES)
+			if (connection_broke(k))
 				goto fail;
+			if (k < 0)
+				lost++;
 		}
 	}
 	bus->backoff_msec = 0;
 	bus->reconnect_at = 0;
-	return 0;
+	return lost;
 fail:
 	bus->connected = false; /* silently: the caller decides */
 	bus_disconnect(bus, false);

@@ -285,6 +285,21 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 		}
 		break;
 	}
+	case CTRL_SIGNAL_CALL_RECEIVER_LOST:
+		/* a receiver of the name's calls died: any call may have been its */
+		if (ctrl_read_string(&r, &a, NULL) >= 0) {
+			struct bname *b = bname_get(bus, a, false);
+			struct brokerd_slot *s, *next;
+
+			for (s = bus->slots; b && s; s = next) {
+				next = s->next;
+				if (s->type == SLOT_CALL && s->serial && s->bname == b) {
+					bus_call_complete(s, NULL, -ECONNRESET);
+					next = bus->slots;
+				}
+			}
+		}
+		break;
 	case CTRL_SIGNAL_CAPABILITY_REVOKED:
 		/*
 		 * The kernel has already detached what we attached through the

@@ -55,9 +55,14 @@ static int bus_process_timeouts(brokerd_bus *bus)
 	}
 	if (!bus->connected && bus->reconnect && bus->reconnect_at && bus->reconnect_at <= now &&
 	    !bus->closed) {
+		int lost;
+
 		n++;
-		if (bus_connect(bus) >= 0) {
+		lost = bus_connect(bus);
+		if (lost >= 0) {
 			bus_set_state(bus, BROKERD_STATE_CONNECTED);
+			if (lost > 0 && bus->connected)
+				bus_set_state(bus, BROKERD_STATE_NOT_RESTORED);
 		} else {
 			bus->backoff_msec = bus->backoff_msec * 2 > BUS_RECONNECT_MAX_MSEC ?
 						    BUS_RECONNECT_MAX_MSEC :

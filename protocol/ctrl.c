@@ -110,6 +110,9 @@ static const struct ctrl_op_info signals[] = {
 	[CTRL_SIGNAL_CAPABILITY_REVOKED] = {
 		.name = "CapabilityRevoked", .reply_sig = "su", .min_len = 7,
 	},
+	[CTRL_SIGNAL_CALL_RECEIVER_LOST] = {
+		.name = "CallReceiverLost", .reply_sig = "s", .min_len = 3,
+	},
 };
 _Static_assert(ELEMENTSOF(signals) == _CTRL_SIGNAL_MAX, "every signal needs an entry in signals[]");
 

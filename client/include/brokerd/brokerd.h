@@ -55,6 +55,8 @@ int brokerd_bus_set_reconnect(brokerd_bus *bus, int enable);
 enum {
 	BROKERD_STATE_DISCONNECTED = 0,
 	BROKERD_STATE_CONNECTED = 1, /* also after each successful reconnect */
+	/* after CONNECTED: a name or subscription was not restored (refused, or queued) */
+	BROKERD_STATE_NOT_RESTORED = 2,
 };
 typedef void (*brokerd_state_handler_t)(brokerd_bus *bus, int state, void *userdata);
 int brokerd_bus_set_state_handler(brokerd_bus *bus, brokerd_state_handler_t handler, void *userdata);

@@ -39,14 +39,7 @@ static int on_work(brokerd_msg *m, void *u)
 
 static int worker(void *arg)
 {
-	brokerd_bus *bus = t_open();
-	int r;
-
-	CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, "Work", on_work, arg), 0);
-	r = brokerd_bus_request_name(bus, NAME, BROKERD_NAME_POOL);
-	CHECK(r == BROKERD_NAME_PRIMARY_OWNER || r == BROKERD_NAME_IN_QUEUE);
-	t_say(ready[1], "ready");
-	return brokerd_bus_run(bus) < 0;
+	return t_pool_worker(NAME, "Work", on_work, arg, ready[1], 0);
 }
 
 /* One call with argument arg: returns the worker that served it (1..WORKERS). */

@@ -13,48 +13,15 @@
 
 static int ready[2], ticks[2];
 
-static int on_ping(brokerd_msg *m, void *u)
-{
-	const char *me = "";
-
-	brokerd_bus_get_unique_name(u, &me);
-	return brokerd_msg_reply(m, me, strlen(me));
-}
-
-static int on_emit(brokerd_msg *m, void *u)
-{
-	const void *body;
-	size_t size;
-
-	brokerd_msg_get_body(m, &body, &size);
-	return brokerd_bus_emit_signal(u, NAME, "Tick", body, size);
-}
-
-static int on_hang(brokerd_msg *m, void *u)
-{
-	brokerd_msg_ref(m); /* never answered */
-	return 0;
-}
-
 static const struct t_method methods[] = {
-	{ "Ping", on_ping }, { "Emit", on_emit }, { "Hang", on_hang }, { NULL }
+	{ "Ping", t_on_ping }, { "Emit", t_on_tick }, { "Hang", t_on_hang }, { NULL }
 };
-
-static int on_tick(brokerd_msg *m, void *u)
-{
-	const void *body;
-	size_t size;
-
-	brokerd_msg_get_body(m, &body, &size);
-	t_say(ticks[1], "%.*s", (int)size, (const char *)body);
-	return 0;
-}
 
 static int subscriber(void *arg)
 {
 	brokerd_bus *bus = t_open();
 
-	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", on_tick, NULL), 0);
+	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_say_body, (void *)(intptr_t)ticks[1]), 0);
 	t_say(ready[1], "subscriber");
 	return brokerd_bus_run(bus) < 0;
 }
@@ -67,22 +34,6 @@ static void on_state(brokerd_bus *bus, int state, void *u)
 	states++;
 	if (state == BROKERD_STATE_CONNECTED)
 		reconnected = true;
-}
-
-/* Calls until it works (the service may not have its name back yet). */
-static brokerd_msg *call_retry(brokerd_bus *bus, const char *member, const char *arg, int ms)
-{
-	uint64_t end = t_now_usec() + (uint64_t)ms * 1000;
-	brokerd_msg *reply = NULL;
-	int r;
-
-	do {
-		r = brokerd_bus_call(bus, NAME, member, arg, strlen(arg), 2000000, &reply);
-		if (r == 0)
-			return reply;
-		usleep(100000);
-	} while (t_now_usec() < end);
-	FAIL("%s still fails after %d ms: %s", member, ms, strerror(-r));
 }
 
 int main(void)
@@ -105,11 +56,11 @@ int main(void)
 	t_expect(ready[0], "subscriber", 5000);
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, NULL), 0);
 
-	reply = call_retry(bus, "Ping", "", 1000);
+	reply = t_call_retry(bus, NAME, "Ping", "", 1000);
 	brokerd_msg_get_body(reply, &body, &size);
 	snprintf(before, sizeof(before), "%.*s", (int)size, (const char *)body);
 	brokerd_msg_unref(reply);
-	brokerd_msg_unref(call_retry(bus, "Emit", "before", 1000));
+	brokerd_msg_unref(t_call_retry(bus, NAME, "Emit", "before", 1000));
 	t_expect(ticks[0], "before", 5000);
 
 	/* a call in flight when brokerd goes away */
@@ -122,7 +73,7 @@ int main(void)
 	CHECK(t_pump(bus, &reconnected, 10000));
 	t_log("reconnected after %d state changes", states);
 
-	reply = call_retry(bus, "Ping", "", 10000);
+	reply = t_call_retry(bus, NAME, "Ping", "", 10000);
 	brokerd_msg_get_body(reply, &body, &size);
 	snprintf(after, sizeof(after), "%.*s", (int)size, (const char *)body);
 	brokerd_msg_unref(reply);
@@ -134,7 +85,7 @@ int main(void)
 
 	/* the subscriber re-subscribed: a new signal reaches it */
 	for (int i = 0; i < 50 && !got; i++) {
-		brokerd_msg_unref(call_retry(bus, "Emit", "after", 5000));
+		brokerd_msg_unref(t_call_retry(bus, NAME, "Emit", "after", 5000));
 		while (t_hear(ticks[0], line, sizeof(line), 200) == 0)
 			if (strcmp(line, "after") == 0)
 				got = true;

@@ -17,62 +17,16 @@
 #define POLICY_BASE  "[default]\nallow own org.brokerd.test.*\n"
 #define POLICY_ALICE "[user alice]\nallow send " NAME "\nallow receive " NAME "\n"
 
-/* Service: Tick(body) emits the signal Tick with that body. */
-static int on_tick(brokerd_msg *m, void *u)
-{
-	brokerd_bus *bus = u;
-	const void *body;
-	size_t size;
-
-	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
-	CHECK_R(brokerd_bus_emit_signal(bus, NAME, "Tick", body, size), 0);
-	return brokerd_msg_reply(m, NULL, 0);
-}
-
 static const struct t_method methods[] = {
-	{ "Tick", on_tick },
+	{ "Tick", t_on_tick },
 	{ NULL, NULL },
 };
-
-/* A subscriber waiting for the Tick with body want. */
-struct ticks {
-	const char *want;
-	volatile bool seen;
-};
-
-static int on_signal(brokerd_msg *m, void *u)
-{
-	struct ticks *t = u;
-	const void *body;
-	size_t size;
-
-	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
-	if (t->want && size == strlen(t->want) && memcmp(body, t->want, size) == 0)
-		t->seen = true;
-	return 0;
-}
-
-static void tick(brokerd_bus *bus, const char *body)
-{
-	brokerd_msg *reply = NULL;
-
-	CHECK_R(brokerd_bus_call(bus, NAME, "Tick", body, strlen(body), 5000000, &reply), 0);
-	brokerd_msg_unref(reply);
-}
-
-/* Whether the Tick with body want comes within timeout_ms (others pass by). */
-static bool heard(brokerd_bus *bus, struct ticks *t, const char *want, int timeout_ms)
-{
-	t->want = want;
-	t->seen = false;
-	return t_pump(bus, &t->seen, timeout_ms);
-}
 
 static int to_alice[2], from_alice[2];
 
 static int alice(void *arg)
 {
-	struct ticks t = { 0 };
+	struct t_hearing t = { 0 };
 	brokerd_msg *reply = NULL;
 	brokerd_bus *bus;
 	char cmd[32];
@@ -80,9 +34,9 @@ static int alice(void *arg)
 
 	t_become(UID_ALICE);
 	bus = t_open();
-	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", on_signal, &t), 0);
-	tick(bus, "one");
-	CHECK(heard(bus, &t, "one", 5000));
+	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_heard, &t), 0);
+	t_tick(bus, NAME, "one");
+	CHECK(t_heard(bus, &t, "one", 5000));
 	t_say(from_alice[1], "subscribed");
 
 	t_expect(to_alice[0], "reloaded", 20000);
@@ -90,7 +44,7 @@ static int alice(void *arg)
 	CHECK_R(t_hear(to_alice[0], cmd, sizeof(cmd), 20000), 0);
 	if (strcmp(cmd, "ticked") != 0)
 		FAIL("got \"%s\"", cmd);
-	if (heard(bus, &t, "two", 1000))
+	if (t_heard(bus, &t, "two", 1000))
 		FAIL("alice still hears the name's signals after the reload");
 	k = brokerd_bus_call(bus, NAME, "Tick", "x", 1, 5000000, &reply);
 	if (k != -EACCES)
@@ -102,25 +56,25 @@ static int alice(void *arg)
 
 int main(void)
 {
-	struct ticks t = { 0 };
+	struct t_hearing t = { 0 };
 	brokerd_bus *bus = t_open();
 	pid_t srv, pid;
 
 	t_policy(POLICY_BASE POLICY_ALICE);
 	srv = t_service_start(NAME, methods);
-	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", on_signal, &t), 0);
+	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_heard, &t), 0);
 	t_pipe(to_alice);
 	t_pipe(from_alice);
 	pid = t_fork(alice, NULL);
 	t_expect(from_alice[0], "subscribed", 20000);
-	CHECK(heard(bus, &t, "one", 5000));
+	CHECK(t_heard(bus, &t, "one", 5000));
 
-	tick(bus, "zero");
+	t_tick(bus, NAME, "zero");
 	t_policy(POLICY_BASE);
 	t_say(to_alice[1], "reloaded");
-	CHECK(heard(bus, &t, "zero", 5000));
-	tick(bus, "two");
-	CHECK(heard(bus, &t, "two", 5000));
+	CHECK(t_heard(bus, &t, "zero", 5000));
+	t_tick(bus, NAME, "two");
+	CHECK(t_heard(bus, &t, "two", 5000));
 	t_say(to_alice[1], "ticked");
 	t_expect(from_alice[0], "done", 20000);
 	CHECK_R(t_wait(pid, 20000), 0);

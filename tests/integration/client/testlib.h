@@ -297,6 +297,120 @@ static inline pid_t t_service_start(const char *name, const struct t_method *met
 	return pid;
 }
 
+/*
+ * A service method (its userdata the service's bus): emits its call's body
+ * as the signal Tick of the name it was called on, then replies.
+ */
+static inline int t_on_tick(brokerd_msg *m, void *u)
+{
+	const void *body;
+	size_t size;
+
+	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
+	CHECK_R(brokerd_bus_emit_signal(u, brokerd_msg_get_name(m), "Tick", body, size), 0);
+	return brokerd_msg_reply(m, NULL, 0);
+}
+
+/* A service method: replies with the service's unique name. */
+static inline int t_on_ping(brokerd_msg *m, void *u)
+{
+	const char *me = "";
+
+	brokerd_bus_get_unique_name(u, &me);
+	return brokerd_msg_reply(m, me, strlen(me));
+}
+
+/* A service method that never answers (a call left in flight). */
+static inline int t_on_hang(brokerd_msg *m, void *u)
+{
+	brokerd_msg_ref(m);
+	return 0;
+}
+
+/* A signal handler that says each signal's body as a line on the fd in u. */
+static inline int t_on_say_body(brokerd_msg *m, void *u)
+{
+	const void *body;
+	size_t size;
+
+	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
+	t_say((int)(intptr_t)u, "%.*s", (int)size, (const char *)body);
+	return 0;
+}
+
+/* name.Tick(body), which must be answered within 5 s. */
+static inline void t_tick(brokerd_bus *bus, const char *name, const char *body)
+{
+	brokerd_msg *reply = NULL;
+
+	CHECK_R(brokerd_bus_call(bus, name, "Tick", body, strlen(body), 5000000, &reply), 0);
+	brokerd_msg_unref(reply);
+}
+
+/* A subscriber waiting for the signal with body want (t_on_heard, t_heard). */
+struct t_hearing {
+	const char *want;
+	volatile bool seen;
+};
+
+static inline int t_on_heard(brokerd_msg *m, void *u)
+{
+	struct t_hearing *t = u;
+	const void *body;
+	size_t size;
+
+	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
+	if (t->want && size == strlen(t->want) && memcmp(body, t->want, size) == 0)
+		t->seen = true;
+	return 0;
+}
+
+/* Whether the signal with body want comes within timeout_ms (others pass by). */
+static inline bool t_heard(brokerd_bus *bus, struct t_hearing *t, const char *want, int timeout_ms)
+{
+	t->want = want;
+	t->seen = false;
+	return t_pump(bus, &t->seen, timeout_ms);
+}
+
+/* Calls name.member(arg) until it is answered (2 s a try) or ms have passed: the reply. */
+static inline brokerd_msg *t_call_retry(brokerd_bus *bus, const char *name, const char *member,
+					const char *arg, int ms)
+{
+	uint64_t end = t_now_usec() + (uint64_t)ms * 1000;
+	brokerd_msg *reply = NULL;
+	int r;
+
+	do {
+		r = brokerd_bus_call(bus, name, member, arg, strlen(arg), 2000000, &reply);
+		if (r == 0)
+			return reply;
+		usleep(100000);
+	} while (t_now_usec() < end);
+	FAIL("%s.%s still fails after %d ms: %s", name, member, ms, strerror(-r));
+}
+
+/*
+ * A worker of a pool (BROKERD_NAME_POOL): serves name.member with handler
+ * (userdata u), says "ready" on ready_fd once REQUEST_NAME answered want
+ * (0: primary owner or queued, either), and runs until killed.
+ */
+static inline int t_pool_worker(const char *name, const char *member, brokerd_msg_handler_t handler, void *u,
+				int ready_fd, int want)
+{
+	brokerd_bus *bus = t_open();
+	int r;
+
+	CHECK_R(brokerd_bus_add_method(bus, NULL, name, member, handler, u), 0);
+	r = brokerd_bus_request_name(bus, name, BROKERD_NAME_POOL);
+	if (want)
+		CHECK_R(r, want);
+	else
+		CHECK(r == BROKERD_NAME_PRIMARY_OWNER || r == BROKERD_NAME_IN_QUEUE);
+	t_say(ready_fd, "ready");
+	return brokerd_bus_run(bus) < 0;
+}
+
 /* The outcome of an asynchronous call: pass with t_on_reply, then t_pump(&done). */
 struct t_reply {
 	volatile bool done;
