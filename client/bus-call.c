@@ -159,8 +159,6 @@ _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, c
 	_cleanup_free_ void *data = NULL;
 	int k;
 
-	if ((size && !body) || size > CHMSG_MAX)
-		return -EINVAL;
 	k = bus_bytes_body(&m, body, size, &data);
 	if (k < 0)
 		return k;

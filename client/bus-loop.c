@@ -282,8 +282,6 @@ _public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *me
 	_cleanup_free_ void *data = NULL;
 	int k;
 
-	if ((size && !body) || size > CHMSG_MAX)
-		return -EINVAL;
 	k = bus_bytes_body(&m, body, size, &data);
 	if (k < 0)
 		return k;
