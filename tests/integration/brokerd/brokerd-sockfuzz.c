@@ -5,7 +5,7 @@
  *
  * For FUZZ_SECONDS, FUZZ_CHILDREN forked children, each under its own uid
  * (61001.., no account needed: the socket is 0666 and HELLO and the
- * listings need no policy), keep a few connections open and throw at
+ * listings need no policy; the last child stays root), keep a few connections open and throw at
  * brokerd: valid requests with mutated bytes (bit flips, truncation,
  * extension, changed length and n_fds fields, random versions, types and
  * op codes), random datagrams (zero-length and oversized ones included)
@@ -44,8 +44,9 @@
 #include "util/clock.h"
 #include "util/socket.h"
 
-#define FUZZ_SECONDS  15
-#define FUZZ_CHILDREN 4
+#define FUZZ_SECONDS 15
+/* the last child stays root: privileged ops (MONITOR, RELOAD, QUOTA of all uids) are fuzzed too */
+#define FUZZ_CHILDREN 5
 #define FUZZ_UID_BASE 61001
 #define CONNS_MAX     6 /* per child: far below the default connections quota (256) */
 #define FDS_SENT_MAX  8 /* twice what any op takes: brokerd must drop the rest */
@@ -512,7 +513,7 @@ static void send_one(struct fuzz_conn *c, uint8_t *buf, struct fuzz_stats *st)
 
 static void fuzz_child(unsigned int index, uint64_t seed, uint64_t deadline)
 {
-	uid_t uid = FUZZ_UID_BASE + index;
+	uid_t uid = index == FUZZ_CHILDREN - 1 ? 0 : FUZZ_UID_BASE + index;
 	struct fuzz_conn conns[CONNS_MAX];
 	struct fuzz_stats st = { 0 };
 	struct tc_msg *m = malloc(sizeof(*m));
