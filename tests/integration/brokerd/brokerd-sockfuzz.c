@@ -20,6 +20,10 @@
  *
  *   brokerd-sockfuzz [SEED]    the seed is printed; pass it to replay a run
  *
+ * A replay sends each child's datagrams in the same order, until brokerd's
+ * timing differs (a connection it closes sooner or later, a full socket):
+ * the interleaving of the children is up to the scheduler.
+ *
  * Runs as root; skipped otherwise.
  */
 #include <errno.h>
