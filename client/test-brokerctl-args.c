@@ -5,13 +5,13 @@
  * structs, dicts, nested variants), printed back as text and as JSON, and
  * the refusals (bad values, too few or too many arguments).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/brokerctl-args.h"
-
-static int failures;
+#include "util/test.h"
 
 static brokerd_msg *build(const char *sig, const char *line, char *err, size_t err_size, int *ret)
 {
@@ -38,27 +38,18 @@ static void check_ok(const char *sig, const char *line, const char *text, const 
 	int k;
 	brokerd_msg *m = build(sig, line, err, sizeof(err), &k);
 
-	if (k < 0) {
-		printf("FAIL %s %s: refused: %s\n", sig, line, err);
-		failures++;
-		brokerd_msg_unref(m);
-		return;
-	}
+	if (k < 0)
+		printf("refused %s %s: %s\n", sig, line, err);
+	ASSERT_INT(k, ==, 0);
 	f = open_memstream(&buf, &size);
-	body_print(m, f);
+	ASSERT_INT(body_print(m, f), ==, 0);
 	fclose(f);
-	if (strcmp(buf, text) != 0) {
-		printf("FAIL %s %s: text\n  got  %s  want %s", sig, line, buf, text);
-		failures++;
-	}
+	ASSERT_STR(buf, text);
 	free(buf);
 	f = open_memstream(&buf, &size);
-	body_print_json(m, f, false);
+	ASSERT_INT(body_print_json(m, f, false), ==, 0);
 	fclose(f);
-	if (strcmp(buf, json) != 0) {
-		printf("FAIL %s %s: json\n  got  %s  want %s", sig, line, buf, json);
-		failures++;
-	}
+	ASSERT_STR(buf, json);
 	free(buf);
 	brokerd_msg_unref(m);
 }
@@ -69,10 +60,9 @@ static void check_refused(const char *sig, const char *line, const char *what)
 	int k;
 	brokerd_msg *m = build(sig, line, err, sizeof(err), &k);
 
-	if (k >= 0 || !strstr(err, what)) {
-		printf("FAIL %s %s: want refusal with \"%s\", got %d \"%s\"\n", sig, line, what, k, err);
-		failures++;
-	}
+	printf("%s %s: %s\n", sig, line, err);
+	ASSERT_INT(k, ==, -EINVAL);
+	ASSERT(strstr(err, what));
 	brokerd_msg_unref(m);
 }
 
@@ -123,15 +113,12 @@ int main(void)
 	f = open_memstream(&buf, &size);
 	body_print_json(m, f, true);
 	fclose(f);
-	if (k < 0 || strcmp(buf, "{\n\t\"type\" : \"a{sv}\",\n\t\"data\" : [\n\t\t{\n\t\t\t\"k\" : {\n"
-				 "\t\t\t\t\"type\" : \"as\",\n\t\t\t\t\"data\" : [\n\t\t\t\t\t\"x\"\n"
-				 "\t\t\t\t]\n\t\t\t}\n\t\t}\n\t]\n}\n") != 0) {
-		printf("FAIL pretty JSON:\n%s", buf);
-		failures++;
-	}
+	ASSERT_INT(k, ==, 0);
+	ASSERT_STR(buf, "{\n\t\"type\" : \"a{sv}\",\n\t\"data\" : [\n\t\t{\n\t\t\t\"k\" : {\n"
+			"\t\t\t\t\"type\" : \"as\",\n\t\t\t\t\"data\" : [\n\t\t\t\t\t\"x\"\n"
+			"\t\t\t\t]\n\t\t\t}\n\t\t}\n\t]\n}\n");
 	free(buf);
 	brokerd_msg_unref(m);
 
-	printf("%s\n", failures ? "FAILED" : "ok");
-	return failures ? 1 : 0;
+	return 0;
 }
