@@ -316,6 +316,17 @@ static void print_quoted(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The shortest text that reads back as the same double: 0.1, not
+ * 0.10000000000000001 as %.17g writes it. */
+static void format_double(char *buf, size_t size, double d)
+{
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, size, "%.*g", p, d);
+		if (strtod(buf, NULL) == d)
+			return;
+	}
+}
+
 /* Reads one basic value of type and prints it after a space. */
 static int print_basic(brokerd_msg *m, char type, FILE *f)
 {
@@ -362,9 +373,13 @@ static int print_basic(brokerd_msg *m, char type, FILE *f)
 	case 't':
 		fprintf(f, "%" PRIu64, v.t);
 		break;
-	case 'd':
-		fprintf(f, "%.17g", v.d);
+	case 'd': {
+		char num[64];
+
+		format_double(num, sizeof(num), v.d);
+		fputs(num, f);
 		break;
+	}
 	default:
 		print_quoted(f, v.s);
 	}
@@ -561,7 +576,7 @@ static int json_basic(brokerd_msg *m, char type, struct jw *w, bool as_key)
 		if (v.d != v.d || v.d > 1.7976931348623157e308 || v.d < -1.7976931348623157e308)
 			snprintf(num, sizeof(num), "null");
 		else
-			snprintf(num, sizeof(num), "%.17g", v.d);
+			format_double(num, sizeof(num), v.d);
 		break;
 	default:
 		if (as_key)

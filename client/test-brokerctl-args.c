@@ -81,6 +81,8 @@ int main(void)
 		 "ybnqiuxtd 255 true -5 7 -100000 4000000000 -9000000000 18000000000000000000 2.5\n",
 		 "{\"type\":\"ybnqiuxtd\",\"data\":[255,true,-5,7,-100000,4000000000,-9000000000,"
 		 "18000000000000000000,2.5]}\n");
+	check_ok("ddd", "0.1 -1e300 3", "ddd 0.1 -1e+300 3\n",
+		 "{\"type\":\"ddd\",\"data\":[0.1,-1e+300,3]}\n");
 	check_ok("bog", "off /a/b a{sv}", "bog false \"/a/b\" \"a{sv}\"\n",
 		 "{\"type\":\"bog\",\"data\":[false,\"/a/b\",\"a{sv}\"]}\n");
 	check_ok("a{sv}", "2 key s hello n v i -3", "a{sv} 2 \"key\" s \"hello\" \"n\" v i -3\n",
