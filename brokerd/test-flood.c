@@ -92,6 +92,20 @@ static int recv_reply(int fd, struct tc_msg *m, int timeout_ms)
 	return r;
 }
 
+/* A REPLY to what was just sent on fd, or the test fails saying what came instead. */
+static void expect_reply(int fd, struct tc_msg *m, int timeout_ms)
+{
+	int r = recv_reply(fd, m, timeout_ms);
+
+	if (r < 0)
+		printf("# no reply: %s\n", strerror(-r));
+	else if (m->m.hdr.type != CTRL_TYPE_REPLY)
+		printf("# %s (serial %u) instead of a reply: %s: %s\n", ctrl_type_to_string(m->m.hdr.type),
+		       m->m.hdr.serial, m->error_name ? m->error_name : "",
+		       m->error_message ? m->error_message : "");
+	CHECK(r == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
+}
+
 static bool is_error(const struct tc_msg *m, const char *name)
 {
 	return m->m.hdr.type == CTRL_TYPE_ERROR && strcmp(m->error_name, name) == 0;
@@ -563,9 +577,9 @@ static void test_slow_reader(void)
 	for (uint32_t i = 0; i < n_changes / 2; i++) {
 		snprintf(name, sizeof(name), "org.brokerdtest.flood.N%u", i);
 		CHECK(tc_fd_request(bob, MSG_DONTWAIT, CTRL_OP_REQUEST_NAME, 2 * i + 10, "su", name, 0) == 0);
-		CHECK(recv_reply(bob, m, 5000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
+		expect_reply(bob, m, 5000);
 		CHECK(tc_fd_request(bob, MSG_DONTWAIT, CTRL_OP_RELEASE_NAME, 2 * i + 11, "s", name) == 0);
-		CHECK(recv_reply(bob, m, 5000) == 0 && m->m.hdr.type == CTRL_TYPE_REPLY);
+		expect_reply(bob, m, 5000);
 	}
 	printf("# bob made %u name owner changes in %llu ms\n", n_changes,
 	       (unsigned long long)((now_usec() - t0) / 1000));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * brokerctl-msg.c - brokerctl's traffic commands: call a method, emit a
- * signal, monitor the bus.
+ * signal (typed as busctl writes them, or as bytes), monitor the bus.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client/brokerctl-args.h"
 #include "client/brokerctl.h"
 #include "client/bus-introspect.h"
 
@@ -49,6 +50,74 @@ static void print_msg_json(struct json *j, brokerd_msg *m)
 
 /* --- call / emit --------------------------------------------------------- */
 
+/*
+ * argv: [SIGNATURE [ARGUMENT...]] appended to m. A bad argument is a usage
+ * error, reported before anything is sent.
+ */
+static int append_args(brokerd_msg *m, int argc, char **argv)
+{
+	char err[512];
+	int k;
+
+	if (argc == 0)
+		return 0;
+	k = args_append(m, argv[0], argc - 1, argv + 1, err, sizeof(err));
+	if (k < 0) {
+		fprintf(stderr, "brokerctl: %s\n", err);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* call SERVICE OBJECT INTERFACE METHOD [SIGNATURE [ARGUMENT...]] */
+static int call_typed(brokerd_bus *bus, int argc, char **argv)
+{
+	brokerd_msg *m = NULL, *reply = NULL;
+	char what[600];
+	int k, r;
+
+	snprintf(what, sizeof(what), "call %s %s %s.%s", argv[1], argv[2], argv[3], argv[4]);
+	k = brokerd_msg_new_call(bus, &m, argv[1], argv[2], argv[3], argv[4]);
+	if (k < 0) {
+		fprintf(stderr, "brokerctl: invalid service name, object path, interface or method: %s\n",
+			what + 5);
+		return EXIT_USAGE;
+	}
+	r = append_args(m, argc - 5, argv + 5);
+	if (r) {
+		brokerd_msg_unref(m);
+		return r;
+	}
+	k = brokerd_bus_call_msg(bus, m, arg_timeout_usec, &reply);
+	brokerd_msg_unref(m);
+	if (k < 0 && k != -EREMOTEIO)
+		return fail(bus, what, k);
+	if (k == -EREMOTEIO) {
+		const void *body;
+		size_t size;
+
+		/* as the bytes form reports it: the error's name and message */
+		(void)brokerd_msg_get_body(reply, &body, &size);
+		if (arg_json) {
+			struct json j;
+
+			out_begin(&j);
+			print_msg_json(&j, reply);
+			out_end(&j);
+		}
+		fprintf(stderr, "brokerctl: %s: %.*s\n", brokerd_msg_get_error_name(reply), (int)size,
+			(const char *)body);
+	} else {
+		r = arg_json ? body_print_json(reply, stdout, arg_json_pretty) : body_print(reply, stdout);
+		if (r < 0) {
+			brokerd_msg_unref(reply);
+			return fail(NULL, "reading the reply", r);
+		}
+	}
+	brokerd_msg_unref(reply);
+	return errno_to_exit(k);
+}
+
 int cmd_call(brokerd_bus *bus, int argc, char **argv)
 {
 	brokerd_msg *reply = NULL;
@@ -57,6 +126,14 @@ int cmd_call(brokerd_bus *bus, int argc, char **argv)
 	size_t size;
 	int k;
 
+	/* busctl's form has an object path where the bytes form has a member */
+	if (argc >= 3 && argv[2][0] == '/') {
+		if (argc < 5)
+			return fail(NULL,
+				    "usage: call SERVICE OBJECT INTERFACE METHOD [SIGNATURE [ARGUMENT...]]",
+				    -EINVAL);
+		return call_typed(bus, argc, argv);
+	}
 	if (argc < 3 || argc > 4)
 		return fail(NULL, "usage: call NAME MEMBER [ARG]", -EINVAL);
 	k = brokerd_bus_call(bus, argv[1], argv[2], arg, strlen(arg), arg_timeout_usec, &reply);
@@ -85,25 +162,72 @@ int cmd_call(brokerd_bus *bus, int argc, char **argv)
 	return errno_to_exit(k);
 }
 
-int cmd_emit(brokerd_bus *bus, int argc, char **argv)
+/*
+ * Signals go out on the name's signal channel, which only its owner may
+ * use: brokerctl takes the name for the moment. Returns 0 or an exit code.
+ */
+static int take_name(brokerd_bus *bus, const char *name)
 {
-	const char *arg = argc > 3 ? argv[3] : "";
-	int k;
+	int k = brokerd_bus_request_name(bus, name, BROKERD_NAME_DO_NOT_QUEUE);
 
-	if (argc < 3 || argc > 4)
-		return fail(NULL, "usage: emit NAME MEMBER [ARG]", -EINVAL);
-	/* signals go out on the name's signal channel, which only its owner may use */
-	k = brokerd_bus_request_name(bus, argv[1], BROKERD_NAME_DO_NOT_QUEUE);
 	if (k == -EEXIST) {
 		fprintf(stderr,
 			"brokerctl: %s is owned by another connection: only its owner can emit its signals\n",
-			argv[1]);
+			name);
 		return EXIT_DENIED;
 	}
-	if (k < 0)
-		return fail(bus, "RequestName", k);
-	k = brokerd_bus_emit_signal(bus, argv[1], argv[2], arg, strlen(arg));
-	(void)brokerd_bus_release_name(bus, argv[1]);
+	return k < 0 ? fail(bus, "RequestName", k) : 0;
+}
+
+/* emit OBJECT INTERFACE SIGNAL [SIGNATURE [ARGUMENT...]] on --name's channel */
+static int emit_typed(brokerd_bus *bus, int argc, char **argv, brokerd_msg **m)
+{
+	int k, r;
+
+	if (!arg_name) {
+		fprintf(stderr, "brokerctl: emit OBJECT ... needs --name NAME: the name whose signal "
+				"channel carries it\n");
+		return EXIT_USAGE;
+	}
+	k = brokerd_msg_new_signal(bus, m, arg_name, argv[1], argv[2], argv[3]);
+	if (k < 0) {
+		fprintf(stderr, "brokerctl: invalid name, object path, interface or signal: %s %s %s.%s\n",
+			arg_name, argv[1], argv[2], argv[3]);
+		return EXIT_USAGE;
+	}
+	r = append_args(*m, argc - 4, argv + 4);
+	return r ? r : take_name(bus, arg_name);
+}
+
+int cmd_emit(brokerd_bus *bus, int argc, char **argv)
+{
+	const char *arg = argc > 3 ? argv[3] : "";
+	brokerd_msg *m = NULL;
+	const char *name;
+	int k;
+
+	if (argc >= 2 && argv[1][0] == '/') {
+		if (argc < 4)
+			return fail(NULL, "usage: emit OBJECT INTERFACE SIGNAL [SIGNATURE [ARGUMENT...]]",
+				    -EINVAL);
+		k = emit_typed(bus, argc, argv, &m);
+		if (k) {
+			brokerd_msg_unref(m);
+			return k;
+		}
+		name = arg_name;
+		k = brokerd_bus_send(bus, m);
+		brokerd_msg_unref(m);
+	} else {
+		if (argc < 3 || argc > 4)
+			return fail(NULL, "usage: emit NAME MEMBER [ARG]", -EINVAL);
+		k = take_name(bus, argv[1]);
+		if (k)
+			return k;
+		name = argv[1];
+		k = brokerd_bus_emit_signal(bus, argv[1], argv[2], arg, strlen(arg));
+	}
+	(void)brokerd_bus_release_name(bus, name);
 	if (k < 0)
 		return fail(bus, "emit", k);
 	if (arg_json) {

@@ -22,6 +22,8 @@
 #include "client/brokerctl.h"
 
 bool arg_json;
+bool arg_json_pretty;
+const char *arg_name;
 static const char *arg_address;
 uint64_t arg_timeout_usec = 25ULL * 1000000ULL;
 long arg_count = -1;
@@ -36,15 +38,20 @@ static void usage(FILE *f)
 		"  info                          this connection and what brokerd offers\n"
 		"  list                          names, their owners and queued owners\n"
 		"  status NAME                   owner and credentials of a name\n"
-		"  call NAME MEMBER [ARG]        call a method, print the reply\n"
-		"  emit NAME MEMBER [ARG]        emit a signal (takes the name meanwhile)\n"
+		"  call SERVICE OBJECT INTERFACE METHOD [SIGNATURE [ARGUMENT...]]\n"
+		"                                call a method with typed arguments\n"
+		"  call NAME MEMBER [ARG]        call a method with bytes, print the reply's\n"
+		"  emit OBJECT INTERFACE SIGNAL [SIGNATURE [ARGUMENT...]]\n"
+		"                                emit a typed signal on --name's channel\n"
+		"  emit NAME MEMBER [ARG]        emit a signal with bytes (takes the name meanwhile)\n"
 		"  monitor [NAME]                print bus traffic (privileged)\n"
 		"  peers                         connections with credentials and names\n"
 		"  policy check USER NAME ACTION explain a decision (own, send, receive)\n"
 		"  quota [UID|all]               quota use per uid\n"
 		"\n"
 		"Options:\n"
-		"  -j, --json                    JSON output\n"
+		"  -j, --json[=short|pretty]     JSON output (pretty: typed bodies indented)\n"
+		"  -N, --name NAME               emit: the name whose signal channel to use\n"
 		"  -a, --address PATH            broker socket (default $BROKERD_SOCKET or %s)\n"
 		"  -t, --timeout SEC             call timeout (default 25)\n"
 		"  -n, --count N                 monitor: stop after N messages\n"
@@ -163,22 +170,30 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	static const struct option options[] = { { "json", no_argument, NULL, 'j' },
-						 { "address", required_argument, NULL, 'a' },
-						 { "timeout", required_argument, NULL, 't' },
-						 { "count", required_argument, NULL, 'n' },
-						 { "page-size", required_argument, NULL, 'p' },
-						 { "help", no_argument, NULL, 'h' },
-						 {} };
+	static const struct option options[] = {
+		{ "json", optional_argument, NULL, 'j' },    { "name", required_argument, NULL, 'N' },
+		{ "address", required_argument, NULL, 'a' }, { "timeout", required_argument, NULL, 't' },
+		{ "count", required_argument, NULL, 'n' },   { "page-size", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },	     {}
+	};
 	brokerd_bus *bus = NULL;
 	int c, k;
 
-	while ((c = getopt_long(argc, argv, "+ja:t:n:p:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+ja:N:t:n:p:h", options, NULL)) >= 0) {
 		char *end;
 
 		switch (c) {
 		case 'j':
+			if (optarg && strcmp(optarg, "short") != 0 && strcmp(optarg, "pretty") != 0) {
+				fprintf(stderr, "brokerctl: invalid JSON mode %s (short or pretty)\n",
+					optarg);
+				return EXIT_USAGE;
+			}
 			arg_json = true;
+			arg_json_pretty = optarg && strcmp(optarg, "pretty") == 0;
+			break;
+		case 'N':
+			arg_name = optarg;
 			break;
 		case 'a':
 			arg_address = optarg;

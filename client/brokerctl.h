@@ -26,6 +26,8 @@ enum {
 };
 
 extern bool arg_json;
+extern bool arg_json_pretty;
+extern const char *arg_name;
 extern uint64_t arg_timeout_usec;
 extern long arg_count;
 extern uint32_t arg_page_size;

@@ -134,6 +134,7 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 	if (!handler)
 		m->flags |= CHMSG_F_NO_REPLY_EXPECTED;
 	s->sent = now_usec();
+	s->ctrl_seq = bus->ctrl_seq;
 	s->deadline = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
 	k = bus_chan_send(bus, b->call_send, m);
 	if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
@@ -159,8 +160,6 @@ _public_ int brokerd_bus_call_async(brokerd_bus *bus, brokerd_slot **ret_slot, c
 	_cleanup_free_ void *data = NULL;
 	int k;
 
-	if ((size && !body) || size > CHMSG_MAX)
-		return -EINVAL;
 	k = bus_bytes_body(&m, body, size, &data);
 	if (k < 0)
 		return k;

@@ -59,6 +59,8 @@ int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_d
 	int k;
 
 	*ret_data = NULL;
+	if ((size && !bytes) || size > CHMSG_MAX)
+		return -EINVAL;
 	if (size == 0)
 		return 0; /* no body at all, as a D-Bus method without arguments */
 	k = dbus_writer_init(&w, "ay");

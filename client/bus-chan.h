@@ -18,7 +18,8 @@ int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
 /*
  * Makes bytes (size of them) the body of m as the byte-oriented API sends
  * them: signature "ay", or no body for no bytes. *ret_data (free it) holds
- * the body m points to. 0, -EINVAL or -ENOMEM.
+ * the body m points to. 0, -EINVAL (bytes NULL with a size, or more than
+ * CHMSG_MAX) or -ENOMEM.
  */
 int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_data);
 /* The next message serial (never 0). */

@@ -125,6 +125,7 @@ int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n
 	}
 	if (n == 0)
 		return 0;
+	bus->ctrl_seq++;
 	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 		for (unsigned int i = 0; i < *n_fds; i++)
 			close(fds[i]);
@@ -146,6 +147,7 @@ static void bus_ctrl_queue(brokerd_bus *bus, uint8_t *buf, size_t len, int *fds,
 		return;
 	}
 	q->next = NULL;
+	q->seq = bus->ctrl_seq;
 	q->len = len;
 	q->n_fds = n_fds;
 	memcpy(q->fds, fds, sizeof(int) * n_fds);

@@ -204,8 +204,26 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 	bus_unref(bus);
 }
 
+/*
+ * A receiver of b's calls is gone, as the seq-th control datagram said: the
+ * calls it may have taken will never be answered. Those sent after that
+ * datagram was read went to whoever receives now, and keep waiting.
+ */
+static void fail_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t seq)
+{
+	struct brokerd_slot *s, *next;
+
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (s->type == SLOT_CALL && s->serial && s->bname == b && s->ctrl_seq < seq) {
+			bus_call_complete(s, NULL, -ECONNRESET);
+			next = bus->slots;
+		}
+	}
+}
+
 static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, const char *old_owner,
-					const char *new_owner)
+					const char *new_owner, uint64_t seq)
 {
 	struct brokerd_slot *s, *next;
 	struct bname *b = bname_get(bus, name, false);
@@ -220,13 +238,7 @@ static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, cons
 		/* the name's last owner is gone: so are the calls it was serving */
 		chan_close(&bus->ring, b->call_send);
 		b->call_send = NULL;
-		for (s = bus->slots; s; s = next) {
-			next = s->next;
-			if (s->type == SLOT_CALL && s->serial && s->bname == b) {
-				bus_call_complete(s, NULL, -ECONNRESET);
-				next = bus->slots;
-			}
-		}
+		fail_calls_sent_before(bus, b, seq);
 	}
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
@@ -236,7 +248,8 @@ static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, cons
 }
 
 /* Takes ownership of fds. */
-int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds, unsigned int n_fds)
+int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds, unsigned int n_fds,
+		      uint64_t seq)
 {
 	struct ctrl_message m;
 	struct ctrl_reader r;
@@ -252,7 +265,7 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 	case CTRL_SIGNAL_NAME_OWNER_CHANGED:
 		if (ctrl_read_string(&r, &a, NULL) >= 0 && ctrl_read_string(&r, &o, NULL) >= 0 &&
 		    ctrl_read_string(&r, &n, NULL) >= 0)
-			dispatch_name_owner_changed(bus, a, o, n);
+			dispatch_name_owner_changed(bus, a, o, n, seq);
 		break;
 	case CTRL_SIGNAL_NAME_ACQUIRED:
 		if (ctrl_read_string(&r, &a, NULL) >= 0) {
@@ -286,18 +299,12 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 		break;
 	}
 	case CTRL_SIGNAL_CALL_RECEIVER_LOST:
-		/* a receiver of the name's calls died: any call may have been its */
+		/* a receiver of the name's calls died: any call sent before may have been its */
 		if (ctrl_read_string(&r, &a, NULL) >= 0) {
 			struct bname *b = bname_get(bus, a, false);
-			struct brokerd_slot *s, *next;
 
-			for (s = bus->slots; b && s; s = next) {
-				next = s->next;
-				if (s->type == SLOT_CALL && s->serial && s->bname == b) {
-					bus_call_complete(s, NULL, -ECONNRESET);
-					next = bus->slots;
-				}
-			}
+			if (b)
+				fail_calls_sent_before(bus, b, seq);
 		}
 		break;
 	case CTRL_SIGNAL_CAPABILITY_REVOKED:

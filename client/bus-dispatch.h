@@ -12,8 +12,9 @@
 /* A receive completed on c (its res and buf set): decode, re-arm, dispatch.
  * A malformed message is dropped. */
 void bus_dispatch_chan(brokerd_bus *bus, struct chan *c);
-/* A broker signal from the control socket; takes ownership of fds. Returns
- * 1 (one event handled). */
-int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds, unsigned int n_fds);
+/* A broker signal from the control socket, the seq-th datagram read
+ * (bus->ctrl_seq); takes ownership of fds. Returns 1 (one event handled). */
+int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds, unsigned int n_fds,
+		      uint64_t seq);
 
 #endif

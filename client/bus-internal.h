@@ -78,6 +78,7 @@ struct peer_inbox {
 /* A control datagram kept for later (signals that arrived during a request). */
 struct ctrl_queued {
 	struct ctrl_queued *next;
+	uint64_t seq; /* its place among the datagrams read (bus->ctrl_seq) */
 	size_t len;
 	unsigned int n_fds;
 	int fds[CTRL_FDS_MAX];
@@ -113,6 +114,7 @@ struct brokerd_slot {
 	uint32_t serial;   /* calls */
 	uint64_t deadline; /* calls: CLOCK_MONOTONIC usec */
 	uint64_t sent;	   /* calls: when, CLOCK_MONOTONIC usec */
+	uint64_t ctrl_seq; /* calls: control datagrams read before it was sent */
 };
 
 struct monitor_chan {
@@ -151,6 +153,13 @@ struct brokerd_bus {
 	unsigned int n_peer_inboxes;
 	struct brokerd_slot *slots;
 	struct ctrl_queued *cq_head, **cq_tail;
+	/*
+	 * Control datagrams read so far. brokerd writes a signal that a call's
+	 * receiver is gone only after that receiver can no longer take calls,
+	 * so a call sent after the signal was read (even if it still waits in
+	 * the queue) cannot have been that receiver's: bus-dispatch.c compares.
+	 */
+	uint64_t ctrl_seq;
 	struct monitor_chan *monitors;
 	struct retired_chan *retired;
 

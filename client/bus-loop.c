@@ -89,7 +89,7 @@ static int bus_process_internal(brokerd_bus *bus)
 		bus->cq_head = q->next;
 		if (!bus->cq_head)
 			bus->cq_tail = &bus->cq_head;
-		n += bus_dispatch_ctrl(bus, q->data, q->len, q->fds, q->n_fds);
+		n += bus_dispatch_ctrl(bus, q->data, q->len, q->fds, q->n_fds, q->seq);
 		free(q);
 	}
 	/* the control socket */
@@ -115,7 +115,7 @@ static int bus_process_internal(brokerd_bus *bus)
 			break;
 		}
 		if (k > 0)
-			n += bus_dispatch_ctrl(bus, buf, (size_t)k, fds, n_fds);
+			n += bus_dispatch_ctrl(bus, buf, (size_t)k, fds, n_fds, bus->ctrl_seq);
 		free(buf);
 	}
 	/* channels: inside a synchronous call only the inbox, for the reply; a
@@ -282,8 +282,6 @@ _public_ int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *me
 	_cleanup_free_ void *data = NULL;
 	int k;
 
-	if ((size && !body) || size > CHMSG_MAX)
-		return -EINVAL;
 	k = bus_bytes_body(&m, body, size, &data);
 	if (k < 0)
 		return k;

@@ -571,7 +571,7 @@ static void test_malformed(struct fixture *f)
 }
 
 /* A broker signal: NameOwnerChanged reaches the watches and fails the calls to a
- * name that lost its last owner. */
+ * name that lost its last owner; CallReceiverLost fails the calls sent before it. */
 static void test_ctrl(struct fixture *f)
 {
 	struct seen pending = { 0 };
@@ -580,12 +580,14 @@ static void test_ctrl(struct fixture *f)
 	const void *data;
 	size_t len;
 	unsigned int closed;
+	uint64_t stale;
 
 	ASSERT_INT(brokerd_bus_watch_name(f->bus, &watch, SVC, on_owner_changed, NULL), ==, 0);
 	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Hang", NULL, 0, 0, on_reply, &pending), ==, 0);
 
 	/* garbage is dropped */
-	ASSERT_INT(bus_dispatch_ctrl(f->bus, (const uint8_t *)"garbage", 7, NULL, 0), ==, 1);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, (const uint8_t *)"garbage", 7, NULL, 0, ++f->bus->ctrl_seq), ==,
+		   1);
 	ASSERT_INT(noc.n + pending.n, ==, 0);
 
 	/* another name changing hands is not ours to hear */
@@ -594,7 +596,7 @@ static void test_ctrl(struct fixture *f)
 	ctrl_write_string(&w, "");
 	ctrl_write_string(&w, ":1.9");
 	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
-	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0), ==, 1);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
 	ctrl_writer_deinit(&w);
 	ASSERT_INT(noc.n + pending.n, ==, 0);
 
@@ -604,7 +606,7 @@ static void test_ctrl(struct fixture *f)
 	ctrl_write_string(&w, PEER_NAME);
 	ctrl_write_string(&w, "");
 	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
-	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0), ==, 1);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
 	ctrl_writer_deinit(&w);
 	ASSERT_INT(noc.n, ==, 1);
 	ASSERT(strcmp(noc.name, SVC) == 0);
@@ -622,9 +624,27 @@ static void test_ctrl(struct fixture *f)
 	ctrl_write_string(&w, "");
 	ctrl_write_string(&w, ":1.12");
 	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
-	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0), ==, 1);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
 	ctrl_writer_deinit(&w);
 	ASSERT(f->svc->n_receivers >= 1 && f->svc->receivers[f->svc->n_receivers - 1] == 12);
+
+	/*
+	 * CallReceiverLost read, but still queued, when a call went out: that
+	 * call cannot have been the lost receiver's, so it keeps waiting; one
+	 * read after the call fails it.
+	 */
+	pending = (struct seen){ 0 };
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_LOST, 0), ==, 0);
+	ctrl_write_string(&w, SVC);
+	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+	stale = ++f->bus->ctrl_seq;
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, SVC, "Hang", NULL, 0, 0, on_reply, &pending), ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, stale), ==, 1);
+	ASSERT_INT(pending.n, ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
+	ctrl_writer_deinit(&w);
+	ASSERT_INT(pending.n, ==, 1);
+	ASSERT_INT(pending.error, ==, -ECONNRESET);
 	brokerd_slot_free(watch);
 }
 

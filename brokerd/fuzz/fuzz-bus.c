@@ -22,8 +22,7 @@
 #include "brokerd/bus.h"
 #include "brokerd/log.h"
 #include "protocol/ctrl.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "protocol/fuzz/fuzz.h"
 
 static sd_event *event;
 static struct bus *bus;

@@ -10,8 +10,7 @@
 
 #include "brokerd/policy.h"
 #include "brokerd/service.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "protocol/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

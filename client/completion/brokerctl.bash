@@ -4,17 +4,21 @@ _brokerctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local opts="--json --address --timeout --count --page-size --help"
+	local opts="--json --json=short --json=pretty --address --name --timeout --count --page-size --help"
 	local cmds="info list status call emit monitor peers policy quota"
 	local i cmd= nargs=0
+	_brokerctl_names() {
+		brokerctl list --json 2>/dev/null | tr ',' '\n' | sed -n 's/.*"name":"\([^"]*\)".*/\1/p'
+	}
 
 	case $prev in
 	--address|-a) _filedir; return ;;
 	--timeout|-t|--count|-n|--page-size|-p) return ;;
+	--name|-N) COMPREPLY=($(compgen -W "$(_brokerctl_names)" -- "$cur")); return ;;
 	esac
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		--address|-a|--timeout|-t|--count|-n|--page-size|-p) ((i++)) ;;
+		--address|-a|--name|-N|--timeout|-t|--count|-n|--page-size|-p) ((i++)) ;;
 		-*) ;;
 		*) if [[ -z $cmd ]]; then cmd=${words[i]}; else ((nargs++)); fi ;;
 		esac
@@ -23,13 +27,13 @@ _brokerctl()
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 		return
 	fi
-	_brokerctl_names() {
-		brokerctl list --json 2>/dev/null | tr ',' '\n' | sed -n 's/.*"name":"\([^"]*\)".*/\1/p'
-	}
 	case $cmd in
 	'') COMPREPLY=($(compgen -W "$cmds" -- "$cur")) ;;
-	status|call|emit|monitor)
+	status|call|monitor)
 		[[ $nargs -eq 0 ]] && COMPREPLY=($(compgen -W "$(_brokerctl_names)" -- "$cur")) ;;
+	emit)
+		# the typed form starts with an object path (its name comes with --name)
+		[[ $nargs -eq 0 && $cur != /* ]] && COMPREPLY=($(compgen -W "$(_brokerctl_names)" -- "$cur")) ;;
 	policy)
 		case $nargs in
 		0) COMPREPLY=($(compgen -W "check" -- "$cur")) ;;

@@ -12,8 +12,7 @@
 
 #include "client/bus-internal.h"
 #include "client/msg.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "protocol/fuzz/fuzz.h"
 
 /* Reads every value of the current container by type, as a handler would. */
 static void walk(brokerd_msg *msg, unsigned int depth)

@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "protocol/ctrl.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "protocol/fuzz/fuzz.h"
 
 static const char *sig_skip(const char *s)
 {

@@ -15,14 +15,7 @@
 #include <string.h>
 
 #include "protocol/dbus-marshal.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                          \
-	do {                              \
-		if (!(x))                 \
-			__builtin_trap(); \
-	} while (0)
+#include "protocol/fuzz/fuzz.h"
 
 /* Copy the rest of the reader's current container into the writer. */
 static void copy_values(struct dbus_reader *r, struct dbus_writer *w)

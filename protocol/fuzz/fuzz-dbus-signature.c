@@ -13,14 +13,7 @@
 #include <string.h>
 
 #include "protocol/dbus-marshal.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)                          \
-	do {                              \
-		if (!(x))                 \
-			__builtin_trap(); \
-	} while (0)
+#include "protocol/fuzz/fuzz.h"
 
 /* A value for each complete type in [s, s + n): zeros, empty arrays, "y" variants. */
 static void fill(struct dbus_writer *w, const char *s, size_t n)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "protocol/fuzz/fuzz.h"
 
 static int run_file(const char *path)
 {

@@ -10,9 +10,8 @@
 #include <string.h>
 
 #include "protocol/dbus-marshal.h"
+#include "protocol/fuzz/fuzz.h"
 #include "protocol/message.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int same(const char *a, const char *b)
 {

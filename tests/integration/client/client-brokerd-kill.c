@@ -29,7 +29,7 @@
 static int ready[2], ticks[2], states[2], report[2], stop[2];
 
 static const struct t_method methods[] = {
-	{ "Ping", t_on_ping }, { "Emit", t_on_tick }, { "Hang", t_on_hang }, { NULL }
+	{ "Ping", t_on_ping }, { "Emit", t_on_tick }, { "Hang", t_on_hang }, { NULL, NULL }
 };
 
 /* The state changes of the service's and the subscriber's buses go to states. */
@@ -86,10 +86,10 @@ static int caller(void *arg)
 	t_say(ready[1], "caller");
 	while (read(stop[0], &c, 1) < 0 && errno == EAGAIN) {
 		brokerd_msg *reply = NULL;
-		uint64_t t0 = t_now_usec();
+		uint64_t t0 = now_usec();
 		int r = brokerd_bus_call(bus, NAME, "Ping", NULL, 0, 10000000, &reply);
 
-		if (t_now_usec() - t0 > 5000000)
+		if (now_usec() - t0 > 5000000)
 			slow++;
 		if (r == 0)
 			ok++;
@@ -136,14 +136,14 @@ static int n_seen;
 static void expect_state(const char *who, const char *state, int timeout_ms)
 {
 	char want[64], line[64];
-	uint64_t end = t_now_usec() + (uint64_t)timeout_ms * 1000;
+	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
 
 	snprintf(want, sizeof(want), "%s %s", who, state);
 	for (;;) {
 		for (int i = 0; i < n_seen; i++)
 			if (strcmp(seen[i], want) == 0)
 				return;
-		if (t_now_usec() >= end)
+		if (now_usec() >= end)
 			FAIL("no \"%s\" within %d ms", want, timeout_ms);
 		if (t_hear(states[0], line, sizeof(line), 200) < 0)
 			continue;
@@ -206,11 +206,11 @@ int main(void)
 	old = brokerd_pid();
 	CHECK(old > 0);
 	t_log("killing brokerd (pid %d) with SIGKILL", (int)old);
-	t0 = t_now_usec();
+	t0 = now_usec();
 	CHECK_R(kill(old, SIGKILL), 0);
 	CHECK(t_pump(bus, &hang.done, 5000));
 	t_log("the call in flight ended with %d (%s) after %llu ms", hang.error, strerror(-hang.error),
-	      (unsigned long long)(t_now_usec() - t0) / 1000);
+	      (unsigned long long)(now_usec() - t0) / 1000);
 	CHECK_R(hang.error, -ECONNRESET);
 	expect_state("service", "disconnected", 10000);
 	expect_state("subscriber", "disconnected", 10000);
@@ -220,13 +220,13 @@ int main(void)
 	}
 	CHECK(now > 0 && now != old);
 	t_log("systemd restarted brokerd: pid %d after %llu ms", (int)now,
-	      (unsigned long long)(t_now_usec() - t0) / 1000);
+	      (unsigned long long)(now_usec() - t0) / 1000);
 	CHECK(t_pump(bus, &reconnected, 15000));
 	CHECK_R(main_states, 12);
 	expect_state("service", "connected", 15000);
 	expect_state("subscriber", "connected", 15000);
 	expect_state("alice", "connected", 15000);
-	t_log("every bus reconnected after %llu ms", (unsigned long long)(t_now_usec() - t0) / 1000);
+	t_log("every bus reconnected after %llu ms", (unsigned long long)(now_usec() - t0) / 1000);
 	expect_state("alice", "not-restored", 5000);
 	CHECK_R(brokerd_bus_get_name_owner(bus, ALICE_NAME, line, sizeof(line)), -ENXIO);
 

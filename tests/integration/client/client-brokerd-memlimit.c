@@ -58,7 +58,7 @@ static void lift_limit(void)
 /* Counts an operation's outcome; r < 0 is an error (its errno noted). */
 static void count(int r, uint64_t t0, unsigned int *ok, unsigned int *err, unsigned int *slow, int *last_err)
 {
-	if (t_now_usec() - t0 > SLOW_USEC)
+	if (now_usec() - t0 > SLOW_USEC)
 		(*slow)++;
 	if (r >= 0) {
 		(*ok)++;
@@ -85,7 +85,7 @@ static int flooder(void *arg)
 	t_become(UID_ALICE);
 	for (int i = 0; i < CONNS; i++) {
 		char name[64];
-		uint64_t t0 = t_now_usec();
+		uint64_t t0 = now_usec();
 		int r = brokerd_bus_open_system(&buses[i]);
 
 		count(r, t0, &ok, &err, &slow, &last_err);
@@ -95,10 +95,10 @@ static int flooder(void *arg)
 		}
 		(void)brokerd_bus_set_reconnect(buses[i], 0);
 		snprintf(name, sizeof(name), "org.brokerd.test.Mem.F%d.C%d", k, i);
-		t0 = t_now_usec();
+		t0 = now_usec();
 		r = brokerd_bus_request_name(buses[i], name, BROKERD_NAME_DO_NOT_QUEUE);
 		count(r, t0, &ok, &err, &slow, &last_err);
-		t0 = t_now_usec();
+		t0 = now_usec();
 		r = brokerd_bus_subscribe(buses[i], NULL, name, NULL, on_nothing, NULL);
 		count(r, t0, &ok, &err, &slow, &last_err);
 	}

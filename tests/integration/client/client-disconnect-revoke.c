@@ -77,9 +77,9 @@ static void park(struct io_uring *ring, uint32_t sub_id, void *buf, uint64_t tag
 static bool completion(struct io_uring *ring, uint64_t tag, int *res, int *results, uint64_t inbox_tag,
 		       int *inbox_res, int timeout_ms)
 {
-	uint64_t end = t_now_usec() + (uint64_t)timeout_ms * 1000;
+	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
 
-	while (t_now_usec() < end) {
+	while (now_usec() < end) {
 		struct __kernel_timespec ts = { .tv_nsec = 50000000 };
 		struct io_uring_cqe *cqe;
 		uint64_t ud;
@@ -185,7 +185,7 @@ static int child(void *arg)
 	CHECK(bus->inbox && bus->inbox->armed);
 
 	/* the connection ends; the process, its ring and mappings stay */
-	t0 = t_now_usec();
+	t0 = now_usec();
 	CHECK_R(close(bus->ctrl_fd), 0);
 	bus->ctrl_fd = -1;
 	for (int i = 0; i < 2; i++) {
@@ -195,7 +195,7 @@ static int child(void *arg)
 			     subs[i].name);
 		subs[i].res = results[i];
 	}
-	t_log("the parked receives ended within %llu ms", (unsigned long long)(t_now_usec() - t0) / 1000);
+	t_log("the parked receives ended within %llu ms", (unsigned long long)(now_usec() - t0) / 1000);
 	if (inbox_res == 1)
 		(void)completion(ring, inbox_tag, &inbox_res, results, 0, &res, 10000);
 	t_log("the parked inbox receive ended with %d (%s)", inbox_res, strerror(-inbox_res));

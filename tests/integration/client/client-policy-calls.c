@@ -27,7 +27,7 @@ static int on_fail(brokerd_msg *m, void *u)
 	return brokerd_msg_reply_error(m, "org.brokerd.test.Error.Refused", "as asked");
 }
 
-static const struct t_method methods[] = { { "Echo", on_echo }, { "Fail", on_fail }, { NULL } };
+static const struct t_method methods[] = { { "Echo", on_echo }, { "Fail", on_fail }, { NULL, NULL } };
 
 static int caller(void *arg)
 {

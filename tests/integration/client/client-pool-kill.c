@@ -72,16 +72,16 @@ static int kill_mid_call(brokerd_bus *bus, const char *body, pid_t *pids)
 		}
 		CHECK(victim >= 1 && victim <= WORKERS);
 		t_log("%s: worker %d took the call; killing it", body, victim);
-		t0 = t_now_usec();
+		t0 = now_usec();
 		t_kill(pids[victim - 1]);
 		pids[victim - 1] = 0;
 		if (!t_pump(bus, &r.done, 10000))
 			FAIL("%s: the call taken by the killed worker %d is still pending 10 s later", body,
 			     victim);
 		t_log("%s: the caller got %d (%s) %llu ms after the kill", body, r.error, strerror(-r.error),
-		      (unsigned long long)(t_now_usec() - t0) / 1000);
+		      (unsigned long long)(now_usec() - t0) / 1000);
 		CHECK_R(r.error, -ECONNRESET);
-		CHECK(t_now_usec() - t0 < 5000000);
+		CHECK(now_usec() - t0 < 5000000);
 	}
 	CHECK(victim);
 	return victim;

@@ -14,7 +14,7 @@
 static int ready[2], ticks[2];
 
 static const struct t_method methods[] = {
-	{ "Ping", t_on_ping }, { "Emit", t_on_tick }, { "Hang", t_on_hang }, { NULL }
+	{ "Ping", t_on_ping }, { "Emit", t_on_tick }, { "Hang", t_on_hang }, { NULL, NULL }
 };
 
 static int subscriber(void *arg)

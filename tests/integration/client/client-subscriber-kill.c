@@ -51,7 +51,7 @@ int main(void)
 	}
 	CHECK_R(kill(pids[2], SIGSTOP), 0);
 
-	total = t_now_usec();
+	total = now_usec();
 	for (int i = 0; i < EMITS; i++) {
 		char body[32];
 		uint64_t dt;
@@ -65,14 +65,14 @@ int main(void)
 			kill(pids[2], SIGKILL); /* stopped: SIGKILL still ends it */
 			waitpid(pids[2], NULL, 0);
 		}
-		t0 = t_now_usec();
+		t0 = now_usec();
 		CHECK_R(brokerd_bus_emit_signal(bus, NAME, "Tick", body, (size_t)n), 0);
-		dt = t_now_usec() - t0;
+		dt = now_usec() - t0;
 		if (dt > worst)
 			worst = dt;
 		(void)brokerd_bus_process(bus);
 	}
-	total = t_now_usec() - total;
+	total = now_usec() - total;
 	t_log("%d signals emitted in %llu ms, the slowest emit took %llu us", EMITS,
 	      (unsigned long long)total / 1000, (unsigned long long)worst);
 	if (worst > 500000)

@@ -32,7 +32,7 @@ static int on_fast(brokerd_msg *m, void *u)
 	return brokerd_msg_reply(m, "fast", 4);
 }
 
-static const struct t_method methods[] = { { "Slow", on_slow }, { "Fast", on_fast }, { NULL } };
+static const struct t_method methods[] = { { "Slow", on_slow }, { "Fast", on_fast }, { NULL, NULL } };
 
 int main(void)
 {
@@ -44,17 +44,17 @@ int main(void)
 
 	srv = t_service_start(NAME, methods);
 
-	t0 = t_now_usec();
+	t0 = now_usec();
 	CHECK_R(brokerd_bus_call(bus, NAME, "Slow", NULL, 0, 500000, &reply), -ETIMEDOUT);
-	dt = t_now_usec() - t0;
+	dt = now_usec() - t0;
 	t_log("sync call timed out after %llu ms", (unsigned long long)dt / 1000);
 	CHECK(reply == NULL);
 	CHECK(dt >= 450000 && dt < 3000000);
 
-	t0 = t_now_usec();
+	t0 = now_usec();
 	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Slow", NULL, 0, 300000, t_on_reply, &async), 0);
 	CHECK(t_pump(bus, &async.done, 5000));
-	dt = t_now_usec() - t0;
+	dt = now_usec() - t0;
 	CHECK_R(async.error, -ETIMEDOUT);
 	CHECK(dt >= 250000 && dt < 3000000);
 

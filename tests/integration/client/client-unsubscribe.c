@@ -52,9 +52,9 @@ static uint64_t subscriptions_used(brokerd_bus *bus)
 /* Processes both buses for ms milliseconds, or until *until reaches want. */
 static void pump2(brokerd_bus *a, brokerd_bus *b, int *until, int want, int ms)
 {
-	uint64_t end = t_now_usec() + (uint64_t)ms * 1000;
+	uint64_t end = now_usec() + (uint64_t)ms * 1000;
 
-	while (t_now_usec() < end && !(until && *until >= want)) {
+	while (now_usec() < end && !(until && *until >= want)) {
 		brokerd_bus_process(a);
 		brokerd_bus_process(b);
 		brokerd_bus_wait(b, 20000);

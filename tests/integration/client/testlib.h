@@ -90,14 +90,6 @@ static inline bool t_required(void)
 		exit(77);                                                     \
 	} while (0)
 
-static inline uint64_t t_now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
-}
-
 static inline void t_log(const char *fmt, ...)
 {
 	va_list ap;
@@ -203,11 +195,11 @@ static inline void t_say(int fd, const char *fmt, ...)
 static inline int t_hear(int fd, char *buf, size_t size, int timeout_ms)
 {
 	size_t n = 0;
-	uint64_t end = t_now_usec() + (uint64_t)timeout_ms * 1000;
+	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
 
 	while (n + 1 < size) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = t_now_usec();
+		uint64_t now = now_usec();
 		ssize_t k;
 
 		if (now >= end)
@@ -239,9 +231,9 @@ static inline void t_expect(int fd, const char *want, int timeout_ms)
 /* Processes the bus until *flag becomes true or timeout_ms passes. */
 static inline bool t_pump(brokerd_bus *bus, volatile bool *flag, int timeout_ms)
 {
-	uint64_t end = t_now_usec() + (uint64_t)timeout_ms * 1000;
+	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
 
-	while (!*flag && t_now_usec() < end) {
+	while (!*flag && now_usec() < end) {
 		if (brokerd_bus_process(bus) < 0)
 			return false;
 		if (!*flag)
@@ -377,7 +369,7 @@ static inline bool t_heard(brokerd_bus *bus, struct t_hearing *t, const char *wa
 static inline brokerd_msg *t_call_retry(brokerd_bus *bus, const char *name, const char *member,
 					const char *arg, int ms)
 {
-	uint64_t end = t_now_usec() + (uint64_t)ms * 1000;
+	uint64_t end = now_usec() + (uint64_t)ms * 1000;
 	brokerd_msg *reply = NULL;
 	int r;
 
@@ -386,7 +378,7 @@ static inline brokerd_msg *t_call_retry(brokerd_bus *bus, const char *name, cons
 		if (r == 0)
 			return reply;
 		usleep(100000);
-	} while (t_now_usec() < end);
+	} while (now_usec() < end);
 	FAIL("%s.%s still fails after %d ms: %s", name, member, ms, strerror(-r));
 }
 
