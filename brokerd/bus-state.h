@@ -24,6 +24,7 @@
 #include "protocol/ctrl.h"
 
 struct activator_req;
+struct nsview;
 struct bus_conn;
 struct out_msg;
 
@@ -69,6 +70,7 @@ struct bus_conn {
 	size_t n_gids;
 	int pidfd;
 	char *label;
+	struct nsview *nsview;	    /* its namespaces, from HELLO; NULL: brokerd's (nsview.h) */
 	struct registry_peer *peer; /* after HELLO */
 	bool refused;		    /* over a connection limit: its first request learns why */
 	char refusal[160];	    /* "QUOTA: ..." message of the QuotaExceeded it gets */

@@ -21,6 +21,7 @@
 #include "brokerd/driver.h"
 #include "brokerd/grant.h"
 #include "brokerd/log.h"
+#include "brokerd/nsview.h"
 #include "brokerd/policy.h"
 #include "brokerd/query.h"
 #include "brokerd/quota.h"
@@ -228,6 +229,13 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	ctrl_read_u32(rd, &flags);
 	if (flags & ~CTRL_HELLO_NAME_EVENTS)
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown HELLO flags 0x%x", flags);
+
+	/* Containers: how it sees others' ids, for answers about them (nsview.h). */
+	free(c->nsview);
+	c->nsview = NULL;
+	r = nsview_read(c->cred.pid, c->pidfd, &c->nsview);
+	if (r < 0)
+		return r;
 
 	r = registry_peer_add(b->registry, c->cred.uid, &c->peer);
 	if (r < 0)
