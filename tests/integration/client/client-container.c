@@ -14,10 +14,11 @@
  * without a pid (another pid namespace at the same depth); LIST_PEERS
  * agrees. The test sees it as uid 100000 with its pid outside. Policy holds
  * it by its real uid: it owns the name its uid may own, is refused another,
- * calls a service outside (which the kernel tells that the caller is uid
- * 100000). B's client (uid 200000, granted nothing): refused the name and
- * the call, no channel id or key it tries attaches, and the call capability
- * A's client passed it after disconnecting is stale: attaching through it
+ * calls a service outside (the kernel stamps the call as uid 100000 for the
+ * service, and the reply as uid 65534 without a pid for the container).
+ * B's client (uid 200000, granted nothing): refused the name and the call,
+ * no channel id or key it tries attaches, and the call capability A's
+ * client passed it after disconnecting is stale: attaching through it
  * fails. (systemd-nspawn is not in the image; what it sets up for these
  * namespaces is what this test does.)
  */
@@ -246,6 +247,10 @@ static int client_a(const char *init_name)
 	snprintf(want, sizeof(want), "uid %u pid ", BASE_A);
 	t_log("the service outside says the caller is %.*s", (int)size, (const char *)body);
 	CHECK(size > strlen(want) && memcmp(body, want, strlen(want)) == 0);
+	/* and the kernel stamps the reply of root outside as nobody, without a pid */
+	CHECK_R(brokerd_msg_get_creds(reply, &c), 0);
+	t_log("the reply's sender: pid %d uid %u gid %u", (int)c.pid, (unsigned)c.uid, (unsigned)c.gid);
+	CHECK(c.pid == 0 && c.uid == 65534 && c.gid == 65534);
 	brokerd_msg_unref(reply);
 
 	t_say(from_a[1], "%s", me);
