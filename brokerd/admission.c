@@ -474,6 +474,7 @@ void admission_conn_free(struct bus_conn *c)
 		close(c->pidfd);
 	free(c->gids);
 	free(c->label);
+	free(c->nsview);
 	free(c);
 	if (b->accept_paused) {
 		/* An fd is free again: accept before the retry timer says so. */

@@ -24,6 +24,7 @@
 #include "protocol/ctrl.h"
 
 struct activator_req;
+struct nsview;
 struct bus_conn;
 struct out_msg;
 
@@ -69,6 +70,7 @@ struct bus_conn {
 	size_t n_gids;
 	int pidfd;
 	char *label;
+	struct nsview *nsview;	    /* its namespaces, from HELLO; NULL: brokerd's (nsview.h) */
 	struct registry_peer *peer; /* after HELLO */
 	bool refused;		    /* over a connection limit: its first request learns why */
 	char refusal[160];	    /* "QUOTA: ..." message of the QuotaExceeded it gets */
@@ -120,6 +122,8 @@ struct bus {
 	const char *activator_path;
 	const char *state_path;
 	uint64_t id_reserved;		      /* ids below this are recorded in state_path */
+	bool ids_failing;		      /* state_path could not be written: retrying */
+	uint64_t ids_retry_usec;	      /* CLOCK_MONOTONIC: not before this */
 	uint32_t lossy;			      /* IOIPC_F_LOSSY if the kernel has it, for signal channels */
 	bool gc_needed;			      /* some name may have become idle */
 	struct activator_req *activator_reqs; /* waiting for the activator's answer */

@@ -21,6 +21,7 @@
 #include "brokerd/driver.h"
 #include "brokerd/grant.h"
 #include "brokerd/log.h"
+#include "brokerd/nsview.h"
 #include "brokerd/policy.h"
 #include "brokerd/query.h"
 #include "brokerd/quota.h"
@@ -164,34 +165,68 @@ static int no_channels(struct bus_conn *c, const struct ctrl_message *m)
 /* --- unique ids across restarts ------------------------------------------ */
 
 #define ID_BLOCK 1024
+/* After a failed write, the next try waits this long (a full disk is not fixed at once). */
+#define ID_RETRY_USEC 1000000ULL
+
+/*
+ * Writes the reservation: a temporary file, flushed to its disk, renamed
+ * over the old one, so the file always holds a whole number, the old one or
+ * the new. 0 or -errno; on failure the temporary file is removed.
+ */
+static int ids_write(const char *path, uint64_t value)
+{
+	char tmp[4096], buf[32];
+	FILE *f;
+	int r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)value);
+	if (fputs(buf, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0)
+		r = -errno;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlink(tmp);
+	return r < 0 ? r : 0;
+}
 
 /*
  * The state file holds a number above every id handed out in this boot (it
  * lives in /run): written in blocks before the ids are used, read at start.
+ * When it cannot be written (a full disk, most likely) brokerd serves on:
+ * one warning, a retry at most every ID_RETRY_USEC from the next HELLO, one
+ * notice when it works again. Meanwhile ids go beyond what is recorded and
+ * may repeat if brokerd restarts before the file could be written.
  */
 static void ids_reserve(struct bus *b)
 {
-	char tmp[4096], buf[32];
-	uint64_t next = registry_next_id(b->registry);
-	FILE *f;
+	uint64_t next = registry_next_id(b->registry), now = 0;
+	int r;
 
 	if (!b->state_path || next < b->id_reserved)
 		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", b->state_path);
-	f = fopen(tmp, "we");
-	if (!f) {
-		log_warning("cannot write %s: %s (unique names may repeat after a restart)", tmp,
-			    strerror(errno));
-		b->state_path = NULL;
+	(void)sd_event_now(b->event, CLOCK_MONOTONIC, &now);
+	if (b->ids_failing && now < b->ids_retry_usec)
+		return;
+	r = ids_write(b->state_path, next + ID_BLOCK);
+	if (r < 0) {
+		if (!b->ids_failing)
+			log_warning("cannot record unique ids in %s: %s (serving on; names may repeat "
+				    "after a restart until it can be written)",
+				    b->state_path, strerror(-r));
+		b->ids_failing = true;
+		b->ids_retry_usec = now + ID_RETRY_USEC;
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)(next + ID_BLOCK));
-	(void)fputs(buf, f);
-	if (fclose(f) != 0 || rename(tmp, b->state_path) < 0) {
-		log_warning("cannot update %s: %s", b->state_path, strerror(errno));
-		b->state_path = NULL;
-		return;
-	}
+	if (b->ids_failing)
+		log_notice("unique ids recorded in %s again (up to :1.%llu)", b->state_path,
+			   (unsigned long long)(next + ID_BLOCK));
+	b->ids_failing = false;
 	b->id_reserved = next + ID_BLOCK;
 }
 
@@ -228,6 +263,13 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	ctrl_read_u32(rd, &flags);
 	if (flags & ~CTRL_HELLO_NAME_EVENTS)
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown HELLO flags 0x%x", flags);
+
+	/* Containers: how it sees others' ids, for answers about them (nsview.h). */
+	free(c->nsview);
+	c->nsview = NULL;
+	r = nsview_read(c->cred.pid, c->pidfd, &c->nsview);
+	if (r < 0)
+		return r;
 
 	r = registry_peer_add(b->registry, c->cred.uid, &c->peer);
 	if (r < 0)

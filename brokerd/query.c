@@ -14,6 +14,7 @@
 
 #include "brokerd/bus-state.h"
 #include "brokerd/conn.h"
+#include "brokerd/nsview.h"
 #include "brokerd/policy.h"
 #include "brokerd/query.h"
 #include "brokerd/quota.h"
@@ -172,6 +173,20 @@ int query_handle_name_owner(struct bus_conn *c, const struct ctrl_message *m, st
 	return conn_send(c, &w);
 }
 
+/*
+ * Peer t's pid as requester c sees it from its pid namespace (0: not
+ * there, or not known for sure), checked again after /proc was read.
+ */
+static pid_t pid_seen_by(struct bus_conn *c, struct bus_conn *t)
+{
+	pid_t pid = conn_pid(t);
+
+	if (!c->nsview || pid <= 0)
+		return pid;
+	pid = t == c ? nsview_self_pid(c->nsview, pid) : nsview_pid(c->nsview, pid);
+	return conn_pid(t) > 0 ? pid : 0;
+}
+
 int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
@@ -198,18 +213,18 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
 	}
 	if (t->label)
 		mask |= CTRL_CREDS_LABEL;
-	pid = conn_pid(t); /* 0 once the process is gone: its pid could name another */
+	pid = pid_seen_by(c, t); /* 0 once the process is gone: its pid could name another */
 	if (pid > 0)
 		mask |= CTRL_CREDS_PID;
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_u32(&w, mask);
 	ctrl_write_u32(&w, (uint32_t)pid);
-	ctrl_write_u32(&w, t->cred.uid);
-	ctrl_write_u32(&w, t->cred.gid);
+	ctrl_write_u32(&w, nsview_uid(c->nsview, t->cred.uid));
+	ctrl_write_u32(&w, nsview_gid(c->nsview, t->cred.gid));
 	a = ctrl_write_array_open(&w);
 	for (size_t i = 0; i < t->n_gids; i++)
-		ctrl_write_u32(&w, t->gids[i]);
+		ctrl_write_u32(&w, nsview_gid(c->nsview, t->gids[i]));
 	ctrl_write_array_close(&w, a, (uint32_t)t->n_gids);
 	ctrl_write_string(&w, t->label ? t->label : "");
 	if (fd >= 0)
@@ -223,7 +238,8 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
  * names as fit, so that a peer owning too many long names cannot stall
  * the listing.
  */
-static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t room, bool first)
+static bool write_peer(struct bus_conn *c, struct ctrl_writer *w, struct registry_peer *p, size_t room,
+		       bool first)
 {
 	struct bus_conn *t = p->userdata;
 	const char *nm;
@@ -240,9 +256,9 @@ static bool write_peer(struct ctrl_writer *w, struct registry_peer *p, size_t ro
 	end = room == SIZE_MAX ? SIZE_MAX : w->len + room - 4; /* where the names must end */
 	ctrl_write_string(w, p->unique_name);
 	ctrl_write_u64(w, p->id);
-	ctrl_write_u32(w, (uint32_t)conn_pid(t)); /* 0: exited, or not known for sure */
-	ctrl_write_u32(w, t->cred.uid);
-	ctrl_write_u32(w, t->cred.gid);
+	ctrl_write_u32(w, (uint32_t)pid_seen_by(c, t)); /* 0: exited, or not known for sure */
+	ctrl_write_u32(w, nsview_uid(c->nsview, t->cred.uid));
+	ctrl_write_u32(w, nsview_gid(c->nsview, t->cred.gid));
 	ctrl_write_string(w, t->label ? t->label : "");
 	an = ctrl_write_array_open(w);
 	for (unsigned int i = 0; (nm = registry_peer_owned_next(p, &i));) {
@@ -279,7 +295,7 @@ static int list_peers_reply(struct bus_conn *c, const struct ctrl_message *m, ui
 			continue;
 		if (max && count == max)
 			break;
-		if (!write_peer(&w, p, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX, count == 0))
+		if (!write_peer(c, &w, p, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX, count == 0))
 			break;
 		last = p;
 		count++;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test-daemon-helper.c - brokerd-test-helper, what the guest's shell tests
- * (brokerd-activation, brokerd-restart, brokerd-service) drive brokerd with:
+ * (brokerd-activation, brokerd-fulldisk, brokerd-restart, brokerd-service)
+ * drive brokerd with:
  *
  *   brokerd-test-helper --own NAME           owns NAME, prints its unique
  *                                            name, sleeps until killed
@@ -9,6 +10,8 @@
  *                                            and exits 0 at EOF
  *   brokerd-test-helper --open-call NAME     OPEN_CALL: prints "owned",
  *                                            "activating" or the error
+ *   brokerd-test-helper --hello -            HELLO only: prints its unique
+ *                                            name ("unique :1.N")
  *
  * Installed beside the harness, not as a test.
  */
@@ -24,6 +27,10 @@ int main(int argc, char **argv)
 	if (tc_connect_hello(&c, CTRL_SOCKET_PATH, 0) < 0) {
 		printf("cannot connect\n");
 		return 1;
+	}
+	if (strcmp(argv[1], "--hello") == 0) {
+		printf("unique %s\n", c.unique);
+		return 0;
 	}
 	if (strcmp(argv[1], "--own") == 0) {
 		TC_ASSERT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", argv[2], 0) == 0);
