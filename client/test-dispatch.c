@@ -437,6 +437,85 @@ static void test_signal(struct fixture *f)
 	brokerd_slot_free(s_direct);
 }
 
+/* The body "s" of one string (native byte order). */
+static void set_string(struct chmsg *m, const char *text, uint8_t *buf)
+{
+	set_bytes(m, "s", text, buf);
+}
+
+/*
+ * Match rules: identical rules (whatever their spelling) share one filter
+ * and one subscription; each slot of a matching rule is called; argN is
+ * read from the body; the last slot ends the subscription.
+ */
+static void test_match(struct fixture *f)
+{
+	struct seen a = { 0 }, b = { 0 }, cpu = { 0 };
+	struct chmsg sig = { .type = CHMSG_SIGNAL,
+			     .serial = 11,
+			     .path = "/org/test/obj",
+			     .interface = "org.test.Iface",
+			     .member = "Changed" };
+	static uint8_t body[64];
+	brokerd_slot *s_a = NULL, *s_b = NULL, *s_cpu = NULL, *s_bad = NULL;
+	unsigned int subs = f->svc->n_subs;
+
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_bad, "type='signal", on_msg, &a), ==, -EINVAL);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_bad, "eavesdrop='true'", on_msg, &a), ==, -EINVAL);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_bad, "", NULL, &a), ==, -EINVAL);
+	ASSERT_INT(brokerd_bus_add_match(NULL, &s_bad, "", on_msg, &a), ==, -EINVAL);
+	/* without a sender the bus must ask brokerd, and there is none here */
+	ASSERT(brokerd_bus_add_match(f->bus, &s_bad, "member='Changed'", on_msg, &a) < 0);
+	ASSERT(f->bus->matches == NULL && f->bus->n_watch_matches == 0);
+
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_a,
+					 "type='signal',sender='" SVC "',path_namespace='/org/test'", on_msg,
+					 &a),
+		   ==, 0);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_b, "path_namespace=/org/test,sender=" SVC ",type=signal",
+					 on_msg, &b),
+		   ==, 0);
+	ASSERT(f->bus->matches && !f->bus->matches->next);
+	ASSERT_INT(f->bus->matches->n_slots, ==, 2);
+	ASSERT_INT(f->svc->n_subs, ==, subs + 1);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_cpu, "sender='" SVC "',arg0='cpu'", on_msg, &cpu), ==, 0);
+	ASSERT_INT(f->svc->n_subs, ==, subs + 2);
+
+	set_string(&sig, "cpu", body);
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 1);
+	ASSERT_INT(b.n, ==, 1);
+	ASSERT_INT(cpu.n, ==, 1);
+	set_string(&sig, "gpu", body);
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 2);
+	ASSERT_INT(cpu.n, ==, 1); /* arg0 is "gpu" */
+	sig.path = "/org/testing";
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n + b.n + cpu.n, ==, 5);
+	/* on the inbox, nothing came on the name's channel: sender='SVC' does not match */
+	sig.path = "/org/test";
+	sig.destination = ":1.1";
+	set_string(&sig, "cpu", body);
+	deliver(f->bus, f->inbox, &sig);
+	ASSERT_INT(a.n + b.n + cpu.n, ==, 5);
+
+	/* one slot of the shared rule goes: the rule and its subscription stay */
+	brokerd_slot_free(s_a);
+	ASSERT_INT(f->bus->matches->next->n_slots, ==, 1);
+	ASSERT_INT(f->svc->n_subs, ==, subs + 2);
+	sig.destination = "";
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 2);
+	ASSERT_INT(b.n, ==, 3);
+	ASSERT_INT(cpu.n, ==, 2);
+	brokerd_slot_free(s_b);
+	brokerd_slot_free(s_cpu);
+	ASSERT(f->bus->matches == NULL);
+	ASSERT_INT(f->svc->n_subs, ==, subs);
+	f->svc->sig_recv = f->sig_recv; /* subscribed again, as far as the next test can tell */
+}
+
 /* Replies and errors on the inbox complete the pending call of their serial. */
 static void test_reply(struct fixture *f)
 {
@@ -640,6 +719,7 @@ int main(void)
 	}
 	test_call(&f);
 	test_signal(&f);
+	test_match(&f);
 	test_reply(&f);
 	test_malformed(&f);
 	test_ctrl(&f);
