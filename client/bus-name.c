@@ -136,6 +136,11 @@ int bname_get_subscribed(brokerd_bus *bus, const char *name, struct bname **ret)
 
 void bname_subscription_put(brokerd_bus *bus, struct bname *b)
 {
+	/* a match rule without a sender still wants its signals: the watch keeps them */
+	if (b->n_subs == 1 && bus->n_watch_matches && !b->watched && b->sig_recv) {
+		b->watched = true;
+		return;
+	}
 	if (b->n_subs > 0 && --b->n_subs == 0)
 		(void)bname_unsubscribe(bus, b, false);
 }
