@@ -162,12 +162,12 @@ void bus_match_slot_gone(brokerd_bus *bus, struct bus_match *m)
 	match_unref(bus, m);
 }
 
-void bus_match_dispatch(brokerd_bus *bus, brokerd_msg *msg)
+void bus_match_message_init(struct dbus_match_message *mm, brokerd_msg *msg, const char *sender_name)
 {
-	struct dbus_match_message mm = {
+	*mm = (struct dbus_match_message){
 		.type = (uint8_t)msg->type,
 		.sender = msg->sender,
-		.sender_name = msg->name && ctrl_name_is_valid_wellknown(msg->name) ? msg->name : NULL,
+		.sender_name = sender_name,
 		.interface = msg->interface,
 		.member = msg->member,
 		.path = msg->path,
@@ -177,7 +177,16 @@ void bus_match_dispatch(brokerd_bus *bus, brokerd_msg *msg)
 		.body_len = msg->data_len,
 		.byte_order = DBUS_NATIVE_ENDIAN,
 	};
+}
+
+void bus_match_dispatch(brokerd_bus *bus, brokerd_msg *msg)
+{
+	struct dbus_match_message mm;
 	struct bus_match *m, *next;
+
+	/* signals on an inbox carry no name: they were sent to us directly */
+	bus_match_message_init(&mm, msg,
+			       msg->name && ctrl_name_is_valid_wellknown(msg->name) ? msg->name : NULL);
 
 	for (m = bus->matches; m; m = next) {
 		bool yes = m->n_slots && dbus_match_rule_matches(&m->rule, &mm);
