@@ -46,35 +46,6 @@ static int on_emit(brokerd_msg *m, void *u)
 
 static const struct t_method publisher[] = { { "Emit", on_emit }, { NULL, NULL } };
 
-/* What brokerd counts of this bus's uid's subscriptions. */
-static uint64_t subscriptions_used(brokerd_bus *bus)
-{
-	struct ctrl_writer w;
-	struct ctrl_reply r;
-	struct ctrl_reader rd;
-	uint32_t n, uid, nq;
-	uint64_t used = UINT64_MAX, u, limit;
-
-	CHECK_R(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_QUOTA, 0), 0);
-	ctrl_write_u32(&w, getuid());
-	CHECK_R(bus_ctrl_call(bus, &w, &r), 0);
-	ctrl_writer_deinit(&w);
-	ctrl_reader_init(&rd, &r.msg);
-	CHECK(ctrl_read_array(&rd, &n) == 0 && n == 1);
-	CHECK(ctrl_read_u32(&rd, &uid) == 0 && ctrl_read_array(&rd, &nq) == 0);
-	for (uint32_t i = 0; i < nq; i++) {
-		const char *q;
-
-		CHECK(ctrl_read_string(&rd, &q, NULL) == 0 && ctrl_read_u64(&rd, &u) == 0 &&
-		      ctrl_read_u64(&rd, &limit) == 0);
-		if (strcmp(q, "subscriptions") == 0)
-			used = u;
-	}
-	ctrl_reply_done(&r);
-	CHECK(used != UINT64_MAX);
-	return used;
-}
-
 /* The rules of this test, and the signals each has seen. */
 enum { R_A, R_A_AGAIN, R_ARG0, R_ARG1PATH, R_NAMESPACE, R_ARG2, _R_MAX };
 
@@ -168,7 +139,7 @@ int main(void)
 	pid_t pa, pb;
 
 	pa = t_service_start(NAME_A, publisher);
-	before = subscriptions_used(sub);
+	before = t_subscriptions_used(sub);
 
 	/* bad rules */
 	CHECK_R(brokerd_bus_add_match(sub, NULL, "type='signal", on_match, NULL), -EINVAL);
@@ -182,7 +153,7 @@ int main(void)
 	CHECK_R(n_matches(sub), 2);
 	CHECK(slots[R_A]->match == slots[R_A_AGAIN]->match && slots[R_A]->match->n_slots == 2);
 	with_a = before + 1;
-	CHECK(subscriptions_used(sub) == with_a);
+	CHECK(t_subscriptions_used(sub) == with_a);
 
 	/* without: brokerd hands over every owned name but A, held already */
 	add(sub, R_ARG1PATH);
@@ -190,7 +161,7 @@ int main(void)
 	b = bname_get(sub, NAME_A, false);
 	CHECK(b && !b->watched && b->sig_recv);
 	t_log("the watch attached %u other names", n_watched(sub));
-	CHECK(subscriptions_used(sub) == with_a + n_watched(sub));
+	CHECK(t_subscriptions_used(sub) == with_a + n_watched(sub));
 
 	emit(pub, sub, NAME_A, "/org/match/a org.match.I Changed cpu /dev/sda z", 4);
 	expect_seen((const int[_R_MAX]){ [R_A] = 1, [R_A_AGAIN] = 1, [R_ARG0] = 1, [R_ARG1PATH] = 1 });
@@ -208,7 +179,7 @@ int main(void)
 		brokerd_bus_wait(sub, 20000);
 	}
 	CHECK(b && b->watched && b->sig_recv);
-	CHECK(subscriptions_used(sub) == with_a + n_watched(sub));
+	CHECK(t_subscriptions_used(sub) == with_a + n_watched(sub));
 	emit(pub, sub, NAME_B, "/org/match/b/x org.match.I Changed gpu /dev/sdb z", 8);
 	expect_seen((const int[_R_MAX]){ [R_A] = 1,
 					 [R_A_AGAIN] = 1,
@@ -246,7 +217,7 @@ int main(void)
 	CHECK_R(n_watched(sub), 0);
 	emit(pub, sub, NAME_B, "/org/match/b org.match.I Changed cpu /dev/sdd z", 14);
 	/* UNSUBSCRIBE goes out without waiting: brokerd has it before this QUOTA */
-	CHECK(subscriptions_used(sub) == before);
+	CHECK(t_subscriptions_used(sub) == before);
 
 	t_kill(pa);
 	t_kill(pb);
