@@ -20,6 +20,9 @@
 #include "client/bus-slot.h"
 #include "protocol/dbus-marshal.h"
 
+/* D-Bus's name for the bus itself: its signals come on the channel of CTRL_BUS_NAME */
+#define DRIVER_NAME "org.freedesktop.DBus"
+
 static struct bus_match *match_find(brokerd_bus *bus, const char *text)
 {
 	for (struct bus_match *m = bus->matches; m; m = m->next)
@@ -68,11 +71,25 @@ static int watch_start(brokerd_bus *bus)
 {
 	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
+	struct bname *b;
 	uint32_t count = 0;
 	int k;
 
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
+	/* the bus's own signals (NameOwnerChanged) match rules without a sender too */
+	b = bname_get(bus, CTRL_BUS_NAME, true);
+	if (!b)
+		return -ENOMEM;
+	if (!b->watched) {
+		k = bname_subscribe(bus, b);
+		if (k < 0) {
+			bname_gc(bus, b);
+			return k;
+		}
+		b->watched = true;
+		b->n_subs++;
+	}
 	k = bus_ctrl_request(bus, CTRL_OP_WATCH_SIGNALS, NULL, 0, &r);
 	if (k < 0)
 		return k;
@@ -123,7 +140,9 @@ static int match_subscribe(brokerd_bus *bus, struct bus_match *m)
 	struct bname *b;
 	int k;
 
-	if (sender && ctrl_name_is_valid_wellknown(sender)) {
+	if (sender && strcmp(sender, DRIVER_NAME) == 0)
+		sender = CTRL_BUS_NAME;
+	if (sender && (ctrl_name_is_valid_wellknown(sender) || strcmp(sender, CTRL_BUS_NAME) == 0)) {
 		k = bname_get_subscribed(bus, sender, &b);
 		if (k < 0)
 			return k;
@@ -162,12 +181,15 @@ void bus_match_slot_gone(brokerd_bus *bus, struct bus_match *m)
 	match_unref(bus, m);
 }
 
-void bus_match_message_init(struct dbus_match_message *mm, brokerd_msg *msg, const char *sender_name)
+void bus_match_message_init(struct dbus_match_message *mm, brokerd_msg *msg, const char *channel)
 {
 	*mm = (struct dbus_match_message){
 		.type = (uint8_t)msg->type,
 		.sender = msg->sender,
-		.sender_name = sender_name,
+		.sender_name = !channel				     ? NULL :
+			       strcmp(channel, CTRL_BUS_NAME) == 0   ? DRIVER_NAME :
+			       ctrl_name_is_valid_wellknown(channel) ? channel :
+								       NULL,
 		.interface = msg->interface,
 		.member = msg->member,
 		.path = msg->path,
@@ -185,8 +207,7 @@ void bus_match_dispatch(brokerd_bus *bus, brokerd_msg *msg)
 	struct bus_match *m, *next;
 
 	/* signals on an inbox carry no name: they were sent to us directly */
-	bus_match_message_init(&mm, msg,
-			       msg->name && ctrl_name_is_valid_wellknown(msg->name) ? msg->name : NULL);
+	bus_match_message_init(&mm, msg, msg->name);
 
 	for (m = bus->matches; m; m = next) {
 		bool yes = m->n_slots && dbus_match_rule_matches(&m->rule, &mm);

@@ -9,9 +9,9 @@
 
 #include "client/bus-internal.h"
 
-/* What a rule sees of msg; sender_name: the well-known name whose signal
- * channel carried it, or NULL. */
-void bus_match_message_init(struct dbus_match_message *mm, brokerd_msg *msg, const char *sender_name);
+/* What a rule sees of msg; channel: the name of the signal channel that
+ * carried it (CTRL_BUS_NAME: the bus, org.freedesktop.DBus to a rule), or NULL. */
+void bus_match_message_init(struct dbus_match_message *mm, brokerd_msg *msg, const char *channel);
 /* Hands msg (a signal) to the slots of every rule it matches. */
 void bus_match_dispatch(brokerd_bus *bus, brokerd_msg *msg);
 /* A slot of m goes: the last one ends m and its subscription. */

@@ -6,7 +6,8 @@
  * when called, a signal of signature "sos" with the path, interface,
  * member and arguments it is told. The subscriber (this process) adds
  * rules with a sender (one twice, spelt differently: shared), with argN,
- * and without a sender (argNpath, path_namespace, arg2): every rule gets
+ * and without a sender (argNpath, path_namespace, arg2), and on the bus's
+ * NameOwnerChanged (sender org.freedesktop.DBus, arg0): every rule gets
  * exactly the signals it matches, B's included once B appears, and
  * brokerd's count of the uid's subscriptions (QUOTA) says one subscription
  * per name, however many rules use it. Freeing the slots ends the rules,
@@ -47,7 +48,7 @@ static int on_emit(brokerd_msg *m, void *u)
 static const struct t_method publisher[] = { { "Emit", on_emit }, { NULL, NULL } };
 
 /* The rules of this test, and the signals each has seen. */
-enum { R_A, R_A_AGAIN, R_ARG0, R_ARG1PATH, R_NAMESPACE, R_ARG2, _R_MAX };
+enum { R_A, R_A_AGAIN, R_ARG0, R_ARG1PATH, R_NAMESPACE, R_ARG2, R_OWNER, _R_MAX };
 
 static const char *const rules[_R_MAX] = {
 	[R_A] = "type='signal',sender='" NAME_A "',member='Changed'",
@@ -56,6 +57,8 @@ static const char *const rules[_R_MAX] = {
 	[R_ARG1PATH] = "arg1path='/dev/'",
 	[R_NAMESPACE] = "path_namespace='/org/match/b'",
 	[R_ARG2] = "interface='org.match.I',arg2='z'",
+	/* the bus itself, by D-Bus's name for it */
+	[R_OWNER] = "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" NAME_B "'",
 };
 
 static int seen[_R_MAX];
@@ -82,12 +85,13 @@ static unsigned int n_matches(brokerd_bus *bus)
 	return n;
 }
 
+/* Names handed over by the watch (the bus's own channel, not counted by brokerd, aside). */
 static unsigned int n_watched(brokerd_bus *bus)
 {
 	unsigned int n = 0;
 
 	for (struct bname *b = bus->names; b; b = b->next)
-		n += b->watched;
+		n += b->watched && strcmp(b->name, CTRL_BUS_NAME) != 0;
 	return n;
 }
 
@@ -160,6 +164,8 @@ int main(void)
 	CHECK_R(n_matches(sub), 3);
 	b = bname_get(sub, NAME_A, false);
 	CHECK(b && !b->watched && b->sig_recv);
+	b = bname_get(sub, CTRL_BUS_NAME, false);
+	CHECK(b && b->watched && b->sig_recv);
 	t_log("the watch attached %u other names", n_watched(sub));
 	CHECK(t_subscriptions_used(sub) == with_a + n_watched(sub));
 
@@ -172,6 +178,7 @@ int main(void)
 	/* a name that appears after the rules: B's channel comes by itself */
 	add(sub, R_NAMESPACE);
 	add(sub, R_ARG2);
+	add(sub, R_OWNER);
 	pb = t_service_start(NAME_B, publisher);
 	end = now_usec() + 5000000;
 	while (!((b = bname_get(sub, NAME_B, false)) && b->watched) && now_usec() < end) {
@@ -180,47 +187,62 @@ int main(void)
 	}
 	CHECK(b && b->watched && b->sig_recv);
 	CHECK(t_subscriptions_used(sub) == with_a + n_watched(sub));
-	emit(pub, sub, NAME_B, "/org/match/b/x org.match.I Changed gpu /dev/sdb z", 8);
+	/* NameOwnerChanged of B's arrival: one more */
+	emit(pub, sub, NAME_B, "/org/match/b/x org.match.I Changed gpu /dev/sdb z", 9);
 	expect_seen((const int[_R_MAX]){ [R_A] = 1,
 					 [R_A_AGAIN] = 1,
 					 [R_ARG0] = 2,
 					 [R_ARG1PATH] = 2,
 					 [R_NAMESPACE] = 1,
-					 [R_ARG2] = 1 });
-	emit(pub, sub, NAME_B, "/org/match/bb org.match.J Changed cpu /devices y", 8);
+					 [R_ARG2] = 1,
+					 [R_OWNER] = 1 });
+	emit(pub, sub, NAME_B, "/org/match/bb org.match.J Changed cpu /devices y", 9);
 	/* A's signals reach the rules without a sender too */
-	emit(pub, sub, NAME_A, "/org/match/b org.match.I Other x /dev/sdb z", 11);
+	emit(pub, sub, NAME_A, "/org/match/b org.match.I Other x /dev/sdb z", 12);
 	expect_seen((const int[_R_MAX]){ [R_A] = 1,
 					 [R_A_AGAIN] = 1,
 					 [R_ARG0] = 2,
 					 [R_ARG1PATH] = 3,
 					 [R_NAMESPACE] = 2,
-					 [R_ARG2] = 2 });
+					 [R_ARG2] = 2,
+					 [R_OWNER] = 1 });
 
 	/* unsubscribing: a shared rule lives while one slot does */
 	slots[R_A] = brokerd_slot_free(slots[R_A]);
-	CHECK_R(n_matches(sub), 5);
-	emit(pub, sub, NAME_A, "/org/match/a org.match.J Changed x /x y", 12);
+	CHECK_R(n_matches(sub), 6);
+	emit(pub, sub, NAME_A, "/org/match/a org.match.J Changed x /x y", 13);
 	CHECK_R(seen[R_A_AGAIN], 2);
 	slots[R_A_AGAIN] = brokerd_slot_free(slots[R_A_AGAIN]);
 	slots[R_ARG0] = brokerd_slot_free(slots[R_ARG0]);
-	CHECK_R(n_matches(sub), 3);
+	CHECK_R(n_matches(sub), 4);
 	/* the rules without a sender still want A's signals: the watch keeps them */
 	b = bname_get(sub, NAME_A, false);
 	CHECK(b && b->watched && b->sig_recv);
-	emit(pub, sub, NAME_A, "/org/match/a org.match.I Changed cpu /dev/sdc z", 14);
+	emit(pub, sub, NAME_A, "/org/match/a org.match.I Changed cpu /dev/sdc z", 15);
 	CHECK(seen[R_ARG1PATH] == 4 && seen[R_ARG2] == 3);
+	/* B's publisher goes: NameOwnerChanged again */
+	t_kill(pb);
+	end = now_usec() + 5000000;
+	while (seen[R_OWNER] < 2 && now_usec() < end) {
+		brokerd_bus_process(sub);
+		brokerd_bus_wait(sub, 20000);
+	}
+	CHECK_R(seen[R_OWNER], 2);
 	slots[R_ARG1PATH] = brokerd_slot_free(slots[R_ARG1PATH]);
 	slots[R_NAMESPACE] = brokerd_slot_free(slots[R_NAMESPACE]);
 	slots[R_ARG2] = brokerd_slot_free(slots[R_ARG2]);
-	CHECK_R(n_matches(sub), 0);
+	CHECK_R(n_matches(sub), 1);
 	CHECK_R(n_watched(sub), 0);
-	emit(pub, sub, NAME_B, "/org/match/b org.match.I Changed cpu /dev/sdd z", 14);
+	b = bname_get(sub, CTRL_BUS_NAME, false);
+	CHECK(b && !b->watched && b->sig_recv); /* R_OWNER holds it */
+	emit(pub, sub, NAME_A, "/org/match/b org.match.I Changed cpu /dev/sdd z", 16);
+	slots[R_OWNER] = brokerd_slot_free(slots[R_OWNER]);
+	CHECK_R(n_matches(sub), 0);
+	CHECK(!bname_get(sub, CTRL_BUS_NAME, false));
 	/* UNSUBSCRIBE goes out without waiting: brokerd has it before this QUOTA */
 	CHECK(t_subscriptions_used(sub) == before);
 
 	t_kill(pa);
-	t_kill(pb);
 	brokerd_bus_close(pub);
 	brokerd_bus_close(sub);
 	printf("ok\n");
