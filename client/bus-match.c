@@ -52,6 +52,17 @@ void bus_match_take_channel(brokerd_bus *bus, const char *name, int fd)
 	/* no fd: the subscriptions quota is used up, nothing came about */
 	if (fd < 0)
 		return;
+	if (!bus->n_watch_matches) {
+		/*
+		 * Sent before brokerd had our UNWATCH_SIGNALS: it counts, so end
+		 * it, unless a slot subscribed to the name since (the same one).
+		 */
+		close(fd);
+		b = bname_get(bus, name, false);
+		if (ctrl_name_is_valid_wellknown(name) && !(b && b->n_subs))
+			(void)bus_ctrl_request(bus, CTRL_OP_UNSUBSCRIBE, name, 0, NULL);
+		return;
+	}
 	b = ctrl_name_is_valid_wellknown(name) ? bname_get(bus, name, true) : NULL;
 	if (!b || b->sig_recv || b->watched) {
 		close(fd); /* subscribed already: brokerd does not send it then */
@@ -150,14 +161,15 @@ static int match_subscribe(brokerd_bus *bus, struct bus_match *m)
 		m->bname = b;
 		return 0;
 	}
-	if (bus->n_watch_matches == 0) {
+	/* counted first: the channels handed over meanwhile are for this rule */
+	if (++bus->n_watch_matches == 1) {
 		k = watch_start(bus);
 		if (k < 0) {
+			bus->n_watch_matches = 0;
 			watch_stop(bus);
 			return k;
 		}
 	}
-	bus->n_watch_matches++;
 	m->watch = true;
 	return 0;
 }

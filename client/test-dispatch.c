@@ -12,9 +12,12 @@
  * are kept here, decoded and checked. The chans are the test's own.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "client/bus-alloc.h"
 #include "client/bus-dispatch.h"
@@ -666,6 +669,42 @@ static void test_ctrl(struct fixture *f)
 	/* garbage is dropped */
 	ASSERT_INT(bus_dispatch_ctrl(f->bus, (const uint8_t *)"garbage", 7, NULL, 0), ==, 1);
 	ASSERT_INT(noc.n + pending.n, ==, 0);
+
+	/*
+	 * A signal channel handed over after the watch ended (brokerd had not
+	 * seen UNWATCH_SIGNALS yet): closed, and brokerd told to forget it.
+	 */
+	{
+		uint8_t buf[CTRL_MSG_MAX];
+		struct ctrl_message m;
+		struct ctrl_reader rd;
+		const char *name = NULL;
+		int p[2], sp[2], fd;
+		ssize_t n;
+
+		ASSERT_INT(pipe2(p, O_CLOEXEC), ==, 0);
+		close(p[1]);
+		fd = p[0];
+		ASSERT_INT(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), ==, 0);
+		f->bus->ctrl_fd = sp[0];
+		ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_SIGNAL_CHANNEL, 0), ==, 0);
+		ctrl_write_string(&w, "org.test.Late");
+		ctrl_write_fd(&w, fd);
+		ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+		ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, &fd, 1), ==, 1);
+		ctrl_writer_deinit(&w);
+		ASSERT(fcntl(p[0], F_GETFD) < 0 && errno == EBADF);
+		ASSERT(!bname_get(f->bus, "org.test.Late", false));
+		n = recv(sp[1], buf, sizeof(buf), MSG_DONTWAIT);
+		ASSERT(n > 0);
+		ASSERT_INT(ctrl_message_decode(&m, buf, (size_t)n, 0), ==, 0);
+		ASSERT_INT(m.hdr.code, ==, CTRL_OP_UNSUBSCRIBE);
+		ctrl_reader_init(&rd, &m);
+		ASSERT(ctrl_read_string(&rd, &name, NULL) == 0 && strcmp(name, "org.test.Late") == 0);
+		f->bus->ctrl_fd = -1;
+		close(sp[0]);
+		close(sp[1]);
+	}
 
 	/* another name changing hands is not ours to hear */
 	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
