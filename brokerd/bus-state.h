@@ -78,6 +78,7 @@ struct bus_conn {
 	struct bus_conn *fifo_prev, *fifo_next;
 	uint64_t deadline; /* CLOCK_MONOTONIC usec, while on a fifo */
 	bool name_events;
+	bool watch_signals; /* WATCH_SIGNALS: SignalChannel for names owned later */
 	bool monitor;
 	bool dead;
 	bool ended; /* gone for the others; its fds and memory go in a batch */

@@ -27,6 +27,7 @@
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
 #include "brokerd/service.h"
+#include "brokerd/watch.h"
 #include "protocol/ctrl.h"
 #include "protocol/dbus-marshal.h"
 #include "protocol/message.h"
@@ -125,6 +126,8 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		if (new != requester)
 			send_name_acquired(b, nc, name);
 		activation_settle(b, name, NULL, NULL);
+		/* match rules without a sender: watchers get the new name's signals */
+		watch_name_owned(b, name);
 	}
 }
 
@@ -681,6 +684,9 @@ static const struct bus_handler {
 	[CTRL_OP_UNSUBSCRIBE] = { .handle = handle_unsubscribe },
 	[CTRL_OP_LIST_NAMES_PAGE] = { .handle = query_handle_list },
 	[CTRL_OP_LIST_PEERS_PAGE] = { .handle = query_handle_list },
+	/* signal watches (watch.c) */
+	[CTRL_OP_WATCH_SIGNALS] = { .handle = watch_handle_watch },
+	[CTRL_OP_UNWATCH_SIGNALS] = { .handle = watch_handle_unwatch },
 };
 _Static_assert(ELEMENTSOF(handlers) == _CTRL_OP_MAX, "every op needs a handler");
 

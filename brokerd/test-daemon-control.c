@@ -820,6 +820,78 @@ static void test_unsubscribe(void)
 	printf("# unsubscribe: forgotten, quota given back, twice is NOT_SUBSCRIBED: ok\n");
 }
 
+/*
+ * WATCH_SIGNALS: the reply counts the SignalChannel signals that follow,
+ * one per owned name (with a signal RECV cap, counted as a subscription);
+ * a name owned later is handed over too, until UNWATCH_SIGNALS.
+ */
+static void test_watch_signals(void)
+{
+	const char *N1 = "org.brokerdtest.root.Watch1", *N2 = "org.brokerdtest.root.Watch2",
+		   *N3 = "org.brokerdtest.root.Watch3";
+	struct tc c, owner;
+	struct tc_msg m;
+	uint32_t count;
+	uint64_t before;
+	bool seen = false;
+
+	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_WATCH_SIGNALS, &m, "u", 1) == 0);
+	TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+	TC_ASSERT(tc_call(&c, CTRL_OP_UNWATCH_SIGNALS, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_UNWATCH_NOT_WATCHING);
+	if (!have_channels) {
+		TC_ASSERT(tc_call(&c, CTRL_OP_WATCH_SIGNALS, &m, "u", 0) == 0);
+		TC_EXPECT_ERROR(&m, CTRL_ERROR_NOT_SUPPORTED);
+		tc_close(&c);
+		printf("# watch signals: NotSupported without channels, bad flags refused: ok\n");
+		return;
+	}
+	TC_ASSERT(tc_connect_hello(&owner, sock_path, 0) == 0);
+	TC_ASSERT(tc_call(&owner, CTRL_OP_REQUEST_NAME, &m, "su", N1, 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	before = quota_used_of(&c, getuid(), "subscriptions");
+	TC_ASSERT(tc_call(&c, CTRL_OP_WATCH_SIGNALS, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	count = tc_read_u32(&m);
+	TC_ASSERT(count >= 1);
+	for (uint32_t i = 0; i < count; i++) {
+		TC_ASSERT(tc_wait_signal(&c, CTRL_SIGNAL_SIGNAL_CHANNEL, &m, 5000) == 0);
+		TC_ASSERT_EQ(m.n_fds, 1);
+		seen |= strcmp(tc_read_string(&m), N1) == 0;
+		tc_msg_close_fds(&m);
+	}
+	TC_ASSERT(seen);
+	TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before + count);
+	/* watching again hands out nothing twice */
+	TC_ASSERT(tc_call(&c, CTRL_OP_WATCH_SIGNALS, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 0);
+	/* a name owned later */
+	TC_ASSERT(tc_call(&owner, CTRL_OP_REQUEST_NAME, &m, "su", N2, 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_signal(&c, CTRL_SIGNAL_SIGNAL_CHANNEL, &m, 5000) == 0);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	TC_ASSERT(strcmp(tc_read_string(&m), N2) == 0);
+	tc_msg_close_fds(&m);
+	/* each is a subscription UNSUBSCRIBE ends */
+	expect_unsubscribe(&c, N2, CTRL_UNSUBSCRIBE_DONE);
+	TC_ASSERT_EQ(quota_used_of(&c, getuid(), "subscriptions"), before + count);
+	TC_ASSERT(tc_call(&c, CTRL_OP_UNWATCH_SIGNALS, &m, "u", 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_UNWATCH_DONE);
+	TC_ASSERT(tc_call(&owner, CTRL_OP_REQUEST_NAME, &m, "su", N3, 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_signal(&c, CTRL_SIGNAL_SIGNAL_CHANNEL, &m, 300) < 0);
+	tc_close(&owner);
+	tc_close(&c);
+	printf("# watch signals: owned names now and later, counted, until unwatched: ok\n");
+}
+
 void control_tests_run(void)
 {
 	test_hello();
@@ -833,5 +905,6 @@ void control_tests_run(void)
 	test_introspection();
 	test_list_pages();
 	test_unsubscribe();
+	test_watch_signals();
 	test_flood();
 }

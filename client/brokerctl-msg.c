@@ -7,11 +7,13 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/brokerctl-args.h"
 #include "client/brokerctl.h"
 #include "client/bus-introspect.h"
+#include "client/bus-match.h"
 
 static long monitor_seen;
 static volatile sig_atomic_t quit;
@@ -243,13 +245,31 @@ int cmd_emit(brokerd_bus *bus, int argc, char **argv)
 
 /* --- monitor ------------------------------------------------------------- */
 
+/* monitor's match rules: a message is shown if it matches one (or there are none) */
+static struct dbus_match_rule *monitor_rules;
+static int n_monitor_rules;
+
+static bool monitor_wants(brokerd_msg *m, const char *name, unsigned int kind)
+{
+	struct dbus_match_message mm;
+
+	if (n_monitor_rules == 0)
+		return true;
+	/* only a signal channel says who sent: a call channel's name is the destination */
+	bus_match_message_init(&mm, m, kind == CTRL_CHANNEL_SIGNAL ? name : NULL);
+	for (int i = 0; i < n_monitor_rules; i++)
+		if (dbus_match_rule_matches(&monitor_rules[i], &mm))
+			return true;
+	return false;
+}
+
 static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m, int error,
 		       void *userdata)
 {
 	static const char *const kinds[] = { "?", "inbox", "call", "signal" };
 	const char *k = kinds[kind <= 3 ? kind : 0];
 
-	if (!m)
+	if (!m || !monitor_wants(m, name, kind))
 		return;
 	if (arg_json) {
 		struct json j;
@@ -287,13 +307,23 @@ static void on_signal(int sig)
 int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	const char *name = argc >= 2 && !strchr(argv[1], '=') ? argv[1] : NULL;
 	int k;
 
-	if (argc > 2)
-		return fail(NULL, "usage: monitor [NAME]", -EINVAL);
-	if (argc == 2 && !ctrl_name_is_valid_wellknown(argv[1]))
+	if (name && !ctrl_name_is_valid_wellknown(name))
 		return fail(NULL, "invalid name", -EINVAL);
-	k = bus_monitor_start(bus, NULL, argc == 2 ? argv[1] : NULL, on_monitor, NULL);
+	/* the rest are match rules (they have a '=', a name never does) */
+	monitor_rules = calloc((size_t)argc, sizeof(*monitor_rules));
+	if (!monitor_rules)
+		return fail(NULL, "monitor", -ENOMEM);
+	for (int i = name ? 2 : 1; i < argc; i++) {
+		if (dbus_match_rule_parse(&monitor_rules[n_monitor_rules], argv[i]) < 0) {
+			fprintf(stderr, "brokerctl: invalid match rule: %s\n", argv[i]);
+			return fail(NULL, "usage: monitor [NAME] [MATCH...]", -EINVAL);
+		}
+		n_monitor_rules++;
+	}
+	k = bus_monitor_start(bus, NULL, name, on_monitor, NULL);
 	if (k < 0)
 		return fail(bus, "Monitor", k);
 	/* brokerd announced k channels: if it could mint no monitor capability
@@ -311,7 +341,7 @@ int cmd_monitor(brokerd_bus *bus, int argc, char **argv)
 		return EXIT_UNSUPPORTED;
 	}
 	if (!arg_json) {
-		printf("Monitoring %s (Ctrl-C to stop)\n", argc == 2 ? argv[1] : "the bus");
+		printf("Monitoring %s (Ctrl-C to stop)\n", name ? name : "the bus");
 		fflush(stdout);
 	}
 	(void)sigaction(SIGINT, &sa, NULL);

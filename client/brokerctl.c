@@ -44,7 +44,7 @@ static void usage(FILE *f)
 		"  emit OBJECT INTERFACE SIGNAL [SIGNATURE [ARGUMENT...]]\n"
 		"                                emit a typed signal on --name's channel\n"
 		"  emit NAME MEMBER [ARG]        emit a signal with bytes (takes the name meanwhile)\n"
-		"  monitor [NAME]                print bus traffic (privileged)\n"
+		"  monitor [NAME] [MATCH...]     print bus traffic, or what matches a rule (privileged)\n"
 		"  peers                         connections with credentials and names\n"
 		"  policy check USER NAME ACTION explain a decision (own, send, receive)\n"
 		"  quota [UID|all]               quota use per uid\n"

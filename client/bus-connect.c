@@ -16,6 +16,7 @@
 #include "client/bus-connect.h"
 #include "client/bus-control.h"
 #include "client/bus-inbox.h"
+#include "client/bus-match.h"
 #include "client/bus-name.h"
 #include "util/socket.h"
 
@@ -141,6 +142,12 @@ int bus_connect(brokerd_bus *bus)
 				lost++;
 		}
 	}
+	/* match rules without a sender: the names brokerd hands over */
+	k = bus_match_rewatch(bus);
+	if (connection_broke(k))
+		goto fail;
+	if (k < 0)
+		lost++;
 	bus->backoff_msec = 0;
 	bus->reconnect_at = 0;
 	return lost;

@@ -188,6 +188,71 @@ static int bus_ctrl_fail(brokerd_bus *bus)
 	return -ECONNRESET;
 }
 
+/*
+ * Waits for the reply with serial (0: none) or, with code, the next broker
+ * signal of that code; other signals are queued for the next dispatch.
+ */
+static int ctrl_wait(brokerd_bus *bus, uint32_t serial, uint16_t code, struct ctrl_reply *ret)
+{
+	int k;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = bus->ctrl_fd, .events = POLLIN };
+		int fds[CTRL_FDS_MAX];
+		unsigned int n_fds = 0;
+		uint8_t *buf = NULL;
+		struct ctrl_message m;
+
+		k = poll(&pfd, 1, BUS_CTRL_TIMEOUT_MSEC);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -ETIMEDOUT;
+		k = bus_ctrl_recv(bus, &buf, fds, &n_fds, false);
+		if (k == -EAGAIN || k == -EINTR)
+			continue;
+		if (k <= 0)
+			return bus_ctrl_fail(bus);
+		if (ctrl_message_decode(&m, buf, (size_t)k, n_fds) < 0) {
+			/* a broker that speaks garbage is treated as gone */
+			for (unsigned int i = 0; i < n_fds; i++)
+				close(fds[i]);
+			free(buf);
+			(void)bus_ctrl_fail(bus);
+			return -EPROTO;
+		}
+		if (m.hdr.type == CTRL_TYPE_SIGNAL && (!code || m.hdr.code != code)) {
+			bus_ctrl_queue(bus, buf, (size_t)k, fds, n_fds);
+			free(buf);
+			bus_kick(bus);
+			continue;
+		}
+		if (m.hdr.type != CTRL_TYPE_SIGNAL && (!serial || m.hdr.serial != serial)) {
+			for (unsigned int i = 0; i < n_fds; i++)
+				close(fds[i]);
+			free(buf);
+			continue;
+		}
+		ret->buf = buf;
+		ret->msg = m;
+		memcpy(ret->fds, fds, sizeof(int) * n_fds);
+		ret->n_fds = n_fds;
+		if (m.hdr.type == CTRL_TYPE_ERROR) {
+			struct ctrl_reader r;
+			const char *name = NULL, *text = NULL;
+
+			ctrl_reader_init(&r, &ret->msg);
+			if (ctrl_read_string(&r, &name, NULL) >= 0)
+				snprintf(bus->error_name, sizeof(bus->error_name), "%s", name);
+			if (ctrl_read_string(&r, &text, NULL) >= 0)
+				snprintf(bus->error_message, sizeof(bus->error_message), "%s", text);
+			ctrl_reply_done(ret);
+			return bus_ctrl_error_to_errno(bus->error_name);
+		}
+		return 0;
+	}
+}
+
 int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret)
 {
 	const void *data;
@@ -215,61 +280,15 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 		return bus_ctrl_fail(bus);
 	if (!ret)
 		return 0; /* its reply is dropped when it comes (serial mismatch, or no signal) */
-	for (;;) {
-		struct pollfd pfd = { .fd = bus->ctrl_fd, .events = POLLIN };
-		int fds[CTRL_FDS_MAX];
-		unsigned int n_fds = 0;
-		uint8_t *buf = NULL;
-		struct ctrl_message m;
+	return ctrl_wait(bus, serial, 0, ret);
+}
 
-		k = poll(&pfd, 1, BUS_CTRL_TIMEOUT_MSEC);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -ETIMEDOUT;
-		k = bus_ctrl_recv(bus, &buf, fds, &n_fds, false);
-		if (k == -EAGAIN || k == -EINTR)
-			continue;
-		if (k <= 0)
-			return bus_ctrl_fail(bus);
-		if (ctrl_message_decode(&m, buf, (size_t)k, n_fds) < 0) {
-			/* a broker that speaks garbage is treated as gone */
-			for (unsigned int i = 0; i < n_fds; i++)
-				close(fds[i]);
-			free(buf);
-			(void)bus_ctrl_fail(bus);
-			return -EPROTO;
-		}
-		if (m.hdr.type == CTRL_TYPE_SIGNAL) {
-			bus_ctrl_queue(bus, buf, (size_t)k, fds, n_fds);
-			free(buf);
-			bus_kick(bus);
-			continue;
-		}
-		if (m.hdr.serial != serial) {
-			for (unsigned int i = 0; i < n_fds; i++)
-				close(fds[i]);
-			free(buf);
-			continue;
-		}
-		ret->buf = buf;
-		ret->msg = m;
-		memcpy(ret->fds, fds, sizeof(int) * n_fds);
-		ret->n_fds = n_fds;
-		if (m.hdr.type == CTRL_TYPE_ERROR) {
-			struct ctrl_reader r;
-			const char *name = NULL, *text = NULL;
-
-			ctrl_reader_init(&r, &ret->msg);
-			if (ctrl_read_string(&r, &name, NULL) >= 0)
-				snprintf(bus->error_name, sizeof(bus->error_name), "%s", name);
-			if (ctrl_read_string(&r, &text, NULL) >= 0)
-				snprintf(bus->error_message, sizeof(bus->error_message), "%s", text);
-			ctrl_reply_done(ret);
-			return bus_ctrl_error_to_errno(bus->error_name);
-		}
-		return 0;
-	}
+int bus_ctrl_wait_signal(brokerd_bus *bus, uint16_t code, struct ctrl_reply *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!bus->connected || bus->ctrl_fd < 0 || bus->ctrl_failed)
+		return -ENOTCONN;
+	return ctrl_wait(bus, 0, code, ret);
 }
 
 int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u, struct ctrl_reply *ret)

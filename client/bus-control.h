@@ -28,6 +28,9 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
  * bus_ctrl_call().
  */
 int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u, struct ctrl_reply *ret);
+/* Waits for the next broker signal with code (others are queued for the
+ * next dispatch): 0 with it in ret, or -errno as bus_ctrl_call(). */
+int bus_ctrl_wait_signal(brokerd_bus *bus, uint16_t code, struct ctrl_reply *ret);
 
 /* Receives one datagram into a new buffer: > 0 length, 0 EOF, -EAGAIN. */
 int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n_fds, bool block);

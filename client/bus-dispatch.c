@@ -20,6 +20,7 @@
 #include "client/bus-control.h"
 #include "client/bus-dispatch.h"
 #include "client/bus-inbox.h"
+#include "client/bus-match.h"
 #include "client/bus-name.h"
 #include "client/filter.h"
 #include "client/msg.h"
@@ -72,6 +73,8 @@ static void dispatch_signal(brokerd_bus *bus, struct bname *b, brokerd_msg *msg)
 		if (bus->closed)
 			return;
 	}
+	/* match rules (bus-match.c) see every signal, whichever channel brought it */
+	bus_match_dispatch(bus, msg);
 }
 
 static void dispatch_reply(brokerd_bus *bus, brokerd_msg *msg)
@@ -305,6 +308,14 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 
 			if (b)
 				fail_calls_sent_before(bus, b, seq);
+		}
+		break;
+	case CTRL_SIGNAL_SIGNAL_CHANNEL:
+		/* a name appeared that a match rule without a sender may hear */
+		if (ctrl_read_string(&r, &a, NULL) >= 0) {
+			bus_match_take_channel(bus, a, n_fds ? fds[0] : -1);
+			if (n_fds)
+				fds[0] = -1;
 		}
 		break;
 	case CTRL_SIGNAL_CAPABILITY_REVOKED:

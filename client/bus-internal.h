@@ -15,6 +15,7 @@
 #include "brokerd/brokerd.h"
 #include "client/chan.h"
 #include "protocol/ctrl.h"
+#include "protocol/dbus-match.h"
 #include "protocol/message.h"
 #include "util/clock.h" /* now_usec() */
 #include "util/macro.h"
@@ -55,6 +56,7 @@ struct bname {
 	uint64_t receivers[BNAME_RECEIVERS_MAX];
 	unsigned int n_receivers;
 	uint64_t receivers_usec;
+	bool watched; /* handed over by WATCH_SIGNALS: holds one of n_subs */
 };
 
 /*
@@ -85,12 +87,27 @@ struct ctrl_queued {
 	uint8_t data[];
 };
 
+/*
+ * A match rule (bus-match.c), shared by every slot that added the same
+ * canonical rule: one filter, one subscription.
+ */
+struct bus_match {
+	struct bus_match *next;
+	char *text; /* canonical */
+	struct dbus_match_rule rule;
+	unsigned int n_slots;
+	unsigned int n_ref;  /* n_slots, and dispatches running */
+	struct bname *bname; /* a well-known sender: its subscription */
+	bool watch;	     /* no well-known sender: counted in bus->n_watch_matches */
+};
+
 enum slot_type {
 	SLOT_SUBSCRIBE,
 	SLOT_METHOD,
 	SLOT_WATCH,
 	SLOT_CALL,
 	SLOT_MONITOR,
+	SLOT_MATCH,
 };
 
 typedef void (*bus_monitor_handler_t)(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *msg,
@@ -104,6 +121,7 @@ struct brokerd_slot {
 	char *name;
 	char *member; /* member (method) or filter (subscribe) */
 	struct bname *bname;
+	struct bus_match *match; /* SLOT_MATCH */
 	union {
 		brokerd_msg_handler_t msg;
 		brokerd_name_handler_t name;
@@ -162,6 +180,9 @@ struct brokerd_bus {
 	uint64_t ctrl_seq;
 	struct monitor_chan *monitors;
 	struct retired_chan *retired;
+	/* match rules (bus-match.c); those without a well-known sender need the watch */
+	struct bus_match *matches;
+	unsigned int n_watch_matches;
 
 	unsigned int sync_depth; /* inside a synchronous call */
 	bool sync_opening;	 /* brokerd_bus_call() is sending its call */

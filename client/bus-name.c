@@ -118,6 +118,33 @@ int bname_subscribe(brokerd_bus *bus, struct bname *b)
 	return bname_open_chan(bus, b, CTRL_OP_SUBSCRIBE, 0, IOIPC_SUB_RECV, CHAN_SIGNAL_RECV, &b->sig_recv);
 }
 
+int bname_get_subscribed(brokerd_bus *bus, const char *name, struct bname **ret)
+{
+	struct bname *b = bname_get(bus, name, true);
+	int k;
+
+	if (!b)
+		return -ENOMEM;
+	k = bname_subscribe(bus, b);
+	if (k < 0) {
+		bname_gc(bus, b);
+		return k;
+	}
+	*ret = b;
+	return 0;
+}
+
+void bname_subscription_put(brokerd_bus *bus, struct bname *b)
+{
+	/* a match rule without a sender still wants its signals: the watch keeps them */
+	if (b->n_subs == 1 && bus->n_watch_matches && !b->watched && b->sig_recv) {
+		b->watched = true;
+		return;
+	}
+	if (b->n_subs > 0 && --b->n_subs == 0)
+		(void)bname_unsubscribe(bus, b, false);
+}
+
 /*
  * Ends our subscription to b's signals: detaches the channel and tells
  * brokerd, which stops counting it. With wait, brokerd's answer is awaited

@@ -17,6 +17,11 @@ void bname_gc(brokerd_bus *bus, struct bname *b);
 /* Takes the caps that come with owning b out of r (call receive, signal send). */
 int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r);
 int bname_subscribe(brokerd_bus *bus, struct bname *b);
+/* The bname of name, subscribed to its signals (freed again on failure): 0 or -errno. */
+int bname_get_subscribed(brokerd_bus *bus, const char *name, struct bname **ret);
+/* One user of b's subscription less (n_subs): the last ends it, without waiting,
+ * unless a match rule without a sender needs it (it stays, as watched). */
+void bname_subscription_put(brokerd_bus *bus, struct bname *b);
 /* Ends the subscription to b's signals; wait: for brokerd's answer. */
 int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait);
 /* REQUEST_NAME: a BROKERD_NAME_* result or -errno. */

@@ -9,6 +9,7 @@
 
 #include "client/bus-alloc.h"
 #include "client/bus-connect.h"
+#include "client/bus-match.h"
 #include "client/bus-slot.h"
 #include "client/msg.h"
 
@@ -99,8 +100,10 @@ _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 		/* the caller still holds it and frees it later: orphan it */
 		slot_unlink(s);
 		s->bname = NULL;
+		s->match = NULL;
 		s->bus = NULL;
 	}
+	bus_match_free_all(bus);
 	while ((b = bus->names)) {
 		bus->names = b->next;
 		free(b->name);

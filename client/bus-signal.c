@@ -121,14 +121,9 @@ _public_ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, co
 	}
 	if (!bus->connected)
 		return -ENOTCONN;
-	b = bname_get(bus, name, true);
-	if (!b)
-		return -ENOMEM;
-	k = bname_subscribe(bus, b);
-	if (k < 0) {
-		bname_gc(bus, b);
+	k = bname_get_subscribed(bus, name, &b);
+	if (k < 0)
 		return k;
-	}
 	s = slot_new(bus, SLOT_SUBSCRIBE, name, member_filter && *member_filter ? member_filter : NULL,
 		     userdata);
 	if (!s) {
@@ -164,6 +159,7 @@ _public_ int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name)
 			slot_destroy(s);
 	}
 	b->n_subs = 0; /* not subscribed again after a reconnect */
+	b->watched = false;
 	k = bname_unsubscribe(bus, b, true);
 	bname_gc(bus, b);
 	return k;

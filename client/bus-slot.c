@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "client/bus-chan.h"
+#include "client/bus-match.h"
 #include "client/bus-name.h"
 #include "client/bus-slot.h"
 
@@ -69,12 +70,12 @@ void slot_destroy(struct brokerd_slot *s)
 		return;
 	}
 	slot_unlink(s);
-	if (s->type == SLOT_SUBSCRIBE && b) {
-		if (b->n_subs > 0 && --b->n_subs == 0)
-			(void)bname_unsubscribe(bus, b, false);
-	}
+	if (s->type == SLOT_SUBSCRIBE && b)
+		bname_subscription_put(bus, b);
 	if (s->type == SLOT_MONITOR)
 		bus_monitors_clear(bus);
+	if (s->type == SLOT_MATCH && s->match)
+		bus_match_slot_gone(bus, s->match);
 	s->bname = NULL;
 	bname_gc(bus, b);
 	free(s->name);

@@ -12,9 +12,12 @@
  * are kept here, decoded and checked. The chans are the test's own.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "client/bus-alloc.h"
 #include "client/bus-dispatch.h"
@@ -437,6 +440,85 @@ static void test_signal(struct fixture *f)
 	brokerd_slot_free(s_direct);
 }
 
+/* The body "s" of one string (native byte order). */
+static void set_string(struct chmsg *m, const char *text, uint8_t *buf)
+{
+	set_bytes(m, "s", text, buf);
+}
+
+/*
+ * Match rules: identical rules (whatever their spelling) share one filter
+ * and one subscription; each slot of a matching rule is called; argN is
+ * read from the body; the last slot ends the subscription.
+ */
+static void test_match(struct fixture *f)
+{
+	struct seen a = { 0 }, b = { 0 }, cpu = { 0 };
+	struct chmsg sig = { .type = CHMSG_SIGNAL,
+			     .serial = 11,
+			     .path = "/org/test/obj",
+			     .interface = "org.test.Iface",
+			     .member = "Changed" };
+	static uint8_t body[64];
+	brokerd_slot *s_a = NULL, *s_b = NULL, *s_cpu = NULL, *s_bad = NULL;
+	unsigned int subs = f->svc->n_subs;
+
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_bad, "type='signal", on_msg, &a), ==, -EINVAL);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_bad, "eavesdrop='true'", on_msg, &a), ==, -EINVAL);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_bad, "", NULL, &a), ==, -EINVAL);
+	ASSERT_INT(brokerd_bus_add_match(NULL, &s_bad, "", on_msg, &a), ==, -EINVAL);
+	/* without a sender the bus must ask brokerd, and there is none here */
+	ASSERT(brokerd_bus_add_match(f->bus, &s_bad, "member='Changed'", on_msg, &a) < 0);
+	ASSERT(f->bus->matches == NULL && f->bus->n_watch_matches == 0);
+
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_a,
+					 "type='signal',sender='" SVC "',path_namespace='/org/test'", on_msg,
+					 &a),
+		   ==, 0);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_b, "path_namespace=/org/test,sender=" SVC ",type=signal",
+					 on_msg, &b),
+		   ==, 0);
+	ASSERT(f->bus->matches && !f->bus->matches->next);
+	ASSERT_INT(f->bus->matches->n_slots, ==, 2);
+	ASSERT_INT(f->svc->n_subs, ==, subs + 1);
+	ASSERT_INT(brokerd_bus_add_match(f->bus, &s_cpu, "sender='" SVC "',arg0='cpu'", on_msg, &cpu), ==, 0);
+	ASSERT_INT(f->svc->n_subs, ==, subs + 2);
+
+	set_string(&sig, "cpu", body);
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 1);
+	ASSERT_INT(b.n, ==, 1);
+	ASSERT_INT(cpu.n, ==, 1);
+	set_string(&sig, "gpu", body);
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 2);
+	ASSERT_INT(cpu.n, ==, 1); /* arg0 is "gpu" */
+	sig.path = "/org/testing";
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n + b.n + cpu.n, ==, 5);
+	/* on the inbox, nothing came on the name's channel: sender='SVC' does not match */
+	sig.path = "/org/test";
+	sig.destination = ":1.1";
+	set_string(&sig, "cpu", body);
+	deliver(f->bus, f->inbox, &sig);
+	ASSERT_INT(a.n + b.n + cpu.n, ==, 5);
+
+	/* one slot of the shared rule goes: the rule and its subscription stay */
+	brokerd_slot_free(s_a);
+	ASSERT_INT(f->bus->matches->next->n_slots, ==, 1);
+	ASSERT_INT(f->svc->n_subs, ==, subs + 2);
+	sig.destination = "";
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 2);
+	ASSERT_INT(b.n, ==, 3);
+	ASSERT_INT(cpu.n, ==, 2);
+	brokerd_slot_free(s_b);
+	brokerd_slot_free(s_cpu);
+	ASSERT(f->bus->matches == NULL);
+	ASSERT_INT(f->svc->n_subs, ==, subs);
+	f->svc->sig_recv = f->sig_recv; /* subscribed again, as far as the next test can tell */
+}
+
 /* Replies and errors on the inbox complete the pending call of their serial. */
 static void test_reply(struct fixture *f)
 {
@@ -590,6 +672,42 @@ static void test_ctrl(struct fixture *f)
 		   1);
 	ASSERT_INT(noc.n + pending.n, ==, 0);
 
+	/*
+	 * A signal channel handed over after the watch ended (brokerd had not
+	 * seen UNWATCH_SIGNALS yet): closed, and brokerd told to forget it.
+	 */
+	{
+		uint8_t buf[CTRL_MSG_MAX];
+		struct ctrl_message m;
+		struct ctrl_reader rd;
+		const char *name = NULL;
+		int p[2], sp[2], fd;
+		ssize_t n;
+
+		ASSERT_INT(pipe2(p, O_CLOEXEC), ==, 0);
+		close(p[1]);
+		fd = p[0];
+		ASSERT_INT(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), ==, 0);
+		f->bus->ctrl_fd = sp[0];
+		ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_SIGNAL_CHANNEL, 0), ==, 0);
+		ctrl_write_string(&w, "org.test.Late");
+		ctrl_write_fd(&w, fd);
+		ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+		ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, &fd, 1), ==, 1);
+		ctrl_writer_deinit(&w);
+		ASSERT(fcntl(p[0], F_GETFD) < 0 && errno == EBADF);
+		ASSERT(!bname_get(f->bus, "org.test.Late", false));
+		n = recv(sp[1], buf, sizeof(buf), MSG_DONTWAIT);
+		ASSERT(n > 0);
+		ASSERT_INT(ctrl_message_decode(&m, buf, (size_t)n, 0), ==, 0);
+		ASSERT_INT(m.hdr.code, ==, CTRL_OP_UNSUBSCRIBE);
+		ctrl_reader_init(&rd, &m);
+		ASSERT(ctrl_read_string(&rd, &name, NULL) == 0 && strcmp(name, "org.test.Late") == 0);
+		f->bus->ctrl_fd = -1;
+		close(sp[0]);
+		close(sp[1]);
+	}
+
 	/* another name changing hands is not ours to hear */
 	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
 	ctrl_write_string(&w, "org.test.Other");
@@ -660,6 +778,7 @@ int main(void)
 	}
 	test_call(&f);
 	test_signal(&f);
+	test_match(&f);
 	test_reply(&f);
 	test_malformed(&f);
 	test_ctrl(&f);

@@ -88,6 +88,14 @@ static const struct ctrl_op_info ops[] = {
 		.name = "ListPeersPage", .request_sig = "uus", .reply_sig = "a(stuuusasu)s",
 		.min_len = 11,
 	},
+	[CTRL_OP_WATCH_SIGNALS] = {
+		.name = "WatchSignals", .request_sig = "u", .reply_sig = "u",
+		.min_len = 4,
+	},
+	[CTRL_OP_UNWATCH_SIGNALS] = {
+		.name = "UnwatchSignals", .request_sig = "u", .reply_sig = "u",
+		.min_len = 4,
+	},
 };
 _Static_assert(ELEMENTSOF(ops) == _CTRL_OP_MAX, "every op needs an entry in ops[]");
 
@@ -112,6 +120,9 @@ static const struct ctrl_op_info signals[] = {
 	},
 	[CTRL_SIGNAL_CALL_RECEIVER_LOST] = {
 		.name = "CallReceiverLost", .reply_sig = "s", .min_len = 3,
+	},
+	[CTRL_SIGNAL_SIGNAL_CHANNEL] = {
+		.name = "SignalChannel", .reply_sig = "s", .min_len = 3, .max_reply_fds = 1,
 	},
 };
 _Static_assert(ELEMENTSOF(signals) == _CTRL_SIGNAL_MAX, "every signal needs an entry in signals[]");

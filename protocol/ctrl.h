@@ -54,6 +54,9 @@ enum ctrl_op {
 	CTRL_OP_UNSUBSCRIBE,
 	CTRL_OP_LIST_NAMES_PAGE,
 	CTRL_OP_LIST_PEERS_PAGE,
+	/* signal channels of every name a match rule without sender could match */
+	CTRL_OP_WATCH_SIGNALS = 19,
+	CTRL_OP_UNWATCH_SIGNALS = 20,
 	_CTRL_OP_MAX,
 };
 
@@ -65,6 +68,7 @@ enum ctrl_signal {
 	CTRL_SIGNAL_CAPABILITY_RENEWED, /* reserved: brokerd no longer sends it */
 	CTRL_SIGNAL_CAPABILITY_REVOKED,
 	CTRL_SIGNAL_CALL_RECEIVER_LOST,
+	CTRL_SIGNAL_SIGNAL_CHANNEL = 8, /* a name's signal RECV cap for a watcher */
 	_CTRL_SIGNAL_MAX,
 };
 
@@ -98,6 +102,11 @@ enum ctrl_release_name_result {
 enum ctrl_unsubscribe_result {
 	CTRL_UNSUBSCRIBE_DONE = 1,	     /* brokerd forgot the subscription */
 	CTRL_UNSUBSCRIBE_NOT_SUBSCRIBED = 2, /* there was none */
+};
+
+enum ctrl_unwatch_signals_result {
+	CTRL_UNWATCH_DONE = 1,	       /* no more SignalChannel signals */
+	CTRL_UNWATCH_NOT_WATCHING = 2, /* there was no watch */
 };
 
 /* LIST_NAMES (and LIST_NAMES_PAGE) flags */

@@ -188,6 +188,22 @@ int brokerd_bus_subscribe(brokerd_bus *bus, brokerd_slot **ret_slot, const char 
  */
 int brokerd_bus_unsubscribe(brokerd_bus *bus, const char *name);
 
+/* --- Match rules ---------------------------------------------------------- */
+
+/*
+ * Calls handler for every signal this bus receives that matches rule, a
+ * D-Bus match rule ("type='signal',sender='org.example.A',arg0='x'"; keys
+ * type, sender, interface, member, path, path_namespace, destination,
+ * argN, argNpath, arg0namespace). A rule with a well-known sender
+ * subscribes to that name's signals; one without a sender (or with a
+ * unique name) to the signals of every name it may receive from, names
+ * that get an owner later included. Identical rules share one filter and
+ * one subscription; freeing the last slot of a rule ends its subscription.
+ * -EINVAL for a bad rule.
+ */
+int brokerd_bus_add_match(brokerd_bus *bus, brokerd_slot **ret_slot, const char *rule,
+			  brokerd_msg_handler_t handler, void *userdata);
+
 /* --- Methods --------------------------------------------------------------- */
 
 #define BROKERD_ERROR_FAILED	     "org.brokerd.Error.Failed"

@@ -20,35 +20,6 @@ static int on_signal(brokerd_msg *m, void *u)
 	return 0;
 }
 
-/* What brokerd counts of this bus's uid's subscriptions. */
-static uint64_t subscriptions_used(brokerd_bus *bus)
-{
-	struct ctrl_writer w;
-	struct ctrl_reply r;
-	struct ctrl_reader rd;
-	uint32_t n, uid, nq;
-	uint64_t used = UINT64_MAX, u, limit;
-
-	CHECK_R(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_QUOTA, 0), 0);
-	ctrl_write_u32(&w, getuid());
-	CHECK_R(bus_ctrl_call(bus, &w, &r), 0);
-	ctrl_writer_deinit(&w);
-	ctrl_reader_init(&rd, &r.msg);
-	CHECK(ctrl_read_array(&rd, &n) == 0 && n == 1);
-	CHECK(ctrl_read_u32(&rd, &uid) == 0 && ctrl_read_array(&rd, &nq) == 0);
-	for (uint32_t i = 0; i < nq; i++) {
-		const char *q;
-
-		CHECK(ctrl_read_string(&rd, &q, NULL) == 0 && ctrl_read_u64(&rd, &u) == 0 &&
-		      ctrl_read_u64(&rd, &limit) == 0);
-		if (strcmp(q, "subscriptions") == 0)
-			used = u;
-	}
-	ctrl_reply_done(&r);
-	CHECK(used != UINT64_MAX);
-	return used;
-}
-
 /* Processes both buses for ms milliseconds, or until *until reaches want. */
 static void pump2(brokerd_bus *a, brokerd_bus *b, int *until, int want, int ms)
 {
@@ -86,11 +57,11 @@ int main(void)
 
 	CHECK_R(brokerd_bus_request_name(pub, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
 	CHECK_R(brokerd_bus_request_name(pub, KEPT, 0), BROKERD_NAME_PRIMARY_OWNER);
-	before = subscriptions_used(sub);
+	before = t_subscriptions_used(sub);
 	CHECK_R(brokerd_bus_subscribe(sub, &slot, NAME, NULL, on_signal, &got_slot), 0);
 	CHECK_R(brokerd_bus_subscribe(sub, NULL, NAME, "Tick", on_signal, &got_floating), 0);
 	CHECK_R(brokerd_bus_subscribe(sub, NULL, KEPT, NULL, on_signal, &got_kept), 0);
-	CHECK(subscriptions_used(sub) == before + 2); /* one per name, not per slot */
+	CHECK(t_subscriptions_used(sub) == before + 2); /* one per name, not per slot */
 	emit(pub, NAME);
 	pump2(pub, sub, &got_floating, 1, 5000);
 	pump2(pub, sub, &got_slot, 1, 1000);
@@ -98,19 +69,19 @@ int main(void)
 
 	/* unsubscribed: nothing more arrives, brokerd counts one less */
 	CHECK_R(brokerd_bus_unsubscribe(sub, NAME), 0);
-	CHECK(subscriptions_used(sub) == before + 1);
+	CHECK(t_subscriptions_used(sub) == before + 1);
 	emit_both(pub, sub, 1);
 	CHECK_R(brokerd_bus_unsubscribe(sub, NAME), -ENOENT);
 	brokerd_slot_free(slot); /* quiet already; freeing it asks brokerd nothing */
-	CHECK(subscriptions_used(sub) == before + 1);
+	CHECK(t_subscriptions_used(sub) == before + 1);
 	t_log("brokerd_bus_unsubscribe: delivery stops, subscriptions %llu -> %llu",
 	      (unsigned long long)before + 2, (unsigned long long)before + 1);
 
 	/* freeing the last slot of a name tells brokerd as well */
 	CHECK_R(brokerd_bus_subscribe(sub, &again, NAME, NULL, on_signal, &got_slot), 0);
-	CHECK(subscriptions_used(sub) == before + 2);
+	CHECK(t_subscriptions_used(sub) == before + 2);
 	brokerd_slot_free(again);
-	CHECK(subscriptions_used(sub) == before + 1); /* requests are answered in order */
+	CHECK(t_subscriptions_used(sub) == before + 1); /* requests are answered in order */
 
 	/* after a brokerd restart only KEPT is subscribed again */
 	if (system("systemctl --version >/dev/null 2>&1") != 0)
@@ -127,7 +98,7 @@ int main(void)
 	}
 	CHECK_R(brokerd_bus_is_connected(sub), 1);
 	CHECK_R(brokerd_bus_get_name_owner(sub, NAME, owner, sizeof(owner)), 0);
-	CHECK(subscriptions_used(sub) == 1); /* a fresh brokerd: only what sub restored */
+	CHECK(t_subscriptions_used(sub) == 1); /* a fresh brokerd: only what sub restored */
 	emit_both(pub, sub, 2);
 	t_log("after the restart: %s restored, %s not", KEPT, NAME);
 

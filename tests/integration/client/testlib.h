@@ -418,6 +418,35 @@ static inline int t_on_reply(brokerd_msg *m, int error, void *u)
 	return 0;
 }
 
+/* What brokerd counts of this bus's uid's subscriptions. */
+static inline uint64_t t_subscriptions_used(brokerd_bus *bus)
+{
+	struct ctrl_writer w;
+	struct ctrl_reply r;
+	struct ctrl_reader rd;
+	uint32_t n, uid, nq;
+	uint64_t used = UINT64_MAX, u, limit;
+
+	CHECK_R(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_QUOTA, 0), 0);
+	ctrl_write_u32(&w, getuid());
+	CHECK_R(bus_ctrl_call(bus, &w, &r), 0);
+	ctrl_writer_deinit(&w);
+	ctrl_reader_init(&rd, &r.msg);
+	CHECK(ctrl_read_array(&rd, &n) == 0 && n == 1);
+	CHECK(ctrl_read_u32(&rd, &uid) == 0 && ctrl_read_array(&rd, &nq) == 0);
+	for (uint32_t i = 0; i < nq; i++) {
+		const char *q;
+
+		CHECK(ctrl_read_string(&rd, &q, NULL) == 0 && ctrl_read_u64(&rd, &u) == 0 &&
+		      ctrl_read_u64(&rd, &limit) == 0);
+		if (strcmp(q, "subscriptions") == 0)
+			used = u;
+	}
+	ctrl_reply_done(&r);
+	CHECK(used != UINT64_MAX);
+	return used;
+}
+
 /* --- policy ----------------------------------------------------------------- */
 
 #define T_POLICY_FILE "/etc/brokerd/policy.d/60-client-tests.conf"
