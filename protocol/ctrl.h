@@ -65,6 +65,8 @@ enum ctrl_signal {
 	CTRL_SIGNAL_CAPABILITY_RENEWED, /* reserved: brokerd no longer sends it */
 	CTRL_SIGNAL_CAPABILITY_REVOKED,
 	CTRL_SIGNAL_CALL_RECEIVER_LOST,
+	/* a SEND cap to a caller's inbox, for replies (protocol/README.md, Reply capabilities) */
+	CTRL_SIGNAL_REPLY_CAPABILITY = 10,
 	_CTRL_SIGNAL_MAX,
 };
 
