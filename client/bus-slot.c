@@ -63,6 +63,7 @@ void slot_destroy(struct brokerd_slot *s)
 
 	if (!bus) {
 		/* orphaned by brokerd_bus_close(): only the memory is left */
+		free(s->queued);
 		free(s->name);
 		free(s->member);
 		free(s);
@@ -77,6 +78,7 @@ void slot_destroy(struct brokerd_slot *s)
 		bus_monitors_clear(bus);
 	s->bname = NULL;
 	bname_gc(bus, b);
+	free(s->queued);
 	free(s->name);
 	free(s->member);
 	free(s);
