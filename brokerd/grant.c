@@ -47,7 +47,15 @@ struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 		 * or reading the region.
 		 */
 		for (size_t i = 0; i < ch->n_grants; i++)
-			if (!registry_peer_find(b->registry, ch->grants[i].peer_id))
+			/*
+			 * An inbox goes with its connection: nobody will read
+			 * what is sent there, so the SEND caps others hold
+			 * (reply caps, OPEN_INBOX) are revoked too, or each
+			 * would keep the dead ring's memory until its holder
+			 * dropped it.
+			 */
+			if (ch->kind == CTRL_CHANNEL_INBOX ||
+			    !registry_peer_find(b->registry, ch->grants[i].peer_id))
 				(void)chanmgr_revoke(&b->chanmgr, ch->id, ch->grants[i].rights,
 						     ch->grants[i].peer_id);
 		(void)chanmgr_destroy(&b->chanmgr, ch->id);
