@@ -147,11 +147,12 @@ static void call_flush_queued(brokerd_bus *bus, struct bname *b, int error)
 			continue;
 		}
 		k = b->call_send ? chan_send(&bus->ring, b->call_send, data, s->queued_len) : -ENOTCONN;
-		if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
+		if ((k == -EACCES || k == -ENOENT || k == -EPIPE) && !s->reopened) {
 			/* revoked or gone while it opened: once more, then brokerd's verdict */
 			chan_close(&bus->ring, b->call_send);
 			b->call_send = NULL;
 			s->queued = TAKE_PTR(data);
+			s->reopened = true;
 			k = call_open_async(bus, b);
 			if (k >= 0)
 				break;
@@ -249,6 +250,7 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 			/* capability revoked or channel gone: open it afresh, once */
 			chan_close(&bus->ring, b->call_send);
 			b->call_send = NULL;
+			s->reopened = true;
 			k = -EAGAIN;
 		}
 	}

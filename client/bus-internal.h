@@ -132,6 +132,7 @@ struct brokerd_slot {
 	/* calls: the encoded call, until the name's call chan is open */
 	uint8_t *queued;
 	size_t queued_len;
+	bool reopened; /* calls: its chan was reopened once for it (revoked) */
 };
 
 struct monitor_chan {
