@@ -71,6 +71,8 @@ static void activation_reply(struct bus *b, struct activation *a, const char *er
 			return;
 		}
 		ctrl_write_fd(&w, fd);
+		/* before the caller has the cap, so before its first call */
+		reply_caps_for_caller(b, n, a->conn);
 	}
 	(void)conn_send(a->conn, &w);
 }

@@ -217,6 +217,12 @@ int conn_flush(struct bus_conn *c)
 	return 0;
 }
 
+bool conn_has_room(struct bus_conn *c)
+{
+	return !c->dead && !c->closing && c->out_len < CONN_OUT_MAX / 2 &&
+	       c->out_bytes < CONN_OUT_MAX_BYTES / 2 && c->out_fds < CONN_OUT_MAX_FDS / 2;
+}
+
 void conn_out_clear(struct bus_conn *c)
 {
 	while (c->out_head) {

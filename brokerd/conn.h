@@ -29,6 +29,12 @@ const char *conn_name(struct bus_conn *c);
 int conn_send(struct bus_conn *c, struct ctrl_writer *w);
 /* Sends what is queued, as far as the socket takes it. */
 int conn_flush(struct bus_conn *c);
+/*
+ * Whether c has read enough of what it was sent for something optional
+ * (a reply capability) to go out: its queue in brokerd is less than half
+ * full, so optional messages never push a slow reader over its limit.
+ */
+bool conn_has_room(struct bus_conn *c);
 /* Frees what is queued, unsent. */
 void conn_out_clear(struct bus_conn *c);
 /* Gives up on c from anywhere: its event handler frees it. */

@@ -53,6 +53,8 @@ static void send_name_acquired(struct bus *b, struct bus_conn *c, const char *na
 		}
 	}
 	conn_signal(c, &w);
+	if (call_fd >= 0)
+		reply_caps_for_receiver(b, n, c); /* the name's callers, for its replies */
 }
 
 /* NameOwnerChanged on the bus's signal channel: a channel message, body "sss" in dbus1. */
@@ -383,7 +385,10 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 		ctrl_write_fd(&w, call_fd);
 	if (signal_fd >= 0)
 		ctrl_write_fd(&w, signal_fd);
-	return conn_send(c, &w);
+	r = conn_send(c, &w);
+	if (r >= 0 && call_fd >= 0)
+		reply_caps_for_receiver(b, n, c); /* the name's callers, for its replies */
+	return r;
 }
 
 static int handle_release_name(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
@@ -572,6 +577,8 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 		if (fd < 0)
 			return fd;
 		ctrl_write_fd(&w, fd);
+		/* before the caller has the cap, so before its first call */
+		reply_caps_for_caller(b, n, c);
 	}
 	return conn_send(c, &w);
 }

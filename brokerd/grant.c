@@ -47,7 +47,15 @@ struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 		 * or reading the region.
 		 */
 		for (size_t i = 0; i < ch->n_grants; i++)
-			if (!registry_peer_find(b->registry, ch->grants[i].peer_id))
+			/*
+			 * An inbox goes with its connection: nobody will read
+			 * what is sent there, so the SEND caps others hold
+			 * (reply caps, OPEN_INBOX) are revoked too, or each
+			 * would keep the dead ring's memory until its holder
+			 * dropped it.
+			 */
+			if (ch->kind == CTRL_CHANNEL_INBOX ||
+			    !registry_peer_find(b->registry, ch->grants[i].peer_id))
 				(void)chanmgr_revoke(&b->chanmgr, ch->id, ch->grants[i].rights,
 						     ch->grants[i].peer_id);
 		(void)chanmgr_destroy(&b->chanmgr, ch->id);
@@ -331,6 +339,64 @@ bool inbox_send_allowed(struct bus_conn *c, struct registry_peer *t, char *why, 
 			return true;
 	}
 	return !any || conn_privileged(c);
+}
+
+/* --- reply capabilities ------------------------------------------------- */
+
+/*
+ * Pushes r a SEND cap to caller's inbox, for its replies to calls on name.
+ * It grants no more than OPEN_INBOX would (the same policy rule, so a
+ * reload revokes it alike), and it is optional: without it r asks with
+ * OPEN_INBOX. So it goes only to a receiver whose queue has room, and a
+ * cap that cannot be minted is simply not sent.
+ */
+static void reply_cap_send(struct bus *b, struct bus_conn *caller, struct bus_conn *r, const char *name)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	_cleanup_close_ int fd = -1;
+
+	if (r == caller || !caller->inbox || !caller->peer || !r->peer || r->ended || !conn_has_room(r) ||
+	    !inbox_send_allowed(r, caller->peer, NULL, 0))
+		return;
+	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_REPLY_CAPABILITY, 0) < 0)
+		return;
+	fd = cap_mint(b, caller->inbox, r, IOIPC_SUB_SEND);
+	if (fd < 0)
+		return;
+	ctrl_write_string(&w, caller->peer->unique_name);
+	ctrl_write_string(&w, name);
+	ctrl_write_fd(&w, fd);
+	conn_signal(r, &w);
+}
+
+/* The live connection behind grant g, or NULL. */
+static struct bus_conn *grant_conn(struct bus *b, const struct grant *g)
+{
+	struct registry_peer *p = registry_peer_find(b->registry, g->peer_id);
+	struct bus_conn *c = p ? p->userdata : NULL;
+
+	return c && !c->dead && !c->ended ? c : NULL;
+}
+
+void reply_caps_for_caller(struct bus *b, struct bus_name *n, struct bus_conn *c)
+{
+	/* cap_mint adds to the caller's inbox's grants, never to n->call's */
+	for (size_t i = 0; n->call && i < n->call->n_grants; i++) {
+		struct bus_conn *r;
+
+		if ((n->call->grants[i].rights & IOIPC_SUB_RECV) && (r = grant_conn(b, &n->call->grants[i])))
+			reply_cap_send(b, c, r, n->name);
+	}
+}
+
+void reply_caps_for_receiver(struct bus *b, struct bus_name *n, struct bus_conn *r)
+{
+	for (size_t i = 0; n->call && i < n->call->n_grants; i++) {
+		struct bus_conn *c;
+
+		if ((n->call->grants[i].rights & IOIPC_SUB_SEND) && (c = grant_conn(b, &n->call->grants[i])))
+			reply_cap_send(b, c, r, n->name);
+	}
 }
 
 /* --- policy reload and revocation ---------------------------------------- */

@@ -50,6 +50,17 @@ void monitor_announce_all(struct bus *b, struct bus_conn *c);
 bool inbox_send_allowed(struct bus_conn *c, struct registry_peer *t, char *why, size_t why_len);
 
 /*
+ * Reply capabilities (protocol/README.md, "Reply capabilities"): every
+ * connection that receives n's calls gets a SEND cap to the inbox of the
+ * caller c, pushed as a ReplyCapability signal, so that it can answer c's
+ * calls without asking brokerd. Sent before c's OPEN_CALL reply; only what
+ * OPEN_INBOX would grant, and only to receivers with room to read it.
+ */
+void reply_caps_for_caller(struct bus *b, struct bus_name *n, struct bus_conn *c);
+/* The same for a new receiver r of n's calls: a cap for each of n's callers. */
+void reply_caps_for_receiver(struct bus *b, struct bus_name *n, struct bus_conn *r);
+
+/*
  * Revokes what names marked revoke_pending no longer grant, then frees the
  * channels of names nobody uses (if gc_needed). Run after every request.
  */

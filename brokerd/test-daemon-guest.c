@@ -135,6 +135,33 @@ static void test_channels(void)
 	TC_ASSERT(chmsg_decode(&got, rbuf + sizeof(info), (size_t)len) == 0);
 	TC_ASSERT(strcmp(got.member, "Ping") == 0);
 
+	/*
+	 * reply path without asking: brokerd pushed the owner a SEND cap to the
+	 * caller's inbox before answering the caller's OPEN_CALL, so it is on
+	 * the owner's socket already (no waiting), and it sends there
+	 */
+	TC_ASSERT(tc_wait_signal(&svc, CTRL_SIGNAL_REPLY_CAPABILITY, &m, 0) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), caller.unique) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), "org.brokerdtest.root.Chan") == 0);
+	TC_ASSERT_EQ(m.n_fds, 1);
+	struct ioipc_channel_attach rc = { .channel_id = (uint32_t)m.fds[0],
+					   .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_SEND };
+	TC_ASSERT_EQ(ioipc_channel_attach(&ring, &rc), 0);
+	close(rc.channel_fd);
+	struct ioipc_channel_attach rcbad = { .channel_id = (uint32_t)m.fds[0],
+					      .flags = IOIPC_SUB_BY_FD | IOIPC_SUB_RECV };
+	TC_ASSERT(ioipc_channel_attach(&ring, &rcbad) < 0); /* for sending replies only */
+	tc_msg_close_fds(&m);
+	struct chmsg reply = { .type = CHMSG_REPLY, .serial = 1, .reply_serial = 1 };
+	len = chmsg_encode(&reply, buf, sizeof(buf));
+	TC_ASSERT(len > 0);
+	sqe = io_uring_get_sqe(&ring);
+	ioipc_prep_send(sqe, rc.local_id_out, buf, (unsigned int)len, 0);
+	TC_ASSERT(io_uring_submit_and_wait(&ring, 1) >= 1);
+	TC_ASSERT(io_uring_wait_cqe(&ring, &cqe) == 0);
+	TC_ASSERT_EQ(cqe->res, len);
+	io_uring_cqe_seen(&ring, cqe);
+
 	/* reply path: OPEN_INBOX of the caller */
 	TC_ASSERT(tc_call(&svc, CTRL_OP_OPEN_INBOX, &m, "s", caller.unique) == 0);
 	TC_EXPECT_REPLY(&m);
@@ -166,7 +193,7 @@ static void test_channels(void)
 	close(call_send_fd);
 	tc_close(&svc);
 	tc_close(&caller);
-	printf("# channels: caps attach with their rights, badge = caller id, inbox, monitor: ok\n");
+	printf("# channels: caps attach with their rights, badge = caller id, reply cap, inbox, monitor: ok\n");
 	test_channels_more();
 	test_revocation();
 	test_revocation_inbox();

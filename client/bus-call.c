@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bus-call.c - making calls: a call slot per pending call, sent on the
- * name's call chan (reopened once if revoked), completed by its reply, an
- * error, its deadline or the loss of the connection or the name. The
- * synchronous brokerd_bus_call() runs the loop and lives in bus-loop.c.
+ * name's call chan, completed by its reply, an error, its deadline or the
+ * loss of the connection or the name. The call chan is opened without
+ * blocking (an OPEN_CALL whose reply is dispatched later): calls made
+ * meanwhile wait, encoded, in their slots and go out when the cap comes,
+ * or fail with brokerd's error. A revoked chan is reopened the same way.
+ * The synchronous brokerd_bus_call() runs the loop and lives in bus-loop.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -23,6 +26,8 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 	BUG_ON(s->type != SLOT_CALL || !s->serial);
 	s->serial = 0; /* done: no longer pending */
 	s->deadline = 0;
+	free(s->queued); /* never sent */
+	s->queued = NULL;
 	if (floating)
 		slot_destroy(s);
 	if (h)
@@ -100,13 +105,105 @@ bool bus_call_reply_is_genuine(brokerd_bus *bus, struct brokerd_slot *s, uint64_
 	return bname_fetch_receivers(bus, b, badge) > 0;
 }
 
+/* The call of b that has waited longest for b's call chan, or NULL. */
+static struct brokerd_slot *call_oldest_queued(brokerd_bus *bus, struct bname *b)
+{
+	struct brokerd_slot *s, *found = NULL;
+
+	/* new slots go first in the list: the last one found is the oldest */
+	for (s = bus->slots; s; s = s->next)
+		if (s->type == SLOT_CALL && s->bname == b && s->queued)
+			found = s;
+	return found;
+}
+
+/* A call that has been sent (or failed to be): a call expecting no reply is done. */
+static void call_sent(struct brokerd_slot *s, int error)
+{
+	if (error < 0)
+		bus_call_complete(s, NULL, error);
+	else if (!s->handler.reply)
+		slot_destroy(s); /* floating: nothing more will happen to it */
+}
+
+static int call_open_async(brokerd_bus *bus, struct bname *b);
+
+/*
+ * b's call chan is open (error 0) or could not be opened: the calls waiting
+ * for it go out in the order they were made, or fail with error.
+ */
+static void call_flush_queued(brokerd_bus *bus, struct bname *b, int error)
+{
+	struct brokerd_slot *s;
+
+	/* handlers run here and may free any slot: b stays until the end */
+	b->flushing = true;
+	while (!b->opening && (s = call_oldest_queued(bus, b))) {
+		_cleanup_free_ uint8_t *data = TAKE_PTR(s->queued);
+		int k = error;
+
+		if (error < 0) {
+			call_sent(s, error); /* brokerd's verdict */
+			continue;
+		}
+		s->ctrl_seq = bus->ctrl_seq; /* it goes out only now (bus-dispatch.c) */
+		k = b->call_send ? chan_send(&bus->ring, b->call_send, data, s->queued_len) : -ENOTCONN;
+		if ((k == -EACCES || k == -ENOENT || k == -EPIPE) && !s->reopened) {
+			/* revoked or gone while it opened: once more, then brokerd's verdict */
+			chan_close(&bus->ring, b->call_send);
+			b->call_send = NULL;
+			s->queued = TAKE_PTR(data);
+			s->reopened = true;
+			k = call_open_async(bus, b);
+			if (k >= 0)
+				break;
+			data = TAKE_PTR(s->queued);
+		}
+		call_sent(s, k < 0 ? k : 0);
+	}
+	b->flushing = false;
+}
+
+/* The reply to our OPEN_CALL for b (a struct bname, kept while opening). */
+static void call_opened(brokerd_bus *bus, struct ctrl_reply *r, int error, void *userdata)
+{
+	struct bname *b = userdata;
+
+	b->opening = false;
+	/* a synchronous call may have opened the chan meanwhile: keep that one */
+	if (error >= 0 && !b->call_send)
+		error = bus_chan_attach(bus, ctrl_reply_take_fd(r, 0), IOIPC_SUB_SEND, CHAN_CALL_SEND, b,
+					&b->call_send);
+	call_flush_queued(bus, b, error);
+	bname_gc(bus, b); /* no call of ours is left to keep it */
+}
+
+/*
+ * Asks brokerd for b's call chan without waiting (NO_WAIT: an activatable
+ * name gives its cap at once, calls wait in the ring for the service).
+ */
+static int call_open_async(brokerd_bus *bus, struct bname *b)
+{
+	int k;
+
+	if (b->opening)
+		return 0;
+	if (!(bus->features & CTRL_FEATURE_CHANNELS))
+		return -EOPNOTSUPP;
+	k = bus_ctrl_request_async(bus, CTRL_OP_OPEN_CALL, b->name, CTRL_CALL_NO_WAIT, call_opened, b);
+	if (k >= 0)
+		b->opening = true;
+	return k;
+}
+
 /* Sends the call m (its serial and flags are set here) to name. */
 static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name, struct chmsg *m,
 		     uint64_t timeout_usec, brokerd_reply_handler_t handler, void *userdata)
 {
+	_cleanup_free_ uint8_t *data = NULL;
 	struct brokerd_slot *s;
 	struct bname *b;
-	int k;
+	int k, len;
 
 	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name))
 		return -EINVAL;
@@ -117,11 +214,17 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 	b = bname_get(bus, name, true);
 	if (!b)
 		return -ENOMEM;
-	/* a synchronous caller is waiting anyway; an event loop must not block */
-	k = bname_open_call(bus, b, bus->sync_opening);
-	if (k < 0) {
-		bname_gc(bus, b);
-		return k;
+	/*
+	 * A synchronous caller is waiting anyway: it opens the chan at once
+	 * (waiting for an activation), so that brokerd's refusal is its return
+	 * value. An event loop must not block: its call waits in its slot.
+	 */
+	if (bus->sync_opening && !b->call_send && !b->opening) {
+		k = bname_open_call(bus, b, true);
+		if (k < 0) {
+			bname_gc(bus, b);
+			return k;
+		}
 	}
 	s = slot_new(bus, SLOT_CALL, name, m->member, userdata);
 	if (!s) {
@@ -136,14 +239,37 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 	s->sent = now_usec();
 	s->ctrl_seq = bus->ctrl_seq;
 	s->deadline = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
-	k = bus_chan_send(bus, b->call_send, m);
-	if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
-		/* capability revoked or channel gone: open it afresh once */
-		chan_close(&bus->ring, b->call_send);
-		b->call_send = NULL;
-		k = bname_open_call(bus, b, bus->sync_opening);
-		if (k >= 0)
-			k = bus_chan_send(bus, b->call_send, m);
+	data = malloc(CHMSG_MAX);
+	len = data ? chmsg_encode(m, data, CHMSG_MAX) : -ENOMEM;
+	if (len < 0) {
+		slot_destroy(s);
+		return len;
+	}
+	k = -EAGAIN;
+	if (b->call_send && !b->opening) {
+		k = chan_send(&bus->ring, b->call_send, data, (size_t)len);
+		if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
+			/* capability revoked or channel gone: open it afresh, once */
+			chan_close(&bus->ring, b->call_send);
+			b->call_send = NULL;
+			s->reopened = true;
+			k = -EAGAIN;
+		}
+	}
+	if (k == -EAGAIN) {
+		/* wait, in order, behind the calls already waiting for the chan */
+		k = call_open_async(bus, b);
+		if (k >= 0) {
+			s->queued = TAKE_PTR(data);
+			s->queued_len = (size_t)len;
+			if (!handler) {
+				/* nobody waits for it: the bus frees it once sent */
+				if (ret_slot)
+					*ret_slot = NULL;
+				return slot_hand_out(s, NULL);
+			}
+			return slot_hand_out(s, ret_slot);
+		}
 	}
 	if (k < 0 || !handler) {
 		slot_destroy(s);

@@ -47,6 +47,8 @@ void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 	bus_monitors_clear(bus);
 	bus->unique_name[0] = 0;
 	bus->id = 0;
+	/* requests still waiting for replies get none (calls waiting for a chan fail) */
+	bus_ctrl_pending_fail(bus, -ECONNRESET);
 	if (schedule_reconnect && bus->reconnect && !bus->closed) {
 		bus->backoff_msec = bus->backoff_msec ? bus->backoff_msec : BUS_RECONNECT_MIN_MSEC;
 		bus->reconnect_at = now_usec() + bus->backoff_msec * 1000ULL;

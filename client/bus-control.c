@@ -5,9 +5,12 @@
  * with the fds they carry; broker signals that arrive while a request waits
  * are queued for the dispatcher; control errors become errnos.
  *
- * Requests are synchronous: brokerd answers them promptly. A broken
- * connection is only marked here (bus->ctrl_failed): disconnecting belongs
- * to the dispatcher, which sits above.
+ * Most requests are synchronous: brokerd answers them promptly. Those that
+ * must not block an event loop (OPEN_CALL of an asynchronous call) are sent
+ * with a handler instead, which the dispatcher runs when the reply comes; a
+ * synchronous request that meets such a reply queues it for the dispatcher.
+ * A broken connection is only marked here (bus->ctrl_failed): disconnecting
+ * belongs to the dispatcher, which sits above.
  */
 #include <errno.h>
 #include <poll.h>
@@ -136,6 +139,16 @@ int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n
 	return (int)n;
 }
 
+/*
+ * Whether a datagram that decoding answered with k is a signal this library
+ * does not know: a later brokerd's addition, which a client ignores
+ * (protocol/README.md, section 5), not garbage.
+ */
+static bool ctrl_signal_unknown(const uint8_t *buf, size_t len, int k)
+{
+	return k == -EOPNOTSUPP && len >= CTRL_HEADER_SIZE && buf[1] == CTRL_TYPE_SIGNAL;
+}
+
 static void bus_ctrl_queue(brokerd_bus *bus, uint8_t *buf, size_t len, int *fds, unsigned int n_fds)
 {
 	struct ctrl_queued *q = malloc(sizeof(*q) + len);
@@ -188,6 +201,34 @@ static int bus_ctrl_fail(brokerd_bus *bus)
 	return -ECONNRESET;
 }
 
+static struct ctrl_pending *ctrl_pending_find(brokerd_bus *bus, uint32_t serial, bool unlink)
+{
+	for (struct ctrl_pending **pp = &bus->ctrl_pending; *pp; pp = &(*pp)->next)
+		if ((*pp)->serial == serial) {
+			struct ctrl_pending *p = *pp;
+
+			if (unlink)
+				*pp = p->next;
+			return p;
+		}
+	return NULL;
+}
+
+/* Keeps the name and message of the ERROR in r for the caller, and frees r: the errno. */
+static int ctrl_reply_error(brokerd_bus *bus, struct ctrl_reply *r)
+{
+	struct ctrl_reader rd;
+	const char *name = NULL, *text = NULL;
+
+	ctrl_reader_init(&rd, &r->msg);
+	if (ctrl_read_string(&rd, &name, NULL) >= 0)
+		snprintf(bus->error_name, sizeof(bus->error_name), "%s", name);
+	if (ctrl_read_string(&rd, &text, NULL) >= 0)
+		snprintf(bus->error_message, sizeof(bus->error_message), "%s", text);
+	ctrl_reply_done(r);
+	return bus_ctrl_error_to_errno(bus->error_name);
+}
+
 /*
  * Waits for the reply with serial (0: none) or, with code, the next broker
  * signal of that code; other signals are queued for the next dispatch.
@@ -213,6 +254,12 @@ static int ctrl_wait(brokerd_bus *bus, uint32_t serial, uint16_t code, struct ct
 			continue;
 		if (k <= 0)
 			return bus_ctrl_fail(bus);
+		if (ctrl_signal_unknown(buf, (size_t)k, ctrl_message_decode(&m, buf, (size_t)k, n_fds))) {
+			for (unsigned int i = 0; i < n_fds; i++)
+				close(fds[i]);
+			free(buf);
+			continue;
+		}
 		if (ctrl_message_decode(&m, buf, (size_t)k, n_fds) < 0) {
 			/* a broker that speaks garbage is treated as gone */
 			for (unsigned int i = 0; i < n_fds; i++)
@@ -221,7 +268,10 @@ static int ctrl_wait(brokerd_bus *bus, uint32_t serial, uint16_t code, struct ct
 			(void)bus_ctrl_fail(bus);
 			return -EPROTO;
 		}
-		if (m.hdr.type == CTRL_TYPE_SIGNAL && (!code || m.hdr.code != code)) {
+		if ((m.hdr.type == CTRL_TYPE_SIGNAL && (!code || m.hdr.code != code)) ||
+		    (m.hdr.type != CTRL_TYPE_SIGNAL && m.hdr.serial != serial &&
+		     ctrl_pending_find(bus, m.hdr.serial, false))) {
+			/* a signal, or the reply to a request with a handler: for the dispatcher */
 			bus_ctrl_queue(bus, buf, (size_t)k, fds, n_fds);
 			free(buf);
 			bus_kick(bus);
@@ -237,31 +287,20 @@ static int ctrl_wait(brokerd_bus *bus, uint32_t serial, uint16_t code, struct ct
 		ret->msg = m;
 		memcpy(ret->fds, fds, sizeof(int) * n_fds);
 		ret->n_fds = n_fds;
-		if (m.hdr.type == CTRL_TYPE_ERROR) {
-			struct ctrl_reader r;
-			const char *name = NULL, *text = NULL;
-
-			ctrl_reader_init(&r, &ret->msg);
-			if (ctrl_read_string(&r, &name, NULL) >= 0)
-				snprintf(bus->error_name, sizeof(bus->error_name), "%s", name);
-			if (ctrl_read_string(&r, &text, NULL) >= 0)
-				snprintf(bus->error_message, sizeof(bus->error_message), "%s", text);
-			ctrl_reply_done(ret);
-			return bus_ctrl_error_to_errno(bus->error_name);
-		}
+		if (m.hdr.type == CTRL_TYPE_ERROR)
+			return ctrl_reply_error(bus, ret);
 		return 0;
 	}
 }
 
-int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret)
+/* Gives w our next serial and sends it: 0 and *ret_serial, or -errno. */
+static int ctrl_send_request(brokerd_bus *bus, struct ctrl_writer *w, uint32_t *ret_serial)
 {
 	const void *data;
 	size_t len;
 	uint32_t serial;
 	int k;
 
-	if (ret)
-		memset(ret, 0, sizeof(*ret));
 	bus->error_name[0] = bus->error_message[0] = 0;
 	if (!bus->connected || bus->ctrl_fd < 0 || bus->ctrl_failed)
 		return -ENOTCONN;
@@ -278,6 +317,21 @@ int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *re
 	k = bus_ctrl_send(bus, data, len, w->fds, w->n_fds);
 	if (k < 0)
 		return bus_ctrl_fail(bus);
+	bus->counters[BROKERD_COUNTER_CONTROL_REQUESTS]++;
+	*ret_serial = serial;
+	return 0;
+}
+
+int bus_ctrl_call(brokerd_bus *bus, struct ctrl_writer *w, struct ctrl_reply *ret)
+{
+	uint32_t serial = 0;
+	int k;
+
+	if (ret)
+		memset(ret, 0, sizeof(*ret));
+	k = ctrl_send_request(bus, w, &serial);
+	if (k < 0)
+		return k;
 	if (!ret)
 		return 0; /* its reply is dropped when it comes (serial mismatch, or no signal) */
 	return ctrl_wait(bus, serial, 0, ret);
@@ -291,24 +345,134 @@ int bus_ctrl_wait_signal(brokerd_bus *bus, uint16_t code, struct ctrl_reply *ret
 	return ctrl_wait(bus, 0, code, ret);
 }
 
-int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u, struct ctrl_reply *ret)
+/* Encodes a request of one of the common shapes (see bus_ctrl_request()). */
+static int ctrl_request_init(struct ctrl_writer *w, uint16_t op, const char *name, uint32_t u)
 {
 	const struct ctrl_op_info *info = ctrl_op_get(op);
 	const char *sig = info ? info->request_sig : NULL;
-	struct ctrl_writer w;
 	int k;
 
 	if (!sig || (strcmp(sig, "") && strcmp(sig, "s") && strcmp(sig, "u") && strcmp(sig, "su")) ||
 	    (sig[0] == 's' && !name))
 		return -EINVAL;
-	k = ctrl_writer_init(&w, CTRL_TYPE_REQUEST, op, 0);
+	k = ctrl_writer_init(w, CTRL_TYPE_REQUEST, op, 0);
 	if (k < 0)
 		return k;
 	if (sig[0] == 's')
-		ctrl_write_string(&w, name);
+		ctrl_write_string(w, name);
 	if (strchr(sig, 'u'))
-		ctrl_write_u32(&w, u);
-	k = bus_ctrl_call(bus, &w, ret);
-	ctrl_writer_deinit(&w);
-	return k;
+		ctrl_write_u32(w, u);
+	return 0;
+}
+
+int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u, struct ctrl_reply *ret)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	int k;
+
+	k = ctrl_request_init(&w, op, name, u);
+	if (k < 0)
+		return k;
+	return bus_ctrl_call(bus, &w, ret);
+}
+
+int bus_ctrl_request_async(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u,
+			   bus_ctrl_handler_t handler, void *userdata)
+{
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	struct ctrl_pending *p;
+	int k;
+
+	BUG_ON(!handler);
+	k = ctrl_request_init(&w, op, name, u);
+	if (k < 0)
+		return k;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	k = ctrl_send_request(bus, &w, &p->serial);
+	if (k < 0) {
+		free(p);
+		return k;
+	}
+	p->handler = handler;
+	p->userdata = userdata;
+	p->next = bus->ctrl_pending;
+	bus->ctrl_pending = p;
+	return 0;
+}
+
+void bus_ctrl_dispatch_reply(brokerd_bus *bus, const uint8_t *buf, size_t len, const struct ctrl_message *m,
+			     int *fds, unsigned int n_fds)
+{
+	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
+	struct ctrl_pending *p;
+	int k;
+
+	BUG_ON(n_fds > CTRL_FDS_MAX);
+	memcpy(r.fds, fds, sizeof(int) * n_fds);
+	r.n_fds = n_fds;
+	p = ctrl_pending_find(bus, m->hdr.serial, true);
+	if (!p)
+		return; /* a reply nobody waits for (a request sent without waiting) */
+	/* the reply outlives the datagram it came in: copy it */
+	r.buf = malloc(len);
+	k = r.buf ? 0 : -ENOMEM;
+	if (k >= 0) {
+		memcpy(r.buf, buf, len);
+		k = ctrl_message_decode(&r.msg, r.buf, len, n_fds);
+	}
+	if (k >= 0 && m->hdr.type == CTRL_TYPE_ERROR)
+		k = ctrl_reply_error(bus, &r);
+	p->handler(bus, k < 0 ? NULL : &r, k < 0 ? k : 0, p->userdata);
+	free(p);
+}
+
+void bus_ctrl_pending_fail(brokerd_bus *bus, int error)
+{
+	struct ctrl_pending *p;
+
+	/* one at a time: a handler may send new requests */
+	while ((p = bus->ctrl_pending)) {
+		bus->ctrl_pending = p->next;
+		p->handler(bus, NULL, error, p->userdata);
+		free(p);
+	}
+}
+
+void bus_ctrl_drain(brokerd_bus *bus)
+{
+	while (bus->connected && bus->ctrl_fd >= 0 && !bus->ctrl_failed) {
+		int fds[CTRL_FDS_MAX];
+		unsigned int n_fds = 0;
+		uint8_t *buf = NULL;
+		struct ctrl_message m;
+		int k;
+
+		k = bus_ctrl_recv(bus, &buf, fds, &n_fds, false);
+		if (k == -EAGAIN || k == -EINTR)
+			return;
+		if (k > 0)
+			k = ctrl_signal_unknown(buf, (size_t)k,
+						ctrl_message_decode(&m, buf, (size_t)k, n_fds)) ?
+				    -EOPNOTSUPP :
+				    k;
+		if (k == -EOPNOTSUPP) {
+			/* a signal of a later brokerd: ignored */
+			for (unsigned int i = 0; i < n_fds; i++)
+				close(fds[i]);
+			free(buf);
+			continue;
+		}
+		if (k <= 0 || ctrl_message_decode(&m, buf, (size_t)k, n_fds) < 0) {
+			for (unsigned int i = 0; i < n_fds; i++)
+				close(fds[i]);
+			free(buf);
+			(void)bus_ctrl_fail(bus);
+			return;
+		}
+		bus_ctrl_queue(bus, buf, (size_t)k, fds, n_fds);
+		free(buf);
+		bus_kick(bus);
+	}
 }

@@ -32,6 +32,26 @@ int bus_ctrl_request(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u
  * next dispatch): 0 with it in ret, or -errno as bus_ctrl_call(). */
 int bus_ctrl_wait_signal(brokerd_bus *bus, uint16_t code, struct ctrl_reply *ret);
 
+/*
+ * A request of a common shape (as bus_ctrl_request()) whose reply is not
+ * waited for: handler runs when the dispatcher meets it (or at disconnect,
+ * with -ECONNRESET). 0 once sent, or -errno (then handler never runs).
+ */
+int bus_ctrl_request_async(brokerd_bus *bus, uint16_t op, const char *name, uint32_t u,
+			   bus_ctrl_handler_t handler, void *userdata);
+/* A REPLY or ERROR m (in buf, len bytes) for the dispatcher: runs its request's
+ * handler, if it has one. Takes ownership of fds. */
+void bus_ctrl_dispatch_reply(brokerd_bus *bus, const uint8_t *buf, size_t len, const struct ctrl_message *m,
+			     int *fds, unsigned int n_fds);
+/* Runs the handler of every request still waiting, with error (the connection is gone). */
+void bus_ctrl_pending_fail(brokerd_bus *bus, int error);
+/*
+ * Reads what the control socket holds now, without waiting, into the queue
+ * of the dispatcher; so that a broker signal already sent can be looked for
+ * (bus-inbox.c) without running any handler.
+ */
+void bus_ctrl_drain(brokerd_bus *bus);
+
 /* Receives one datagram into a new buffer: > 0 length, 0 EOF, -EAGAIN. */
 int bus_ctrl_recv(brokerd_bus *bus, uint8_t **ret_buf, int *fds, unsigned int *n_fds, bool block);
 /* Drops the broker signals queued during requests, closing their fds. */

@@ -218,7 +218,7 @@ static void fail_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t s
 
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
-		if (s->type == SLOT_CALL && s->serial && s->bname == b && s->ctrl_seq < seq) {
+		if (s->type == SLOT_CALL && s->serial && s->bname == b && !s->queued && s->ctrl_seq < seq) {
 			bus_call_complete(s, NULL, -ECONNRESET);
 			next = bus->slots;
 		}
@@ -261,6 +261,11 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 
 	BUG_ON(!fds && n_fds > 0);
 	k = ctrl_message_decode(&m, buf, len, n_fds);
+	if (k >= 0 && (m.hdr.type == CTRL_TYPE_REPLY || m.hdr.type == CTRL_TYPE_ERROR)) {
+		/* the reply to a request sent with a handler (an asynchronous OPEN_CALL) */
+		bus_ctrl_dispatch_reply(bus, buf, len, &m, fds, n_fds);
+		return 1;
+	}
 	if (k < 0 || m.hdr.type != CTRL_TYPE_SIGNAL)
 		goto done;
 	ctrl_reader_init(&r, &m);
@@ -318,6 +323,17 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 				fds[0] = -1;
 		}
 		break;
+	case CTRL_SIGNAL_REPLY_CAPABILITY: {
+		/* brokerd's cap for our replies to a caller of a name we serve */
+		uint64_t id;
+
+		if (n_fds >= 1 && ctrl_read_string(&r, &a, NULL) >= 0 &&
+		    ctrl_unique_name_parse(a, &id) >= 0) {
+			(void)peer_inbox_add(bus, id, fds[0]);
+			fds[0] = -1;
+		}
+		break;
+	}
 	case CTRL_SIGNAL_CAPABILITY_REVOKED:
 		/*
 		 * The kernel has already detached what we attached through the

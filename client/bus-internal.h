@@ -35,7 +35,7 @@ enum {
 
 #define BUS_DEFAULT_TIMEOUT_USEC (25ULL * 1000000ULL)
 #define BUS_CTRL_TIMEOUT_MSEC	 30000 /* > brokerd's 25 s activation wait */
-#define BUS_PEERS_MAX		 64
+#define BUS_PEERS_MAX		 1024  /* inbox SEND caps kept (bus-inbox.c) */
 #define BUS_RECONNECT_MIN_MSEC	 50
 #define BUS_RECONNECT_MAX_MSEC	 2000
 #define BNAME_RECEIVERS_MAX	 32
@@ -57,6 +57,9 @@ struct bname {
 	unsigned int n_receivers;
 	uint64_t receivers_usec;
 	bool watched; /* handed over by WATCH_SIGNALS: holds one of n_subs */
+	/* an OPEN_CALL is on its way (bus-call.c): calls wait in their slots */
+	bool opening;
+	bool flushing; /* the waiting calls are going out: b must stay */
 };
 
 /*
@@ -75,6 +78,19 @@ struct peer_inbox {
 	struct peer_inbox *next;
 	uint64_t id;
 	struct chan *send;
+};
+
+/*
+ * A control request whose reply is dispatched when it comes (bus-control.c):
+ * handler gets the reply (r, its fds to take) or an error (r NULL).
+ */
+struct ctrl_reply;
+typedef void (*bus_ctrl_handler_t)(brokerd_bus *bus, struct ctrl_reply *r, int error, void *userdata);
+struct ctrl_pending {
+	struct ctrl_pending *next;
+	uint32_t serial;
+	bus_ctrl_handler_t handler;
+	void *userdata;
 };
 
 /* A control datagram kept for later (signals that arrived during a request). */
@@ -133,6 +149,10 @@ struct brokerd_slot {
 	uint64_t deadline; /* calls: CLOCK_MONOTONIC usec */
 	uint64_t sent;	   /* calls: when, CLOCK_MONOTONIC usec */
 	uint64_t ctrl_seq; /* calls: control datagrams read before it was sent */
+	/* calls: the encoded call, until the name's call chan is open */
+	uint8_t *queued;
+	size_t queued_len;
+	bool reopened; /* calls: its chan was reopened once for it (revoked) */
 };
 
 struct monitor_chan {
@@ -178,6 +198,7 @@ struct brokerd_bus {
 	 * the queue) cannot have been that receiver's: bus-dispatch.c compares.
 	 */
 	uint64_t ctrl_seq;
+	struct ctrl_pending *ctrl_pending; /* requests whose replies are dispatched */
 	struct monitor_chan *monitors;
 	struct retired_chan *retired;
 	/* match rules (bus-match.c); those without a well-known sender need the watch */

@@ -46,7 +46,8 @@ void bname_close_chans(brokerd_bus *bus, struct bname *b)
 /* frees b if nothing refers to it any more */
 void bname_gc(brokerd_bus *bus, struct bname *b)
 {
-	if (!b || b->n_subs || b->requested || b->sig_recv || b->sig_send || b->call_recv || b->call_send)
+	if (!b || b->n_subs || b->requested || b->opening || b->flushing || b->sig_recv || b->sig_send ||
+	    b->call_recv || b->call_send)
 		return;
 	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
 		if (s->bname == b)

@@ -8,20 +8,28 @@
  * go out; broker signals go through bus_dispatch_ctrl().
  *
  * No channel is needed: the test links with --wrap for chan_arm,
- * chan_send and chan_close, so receives are "armed" by counting and sends
- * are kept here, decoded and checked. The chans are the test's own.
+ * chan_send, chan_close and chan_attach, so receives are "armed" by
+ * counting, sends are kept here, decoded and checked, and caps "attach" to
+ * chans of a static pool. The chans are the test's own. Where the control
+ * connection matters (the asynchronous OPEN_CALL, reply caps pushed by
+ * brokerd), the test plays brokerd on the other end of a socketpair.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "client/bus-alloc.h"
+#include "client/bus-call.h"
+#include "client/bus-control.h"
 #include "client/bus-dispatch.h"
 #include "client/bus-name.h"
+#include "util/socket.h"
 #include "util/test.h"
 
 /* --- The wrapped channel layer ------------------------------------------------ */
@@ -29,6 +37,8 @@
 int __wrap_chan_arm(struct ring *r, struct chan *c);
 int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
 void __wrap_chan_close(struct ring *r, struct chan *c);
+int __wrap_chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size, unsigned int kind,
+		       void *owner, struct chan **ret);
 
 static unsigned int n_armed, n_closed;
 static struct {
@@ -57,6 +67,24 @@ int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len
 void __wrap_chan_close(struct ring *r, struct chan *c)
 {
 	n_closed++;
+}
+
+/* Send-only chans attached from caps brokerd sent (a static pool: nothing to free). */
+static struct chan attached[8];
+static unsigned int n_attached;
+
+int __wrap_chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size, unsigned int kind,
+		       void *owner, struct chan **ret)
+{
+	struct chan *c;
+
+	ASSERT(cap_fd >= 0 && recv_size == 0 && n_attached < ELEMENTSOF(attached));
+	c = &attached[n_attached++];
+	c->kind = kind;
+	c->rights = rights;
+	c->owner = owner;
+	*ret = c;
+	return 0;
 }
 
 /* The last message sent, decoded. */
@@ -693,7 +721,7 @@ static void test_ctrl(struct fixture *f)
 		ctrl_write_string(&w, "org.test.Late");
 		ctrl_write_fd(&w, fd);
 		ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
-		ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, &fd, 1), ==, 1);
+		ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, &fd, 1, ++f->bus->ctrl_seq), ==, 1);
 		ctrl_writer_deinit(&w);
 		ASSERT(fcntl(p[0], F_GETFD) < 0 && errno == EBADF);
 		ASSERT(!bname_get(f->bus, "org.test.Late", false));
@@ -766,6 +794,253 @@ static void test_ctrl(struct fixture *f)
 	brokerd_slot_free(watch);
 }
 
+/* --- brokerd's end of the control connection ---------------------------------------- */
+
+static int broker_fd = -1;
+
+/* Gives the bus a control connection whose other end is broker_fd. */
+static void broker_attach(struct fixture *f)
+{
+	int sv[2];
+
+	ASSERT_INT(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), ==, 0);
+	f->bus->ctrl_fd = sv[0];
+	broker_fd = sv[1];
+}
+
+static void broker_detach(struct fixture *f)
+{
+	close(f->bus->ctrl_fd);
+	f->bus->ctrl_fd = -1;
+	close(broker_fd);
+	broker_fd = -1;
+}
+
+/* Whether the bus sent brokerd a request: its op, name argument and serial. */
+static bool broker_request(uint16_t *op, char *name, size_t size, uint32_t *serial)
+{
+	uint8_t buf[CTRL_MSG_MAX];
+	struct ctrl_message m;
+	struct ctrl_reader rd;
+	const char *s = NULL;
+	ssize_t n = recv(broker_fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n < 0)
+		return false;
+	ASSERT_INT(ctrl_message_decode(&m, buf, (size_t)n, 0), ==, 0);
+	ASSERT_INT(m.hdr.type, ==, CTRL_TYPE_REQUEST);
+	*op = m.hdr.code;
+	*serial = m.hdr.serial;
+	ctrl_reader_init(&rd, &m);
+	name[0] = 0;
+	if (m.sig[0] == 's' && ctrl_read_string(&rd, &s, NULL) >= 0)
+		snprintf(name, size, "%s", s);
+	return true;
+}
+
+/* brokerd sends the finished writer w (with its fds) and frees it. */
+static void broker_send(struct ctrl_writer *w)
+{
+	const void *data;
+	size_t len;
+
+	ASSERT_INT(ctrl_writer_finish(w, &data, &len), ==, 0);
+	ASSERT_INT(unix_send_fds(broker_fd, data, len, w->fds, w->n_fds, 0), >=, 0);
+	ctrl_writer_deinit(w);
+}
+
+/* OPEN_CALL's answer: OWNED with a cap (any fd will do: attaching is wrapped), or an error. */
+static void broker_answer_open_call(uint32_t serial, const char *error)
+{
+	struct ctrl_writer w;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	ASSERT(fd >= 0);
+	ASSERT_INT(ctrl_writer_init(&w, error ? CTRL_TYPE_ERROR : CTRL_TYPE_REPLY, CTRL_OP_OPEN_CALL, serial),
+		   ==, 0);
+	if (error) {
+		ctrl_write_string(&w, error);
+		ctrl_write_string(&w, "refused by the test");
+	} else {
+		ctrl_write_u32(&w, CTRL_CALL_OWNED);
+		ctrl_write_fd(&w, fd);
+	}
+	broker_send(&w);
+	close(fd);
+}
+
+/* Runs the bus until nothing is left to do. */
+static void process_all(brokerd_bus *bus)
+{
+	for (int i = 0; i < 100 && brokerd_bus_process(bus) > 0; i++)
+		;
+}
+
+/*
+ * brokerd_bus_call_async() never waits for brokerd: the first call to a name
+ * asks for its call chan and returns; calls made meanwhile wait, in order;
+ * brokerd's refusal reaches their handlers, its cap sends them; a deadline
+ * that passes while waiting ends the call, which is then never sent.
+ */
+static void test_async_open(struct fixture *f)
+{
+	const char *name = "org.test.Later";
+	struct seen first = { 0 }, second = { 0 }, third = { 0 }, late = { 0 };
+	uint64_t requests = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_CONTROL_REQUESTS);
+	char arg[256];
+	uint16_t op;
+	uint32_t serial;
+	uint64_t t0;
+
+	broker_attach(f);
+	sent.n = 0;
+	t0 = now_usec();
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "One", "1", 1, 0, on_reply, &first), ==, 0);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "Two", "2", 1, 0, on_reply, &second), ==, 0);
+	/* nobody answered, and yet both returned (a blocking request would wait 30 s) */
+	ASSERT(now_usec() - t0 < 5000000);
+	ASSERT(broker_request(&op, arg, sizeof(arg), &serial));
+	ASSERT_INT(op, ==, CTRL_OP_OPEN_CALL);
+	ASSERT(strcmp(arg, name) == 0);
+	ASSERT(!broker_request(&op, arg, sizeof(arg), &serial)); /* one request for both */
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_CONTROL_REQUESTS), ==, requests + 1);
+	ASSERT_INT(sent.n, ==, 0);
+	process_all(f->bus);
+	ASSERT_INT(first.n + second.n, ==, 0); /* still waiting */
+
+	/* brokerd refuses: both calls fail with its error, nothing was sent */
+	broker_answer_open_call(serial, CTRL_ERROR_NAME_HAS_NO_OWNER);
+	process_all(f->bus);
+	ASSERT_INT(first.n, ==, 1);
+	ASSERT_INT(first.error, ==, -ENXIO);
+	ASSERT_INT(second.n, ==, 1);
+	ASSERT_INT(second.error, ==, -ENXIO);
+	ASSERT_INT(sent.n, ==, 0);
+	ASSERT(bname_get(f->bus, name, false) == NULL); /* nothing keeps the name */
+
+	/* policy: -EACCES; a call whose deadline passes first ends then */
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "Late", NULL, 0, 1, on_reply, &late), ==, 0);
+	ASSERT(broker_request(&op, arg, sizeof(arg), &serial));
+	usleep(1000);
+	process_all(f->bus);
+	ASSERT_INT(late.n, ==, 1);
+	ASSERT_INT(late.error, ==, -ETIMEDOUT);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "One", NULL, 0, 0, on_reply, &first), ==, 0);
+	ASSERT(!broker_request(&op, arg, sizeof(arg), &serial)); /* the same request still runs */
+	broker_answer_open_call(serial, CTRL_ERROR_ACCESS_DENIED);
+	process_all(f->bus);
+	ASSERT_INT(first.n, ==, 2);
+	ASSERT_INT(first.error, ==, -EACCES);
+	ASSERT_INT(late.n, ==, 1);
+
+	/* brokerd grants it: the waiting calls go out in order, the next at once */
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "One", NULL, 0, 0, on_reply, &first), ==, 0);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "Two", NULL, 0, 0, on_reply, &second), ==, 0);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "Quiet", NULL, 0, 0, NULL, NULL), ==, 0);
+	ASSERT(broker_request(&op, arg, sizeof(arg), &serial));
+	broker_answer_open_call(serial, NULL);
+	process_all(f->bus);
+	ASSERT_INT(sent.n, ==, 3);
+	ASSERT(strcmp(last_sent().member, "Quiet") == 0);
+	ASSERT(last_sent().flags & CHMSG_F_NO_REPLY_EXPECTED);
+	ASSERT(sent.chan == bname_get(f->bus, name, false)->call_send);
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, name, "Three", NULL, 0, 0, on_reply, &third), ==, 0);
+	ASSERT_INT(sent.n, ==, 4);
+	ASSERT(strcmp(last_sent().member, "Three") == 0);
+	ASSERT(!broker_request(&op, arg, sizeof(arg), &serial));
+	ASSERT_INT(first.n + second.n + third.n, ==, 3); /* only the earlier failures */
+
+	/* the connection goes while an OPEN_CALL runs: the waiting call fails */
+	bname_get(f->bus, name, false)->call_send = NULL; /* as if revoked */
+	ASSERT_INT(brokerd_bus_call_async(f->bus, NULL, "org.test.Gone", "X", NULL, 0, 0, on_reply, &late),
+		   ==, 0);
+	ASSERT(broker_request(&op, arg, sizeof(arg), &serial));
+	bus_ctrl_pending_fail(f->bus, -ECONNRESET);
+	ASSERT_INT(late.n, ==, 2);
+	ASSERT_INT(late.error, ==, -ECONNRESET);
+	for (struct brokerd_slot *s = f->bus->slots, *next; s; s = next) {
+		next = s->next;
+		if (s->type == SLOT_CALL && s->serial)
+			bus_call_complete(s, NULL, -ECANCELED); /* calls sent to the test's broker */
+	}
+	broker_detach(f);
+}
+
+/*
+ * A service answers a new caller through the cap brokerd pushed with the
+ * caller's call grant: taken from the control socket inside the handler,
+ * without a request; a caller without one is asked for (OPEN_INBOX).
+ */
+static void test_reply_pushed(struct fixture *f)
+{
+	struct seen echo = { 0 }, quiet = { 0 };
+	struct chmsg call = { .type = CHMSG_CALL, .serial = 5, .path = "/", .member = "Echo" };
+	uint64_t requests = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_CONTROL_REQUESTS);
+	brokerd_slot *slot = NULL, *slot_quiet = NULL;
+	struct ctrl_writer w;
+	char arg[256];
+	uint16_t op;
+	uint32_t serial;
+	int fd;
+
+	broker_attach(f);
+	ASSERT_INT(brokerd_bus_add_method(f->bus, &slot, SVC, "Echo", on_echo, &echo), ==, 0);
+	ASSERT_INT(brokerd_bus_add_method(f->bus, &slot_quiet, SVC, "Quiet", on_msg, &quiet), ==, 0);
+	/* an unknown signal of a later brokerd first: ignored, not garbage */
+	static const uint8_t unknown[CTRL_HEADER_SIZE] = { 1, CTRL_TYPE_SIGNAL, 9 };
+	ASSERT_INT(send(broker_fd, unknown, sizeof(unknown), 0), ==, (ssize_t)sizeof(unknown));
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT(fd >= 0);
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_REPLY_CAPABILITY, 0), ==, 0);
+	ctrl_write_string(&w, ":1.23");
+	ctrl_write_string(&w, SVC);
+	ctrl_write_fd(&w, fd);
+	broker_send(&w);
+	close(fd);
+
+	/* the call of :1.23 comes before the bus read its control socket */
+	sent.n = 0;
+	encode_receive(f->call_recv, &call, 23);
+	bus_dispatch_chan(f->bus, f->call_recv);
+	ASSERT_INT(echo.n, ==, 1);
+	ASSERT_INT(sent.n, ==, 1);
+	ASSERT(last_sent().type == CHMSG_REPLY && last_sent().reply_serial == 5);
+	ASSERT(sent.chan->kind == CHAN_PEER_SEND);
+	ASSERT(!broker_request(&op, arg, sizeof(arg), &serial));
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_CONTROL_REQUESTS), ==, requests);
+	ASSERT(f->bus->ctrl_fd >= 0 && !f->bus->ctrl_failed);
+
+	/* a caller brokerd pushed nothing for: asked for (a child plays brokerd, refusing) */
+	pid_t pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct pollfd p = { .fd = broker_fd, .events = POLLIN };
+
+		if (poll(&p, 1, 10000) != 1 || !broker_request(&op, arg, sizeof(arg), &serial) ||
+		    op != CTRL_OP_OPEN_INBOX || strcmp(arg, ":1.24") != 0)
+			_exit(1);
+		ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_ERROR, CTRL_OP_OPEN_INBOX, serial), ==, 0);
+		ctrl_write_string(&w, CTRL_ERROR_ACCESS_DENIED);
+		ctrl_write_string(&w, "refused by the test");
+		broker_send(&w);
+		_exit(0);
+	}
+	call.member = "Quiet";
+	encode_receive(f->call_recv, &call, 24);
+	bus_dispatch_chan(f->bus, f->call_recv);
+	int status;
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_INT(echo.n, ==, 1);
+	ASSERT_INT(quiet.n, ==, 1);
+	ASSERT_INT(sent.n, ==, 1); /* no reply could go */
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_CONTROL_REQUESTS), ==, requests + 1);
+	brokerd_slot_free(slot);
+	brokerd_slot_free(slot_quiet);
+	bus_ctrl_queue_clear(f->bus);
+	broker_detach(f);
+}
+
 int main(void)
 {
 	struct fixture f;
@@ -782,6 +1057,8 @@ int main(void)
 	test_reply(&f);
 	test_malformed(&f);
 	test_ctrl(&f);
+	test_async_open(&f);
+	test_reply_pushed(&f);
 	fixture_deinit(&f);
 	printf("test-dispatch: ok\n");
 	return 0;

@@ -124,6 +124,9 @@ static const struct ctrl_op_info signals[] = {
 	[CTRL_SIGNAL_SIGNAL_CHANNEL] = {
 		.name = "SignalChannel", .reply_sig = "s", .min_len = 3, .max_reply_fds = 1,
 	},
+	[CTRL_SIGNAL_REPLY_CAPABILITY] = {
+		.name = "ReplyCapability", .reply_sig = "ss", .min_len = 6, .max_reply_fds = 1,
+	},
 };
 _Static_assert(ELEMENTSOF(signals) == _CTRL_SIGNAL_MAX, "every signal needs an entry in signals[]");
 
@@ -146,7 +149,8 @@ const struct ctrl_op_info *ctrl_op_get(unsigned int op)
 
 const struct ctrl_op_info *ctrl_signal_get(unsigned int signal)
 {
-	if (signal == 0 || signal >= ELEMENTSOF(signals))
+	/* numbers may be left unused between signals (reserved for others) */
+	if (signal == 0 || signal >= ELEMENTSOF(signals) || !signals[signal].name)
 		return NULL;
 	return &signals[signal];
 }

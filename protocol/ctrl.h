@@ -69,6 +69,8 @@ enum ctrl_signal {
 	CTRL_SIGNAL_CAPABILITY_REVOKED,
 	CTRL_SIGNAL_CALL_RECEIVER_LOST,
 	CTRL_SIGNAL_SIGNAL_CHANNEL = 8, /* a name's signal RECV cap for a watcher */
+	/* a SEND cap to a caller's inbox, for replies (protocol/README.md, Reply capabilities) */
+	CTRL_SIGNAL_REPLY_CAPABILITY = 10,
 	_CTRL_SIGNAL_MAX,
 };
 

@@ -23,6 +23,8 @@ static void test_table(void)
 	for (unsigned int s = 1; s < _CTRL_SIGNAL_MAX; s++) {
 		const struct ctrl_op_info *i = ctrl_signal_get(s);
 
+		if (!i && s < CTRL_SIGNAL_REPLY_CAPABILITY)
+			continue; /* a number kept for signals of other changes */
 		ASSERT(i && i->name && !i->request_sig && i->reply_sig);
 		ASSERT(ctrl_sig_min_len(i->reply_sig) == (int)i->min_len);
 	}
@@ -294,6 +296,8 @@ static void test_every_op(void)
 	for (unsigned int sg = 1; sg < _CTRL_SIGNAL_MAX; sg++) {
 		const struct ctrl_op_info *i = ctrl_signal_get(sg);
 
+		if (!i && sg < CTRL_SIGNAL_REPLY_CAPABILITY)
+			continue; /* a number kept for signals of other changes */
 		ASSERT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, (uint16_t)sg, 0) == 0);
 		for (const char *p = i->reply_sig; *p;)
 			p = write_sample(&w, p);

@@ -312,11 +312,13 @@ int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t timeout_usec
  * Messages this connection received and dropped, by reason: invalid (the
  * header or the body failed validation), replies to no pending call, and
  * replies to a pending call from a connection that did not take the call.
+ * And one that counts no drop: the control requests this bus sent brokerd.
  */
 enum {
 	BROKERD_COUNTER_INVALID,
 	BROKERD_COUNTER_UNEXPECTED_REPLY,
 	BROKERD_COUNTER_FORGED_REPLY,
+	BROKERD_COUNTER_CONTROL_REQUESTS,
 	_BROKERD_COUNTER_MAX,
 };
 uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter);
