@@ -90,6 +90,9 @@ enum slot_type {
 	SLOT_WATCH,
 	SLOT_CALL,
 	SLOT_MONITOR,
+	/* bus-object.c: name is the object path, member the interface */
+	SLOT_OBJECT,
+	SLOT_OBJECT_MANAGER,
 };
 
 typedef void (*bus_monitor_handler_t)(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *msg,
@@ -113,6 +116,7 @@ struct brokerd_slot {
 	uint32_t serial;   /* calls */
 	uint64_t deadline; /* calls: CLOCK_MONOTONIC usec */
 	uint64_t sent;	   /* calls: when, CLOCK_MONOTONIC usec */
+	const struct brokerd_vtable *vtable; /* objects: the caller's */
 };
 
 struct monitor_chan {
