@@ -454,6 +454,45 @@ int body_print(brokerd_msg *m, FILE *f)
 	return k < 0 ? k : 0;
 }
 
+/* Enters the variant that comes next in m, its signature into sig. */
+static int variant_enter(brokerd_msg *m, char sig[DBUS_SIGNATURE_MAX + 1])
+{
+	const char *c = NULL;
+	char type;
+	int k = brokerd_msg_peek_type(m, &type, &c);
+
+	if (k < 0)
+		return k;
+	if (k == 0 || type != 'v')
+		return -ENXIO;
+	snprintf(sig, DBUS_SIGNATURE_MAX + 1, "%s", c);
+	k = brokerd_msg_enter_container(m, 'v', sig);
+	return k < 0 ? k : 0;
+}
+
+int variant_print(brokerd_msg *m, FILE *f, bool with_signature)
+{
+	char sig[DBUS_SIGNATURE_MAX + 1], *buf = NULL;
+	size_t size = 0;
+	FILE *inner;
+	int k = variant_enter(m, sig);
+
+	if (k < 0)
+		return k;
+	/* the values come with a blank before each: a table's cell has none first */
+	inner = open_memstream(&buf, &size);
+	if (!inner)
+		return -ENOMEM;
+	k = print_values(m, inner);
+	fclose(inner);
+	if (k >= 0 && with_signature)
+		fprintf(f, "%s%s\n", sig, buf);
+	else if (k >= 0)
+		fputs(buf + (buf[0] == ' '), f);
+	free(buf);
+	return k < 0 ? k : brokerd_msg_exit_container(m);
+}
+
 /* --- JSON ----------------------------------------------------------------- */
 
 /* A small writer of its own: busctl's layout (pretty: one value a line,
@@ -660,6 +699,24 @@ static int json_values(brokerd_msg *m, struct jw *w)
 		if (k < 0)
 			return k;
 	}
+}
+
+int variant_print_json(brokerd_msg *m, FILE *f, bool pretty)
+{
+	struct jw w = { .f = f, .pretty = pretty };
+	char sig[DBUS_SIGNATURE_MAX + 1];
+	int k = variant_enter(m, sig);
+
+	if (k < 0)
+		return k;
+	jw_open(&w, '{');
+	jw_key(&w, "type");
+	jw_string(&w, sig);
+	jw_key(&w, "data");
+	k = json_values(m, &w);
+	jw_close(&w, '}');
+	fputc('\n', f);
+	return k < 0 ? k : brokerd_msg_exit_container(m);
 }
 
 int body_print_json(brokerd_msg *m, FILE *f, bool pretty)

@@ -31,4 +31,15 @@ int body_print(brokerd_msg *m, FILE *f);
  * line or indented (pretty). Returns 0 or -errno. */
 int body_print_json(brokerd_msg *m, FILE *f, bool pretty);
 
+/*
+ * The variant that comes next in m (a property's value): as busctl's
+ * get-property prints it, its signature then its values and a newline, or
+ * (with_signature false, for a table) only the values. Returns 0 or -errno
+ * (-ENXIO: no variant).
+ */
+int variant_print(brokerd_msg *m, FILE *f, bool with_signature);
+
+/* The same as busctl's JSON: {"type":SIGNATURE,"data":VALUE}. */
+int variant_print_json(brokerd_msg *m, FILE *f, bool pretty);
+
 #endif

@@ -44,6 +44,13 @@ static void usage(FILE *f)
 		"  emit OBJECT INTERFACE SIGNAL [SIGNATURE [ARGUMENT...]]\n"
 		"                                emit a typed signal on --name's channel\n"
 		"  emit NAME MEMBER [ARG]        emit a signal with bytes (takes the name meanwhile)\n"
+		"  introspect SERVICE OBJECT     an object's interfaces, methods, properties\n"
+		"                                (with their values) and signals\n"
+		"  tree SERVICE                  the object paths of a service\n"
+		"  get-property SERVICE OBJECT INTERFACE PROPERTY...\n"
+		"                                print property values\n"
+		"  set-property SERVICE OBJECT INTERFACE PROPERTY SIGNATURE ARGUMENT...\n"
+		"                                set a property\n"
 		"  monitor [NAME] [MATCH...]     print bus traffic, or what matches a rule (privileged)\n"
 		"  peers                         connections with credentials and names\n"
 		"  policy check USER NAME ACTION explain a decision (own, send, receive)\n"
@@ -163,9 +170,20 @@ static const struct {
 	const char *name;
 	int (*run)(brokerd_bus *bus, int argc, char **argv);
 } commands[] = {
-	{ "info", cmd_info },	{ "list", cmd_list },	  { "status", cmd_status },
-	{ "call", cmd_call },	{ "emit", cmd_emit },	  { "monitor", cmd_monitor },
-	{ "peers", cmd_peers }, { "policy", cmd_policy }, { "quota", cmd_quota },
+	{ "info", cmd_info },
+	{ "list", cmd_list },
+	{ "status", cmd_status },
+	{ "call", cmd_call },
+	{ "emit", cmd_emit },
+	{ "monitor", cmd_monitor },
+	{ "peers", cmd_peers },
+	{ "policy", cmd_policy },
+	{ "quota", cmd_quota },
+	/* objects (brokerctl-objects.c) */
+	{ "introspect", cmd_introspect },
+	{ "tree", cmd_tree },
+	{ "get-property", cmd_get_property },
+	{ "set-property", cmd_set_property },
 };
 
 int main(int argc, char **argv)

@@ -22,6 +22,7 @@
 #include "client/bus-inbox.h"
 #include "client/bus-match.h"
 #include "client/bus-name.h"
+#include "client/bus-object.h"
 #include "client/filter.h"
 #include "client/msg.h"
 
@@ -40,6 +41,9 @@ static void dispatch_call(brokerd_bus *bus, brokerd_msg *msg)
 		if (!s->member && !fallback)
 			fallback = s;
 	}
+	/* objects serve what no method of its own member claims (bus-object.c) */
+	if (!match && bus_object_dispatch(bus, msg, fallback != NULL) > 0)
+		return;
 	if (!match)
 		match = fallback;
 	if (!match) {

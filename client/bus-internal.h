@@ -124,6 +124,9 @@ enum slot_type {
 	SLOT_CALL,
 	SLOT_MONITOR,
 	SLOT_MATCH,
+	/* bus-object.c: name is the object path, member the interface */
+	SLOT_OBJECT,
+	SLOT_OBJECT_MANAGER,
 };
 
 typedef void (*bus_monitor_handler_t)(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *msg,
@@ -152,7 +155,8 @@ struct brokerd_slot {
 	/* calls: the encoded call, until the name's call chan is open */
 	uint8_t *queued;
 	size_t queued_len;
-	bool reopened; /* calls: its chan was reopened once for it (revoked) */
+	bool reopened;			     /* calls: its chan was reopened once for it (revoked) */
+	const struct brokerd_vtable *vtable; /* objects: the caller's */
 };
 
 struct monitor_chan {

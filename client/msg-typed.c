@@ -6,10 +6,12 @@
  * appended), or printf-like from a type string; a sealed or received
  * message is read the same way, scanf-like. The body codec is
  * protocol/dbus-marshal.h; this file keeps a writer and a reader per
- * message and sends what was built through the pre-marshalled API.
+ * message and sends what was built through the pre-marshalled API, and
+ * answers a call with typed values or a formatted error in one go.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,18 +308,26 @@ static int append_one(brokerd_msg *m, const char **types, va_list *ap)
 	}
 }
 
-_public_ int brokerd_msg_append(brokerd_msg *m, const char *types, ...)
+static int msg_appendv(brokerd_msg *m, const char *types, va_list *ap)
 {
-	va_list ap;
 	int k = 0;
 
 	if (!m || !types_are_valid(types))
 		return -EINVAL;
-	va_start(ap, types);
 	while (*types && k >= 0)
-		k = append_one(m, &types, &ap);
-	va_end(ap);
+		k = append_one(m, &types, ap);
 	return k < 0 ? k : 0;
+}
+
+_public_ int brokerd_msg_append(brokerd_msg *m, const char *types, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, types);
+	k = msg_appendv(m, types, &ap);
+	va_end(ap);
+	return k;
 }
 
 _public_ int brokerd_msg_seal(brokerd_msg *m)
@@ -547,4 +557,38 @@ _public_ int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t tim
 		return k;
 	return brokerd_bus_call_method(bus, m->name, m->path, *m->interface ? m->interface : NULL, m->member,
 				       m->signature, m->data, m->data_len, timeout_usec, ret_reply);
+}
+
+_public_ int brokerd_msg_return(brokerd_msg *call, const char *types, ...)
+{
+	brokerd_msg *reply = NULL;
+	va_list ap;
+	int k;
+
+	if (!call || !call->bus || !types)
+		return -EINVAL;
+	k = brokerd_msg_new_reply(call, &reply);
+	if (k < 0)
+		return k;
+	va_start(ap, types);
+	k = msg_appendv(reply, types, &ap);
+	va_end(ap);
+	if (k >= 0)
+		k = brokerd_bus_send(call->bus, reply);
+	brokerd_msg_unref(reply);
+	return k;
+}
+
+_public_ int brokerd_msg_reply_errorf(brokerd_msg *call, const char *error_name, const char *format, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	if (!format)
+		return -EINVAL;
+	/* a longer message is cut: an error's text is for people */
+	va_start(ap, format);
+	(void)vsnprintf(text, sizeof(text), format, ap);
+	va_end(ap);
+	return brokerd_msg_reply_error(call, error_name, text);
 }

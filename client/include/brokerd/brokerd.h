@@ -308,6 +308,138 @@ int brokerd_bus_send(brokerd_bus *bus, brokerd_msg *m);
 /* A call built with brokerd_msg_new_call(), as brokerd_bus_call(). */
 int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t timeout_usec, brokerd_msg **ret_reply);
 
+/* --- Objects ------------------------------------------------------------------ */
+
+/*
+ * Objects in the D-Bus sense: a path with interfaces, each described by a
+ * vtable of methods, properties and signals. The library routes a call
+ * to the handler of its path, interface and method (any well-known name
+ * the bus owns reaches the same objects), checks its arguments against
+ * the method's input signature, and answers the standard interfaces
+ * itself: org.freedesktop.DBus.Properties, .Introspectable, .Peer (on
+ * every path) and .ObjectManager (where one is registered). A method
+ * registered with brokerd_bus_add_method() for the exact member wins.
+ */
+#define BROKERD_DBUS_ERROR_FAILED	      "org.freedesktop.DBus.Error.Failed"
+#define BROKERD_DBUS_ERROR_NO_MEMORY	      "org.freedesktop.DBus.Error.NoMemory"
+#define BROKERD_DBUS_ERROR_ACCESS_DENIED      "org.freedesktop.DBus.Error.AccessDenied"
+#define BROKERD_DBUS_ERROR_INVALID_ARGS	      "org.freedesktop.DBus.Error.InvalidArgs"
+#define BROKERD_DBUS_ERROR_UNKNOWN_OBJECT     "org.freedesktop.DBus.Error.UnknownObject"
+#define BROKERD_DBUS_ERROR_UNKNOWN_INTERFACE  "org.freedesktop.DBus.Error.UnknownInterface"
+#define BROKERD_DBUS_ERROR_UNKNOWN_METHOD     "org.freedesktop.DBus.Error.UnknownMethod"
+#define BROKERD_DBUS_ERROR_UNKNOWN_PROPERTY   "org.freedesktop.DBus.Error.UnknownProperty"
+#define BROKERD_DBUS_ERROR_PROPERTY_READ_ONLY "org.freedesktop.DBus.Error.PropertyReadOnly"
+
+/*
+ * A property's getter appends one value of the property's signature to
+ * msg (the library has opened the variant around it); a setter reads the
+ * new value from msg (the library has entered the variant and checked its
+ * type). Both return 0 or a negative errno, which becomes the caller's
+ * error (-EINVAL InvalidArgs, -EACCES or -EPERM AccessDenied, -ENOMEM
+ * NoMemory, others Failed); a setter may also reply an error itself.
+ */
+typedef int (*brokerd_property_get_t)(brokerd_bus *bus, const char *path, const char *interface,
+				      const char *property, brokerd_msg *msg, void *userdata);
+typedef int (*brokerd_property_set_t)(brokerd_bus *bus, const char *path, const char *interface,
+				      const char *property, brokerd_msg *msg, void *userdata);
+
+enum {
+	BROKERD_VTABLE_END = 0,
+	BROKERD_VTABLE_METHOD,
+	BROKERD_VTABLE_PROPERTY,
+	BROKERD_VTABLE_SIGNAL,
+};
+
+/* Flags of a vtable entry, shown as annotations by Introspect. */
+#define BROKERD_VTABLE_DEPRECATED (1U << 0)
+#define BROKERD_METHOD_NO_REPLY	  (1U << 1) /* callers should not wait for a reply */
+/* A property's changes: never (none of these), with the new value, as
+ * invalidated only, or it never changes. */
+#define BROKERD_PROPERTY_EMITS_CHANGE	    (1U << 2)
+#define BROKERD_PROPERTY_EMITS_INVALIDATION (1U << 3)
+#define BROKERD_PROPERTY_CONST		    (1U << 4)
+
+/*
+ * One entry of an interface: build vtables with the macros below and end
+ * them with BROKERD_VTABLE_END_ENTRY. signature: a method's input, a
+ * property's type (one complete type) or a signal's arguments; result: a
+ * method's output. names and result_names (optional) name the arguments
+ * for introspection, separated by spaces, one per complete type.
+ */
+struct brokerd_vtable {
+	unsigned int kind;
+	unsigned int flags;
+	const char *member;
+	const char *signature;
+	const char *result;
+	const char *names;
+	const char *result_names;
+	brokerd_msg_handler_t method;
+	brokerd_property_get_t get;
+	brokerd_property_set_t set;
+};
+
+#define BROKERD_METHOD_NAMED(member_, in_, in_names_, out_, out_names_, handler_, flags_)                  \
+	{                                                                                                  \
+		.kind = BROKERD_VTABLE_METHOD, .flags = (flags_), .member = (member_), .signature = (in_), \
+		.result = (out_), .names = (in_names_), .result_names = (out_names_), .method = (handler_) \
+	}
+#define BROKERD_METHOD(member_, in_, out_, handler_) \
+	BROKERD_METHOD_NAMED(member_, in_, NULL, out_, NULL, handler_, 0)
+#define BROKERD_PROPERTY(member_, sig_, get_, flags_)                                    \
+	{                                                                                \
+		.kind = BROKERD_VTABLE_PROPERTY, .flags = (flags_), .member = (member_), \
+		.signature = (sig_), .get = (get_)                                       \
+	}
+#define BROKERD_WRITABLE_PROPERTY(member_, sig_, get_, set_, flags_)                     \
+	{                                                                                \
+		.kind = BROKERD_VTABLE_PROPERTY, .flags = (flags_), .member = (member_), \
+		.signature = (sig_), .get = (get_), .set = (set_)                        \
+	}
+#define BROKERD_SIGNAL_NAMED(member_, sig_, names_, flags_)                                                 \
+	{                                                                                                   \
+		.kind = BROKERD_VTABLE_SIGNAL, .flags = (flags_), .member = (member_), .signature = (sig_), \
+		.names = (names_)                                                                           \
+	}
+#define BROKERD_SIGNAL(member_, sig_) BROKERD_SIGNAL_NAMED(member_, sig_, NULL, 0)
+#define BROKERD_VTABLE_END_ENTRY           \
+	{                                  \
+		.kind = BROKERD_VTABLE_END \
+	}
+
+/*
+ * Registers interface on path with the vtable (which must outlive the
+ * slot) and userdata for its callbacks. -EEXIST: the interface is already
+ * on that path, or is one of the standard ones; -EINVAL: an invalid name,
+ * signature or entry.
+ */
+int brokerd_bus_add_object(brokerd_bus *bus, brokerd_slot **ret_slot, const char *path, const char *interface,
+			   const struct brokerd_vtable *vtable, void *userdata);
+/* Serves org.freedesktop.DBus.ObjectManager on path for the objects below it. */
+int brokerd_bus_add_object_manager(brokerd_bus *bus, brokerd_slot **ret_slot, const char *path);
+/*
+ * PropertiesChanged on the signal channel of name (owned by the caller)
+ * from path: the current values of the listed properties that emit their
+ * change, the names of those that emit invalidation. properties is
+ * NULL-terminated, or NULL for every property of the interface that emits.
+ */
+int brokerd_bus_emit_properties_changed(brokerd_bus *bus, const char *name, const char *path,
+					const char *interface, const char *const *properties);
+/*
+ * InterfacesAdded or InterfacesRemoved, from the object manager above
+ * path (-ENOENT: none), for the listed interfaces of path (NULL: all it
+ * has registered now).
+ */
+int brokerd_bus_emit_interfaces_added(brokerd_bus *bus, const char *name, const char *path,
+				      const char *const *interfaces);
+int brokerd_bus_emit_interfaces_removed(brokerd_bus *bus, const char *name, const char *path,
+					const char *const *interfaces);
+/* Replies to call with the values of types, as brokerd_msg_append(). */
+int brokerd_msg_return(brokerd_msg *call, const char *types, ...);
+/* An error reply whose message is printf-formatted. */
+int brokerd_msg_reply_errorf(brokerd_msg *call, const char *error_name, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /*
  * Messages this connection received and dropped, by reason: invalid (the
  * header or the body failed validation), replies to no pending call, and

@@ -4,7 +4,9 @@
  * helper, not a test. "serve NAME": owns NAME and answers every method
  * with the call's own body (same signature, same bytes), and the method
  * Fail with an error, so brokerctl's output of a reply is compared with
- * its input. "listen NAME": prints the first signal on NAME's channel as
+ * its input; it also has the object /org/brokerd/test/obj (interface
+ * org.brokerd.test.Props, properties Level, Name and Tags), for
+ * introspect, tree, get-property and set-property. "listen NAME": prints the first signal on NAME's channel as
  * "MEMBER PATH INTERFACE" and its body in busctl's syntax, then exits.
  * Both print "ready" once they are in place.
  */
@@ -28,6 +30,51 @@ static int on_call(brokerd_msg *call, void *userdata)
 		return k;
 	return brokerd_msg_reply_data(call, brokerd_msg_get_signature(call), data, size);
 }
+
+static uint32_t level = 7;
+
+static int on_scale(brokerd_msg *call, void *userdata)
+{
+	uint32_t by;
+	int k = brokerd_msg_read(call, "u", &by);
+
+	return k < 0 ? k : brokerd_msg_return(call, "u", level * by);
+}
+
+static int get_level(brokerd_bus *bus, const char *path, const char *interface, const char *property,
+		     brokerd_msg *m, void *userdata)
+{
+	return brokerd_msg_append(m, "u", level);
+}
+
+static int set_level(brokerd_bus *bus, const char *path, const char *interface, const char *property,
+		     brokerd_msg *m, void *userdata)
+{
+	int k = brokerd_msg_read(m, "u", &level);
+
+	return k < 0 ? k : 0;
+}
+
+static int get_name(brokerd_bus *bus, const char *path, const char *interface, const char *property,
+		    brokerd_msg *m, void *userdata)
+{
+	return brokerd_msg_append(m, "s", "echo");
+}
+
+static int get_tags(brokerd_bus *bus, const char *path, const char *interface, const char *property,
+		    brokerd_msg *m, void *userdata)
+{
+	return brokerd_msg_append(m, "as", 2U, "hot", "dry");
+}
+
+static const struct brokerd_vtable props_vtable[] = {
+	BROKERD_METHOD_NAMED("Scale", "u", "factor", "u", "result", on_scale, 0),
+	BROKERD_WRITABLE_PROPERTY("Level", "u", get_level, set_level, BROKERD_PROPERTY_EMITS_CHANGE),
+	BROKERD_PROPERTY("Name", "s", get_name, BROKERD_PROPERTY_CONST),
+	BROKERD_PROPERTY("Tags", "as", get_tags, BROKERD_PROPERTY_EMITS_INVALIDATION),
+	BROKERD_SIGNAL("Changed", "u"),
+	BROKERD_VTABLE_END_ENTRY,
+};
 
 static int on_signal(brokerd_msg *m, void *userdata)
 {
@@ -54,6 +101,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") == 0) {
 		k = brokerd_bus_add_method(bus, NULL, argv[2], NULL, on_call, NULL);
+		if (k >= 0)
+			k = brokerd_bus_add_object(bus, NULL, "/org/brokerd/test/obj",
+						   "org.brokerd.test.Props", props_vtable, NULL);
 		if (k >= 0)
 			k = brokerd_bus_request_name(bus, argv[2], BROKERD_NAME_DO_NOT_QUEUE);
 	} else {
