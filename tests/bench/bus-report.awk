@@ -20,8 +20,7 @@ function median(s, n,    a, i, j, t, k) {
 	return n % 2 ? a[k] : (a[k] + a[k + 1]) / 2
 }
 function add(list, item) { return index(" " list " ", " " item " ") ? list : (list == "" ? item : list " " item) }
-# the median of column c of table t at key over the boots where it was ok;
-# the first other status when it never was
+# the median of column c of table t at key over the boots where it was ok
 function med(t, key, c,    b, s) {
 	s = ""
 	for (b = 1; b <= boots; b++)
@@ -29,11 +28,17 @@ function med(t, key, c,    b, s) {
 			s = s " " val[t, key, b, c]
 	return s == "" ? "" : median(s)
 }
-function state(t, key,    b) {
-	for (b = 1; b <= boots; b++)
-		if (status[t, key, b] != "ok")
-			return status[t, key, b] == "" ? "missing" : status[t, key, b]
-	return "ok"
+# "ok" when the row was ok in some boot (the medians use those boots, the
+# per-boot columns show "-" for the others), else the first boot's status
+function state(t, key,    b, first) {
+	first = ""
+	for (b = 1; b <= boots; b++) {
+		if (status[t, key, b] == "ok")
+			return "ok"
+		if (first == "" && status[t, key, b] != "")
+			first = status[t, key, b]
+	}
+	return first == "" ? "missing" : first
 }
 # per boot: x / brokerd (dir 1) or brokerd / x (dir -1) of column c
 function ratios(t, key, bkey, c, dir,    b, s, x, y) {
@@ -165,7 +170,8 @@ END {
 			continue
 		}
 		pb = ""
-		for (b = 1; b <= boots; b++) pb = pb (b > 1 ? " / " : "") val["mem", key, b, 3]
+		for (b = 1; b <= boots; b++)
+			pb = pb (b > 1 ? " / " : "") (status["mem", key, b] == "ok" ? val["mem", key, b, 3] : "-")
 		printf "| %s | %s | %s | %s | %s | %s |\n", mb[j], count["mem", key], fmt(med("mem", key, 1)),
 			fmt(med("mem", key, 2)), fmt(med("mem", key, 3)), pb
 	}
