@@ -1,0 +1,29 @@
+# bus-plots.gp - the plots of tests/bench/run-bus from the data files that
+# bus-report.awk writes: round-trip p50 by payload size, and delivered
+# signals per second by subscriber count at each signal size; one line per
+# bus (a bus that cannot carry a size has no point there).
+# gnuplot -e "dir='build/bench/...'" bus-plots.gp
+
+set terminal pngcairo size 900,560 noenhanced
+set key outside right top
+set grid
+set logscale xy
+set datafile missing "NaN"
+set style data linespoints
+
+set output dir."/rtt-p50.png"
+set title "Method call round trip, p50 (median over boots)"
+set xlabel "payload bytes"
+set ylabel "µs"
+set xtics ("64" 64, "1 KiB" 1024, "16 KiB" 16384, "1 MiB" 1048576)
+plot for [c=2:6] dir."/rtt-p50.dat" using 1:c title columnhead(c) lw 2
+
+set xtics auto
+set xtics ("1" 1, "4" 4, "16" 16, "64" 64, "200" 200)
+set xlabel "subscribers"
+set ylabel "delivered signals per second"
+do for [s in "64 1024 16384"] {
+	set output dir."/fanout-".s.".png"
+	set title "Signal fan-out, ".s." B signals (median over boots)"
+	plot for [c=2:4] dir."/fanout-".s.".dat" using 1:c title columnhead(c) lw 2
+}
