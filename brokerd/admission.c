@@ -9,6 +9,7 @@
  * limits and the costs of coming and going. Reading requests is bus.c's.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -556,6 +557,44 @@ int admission_conn_new(struct bus *b, int fd, struct bus_conn **ret)
 	b->conns = c;
 	*ret = c;
 	return admitted ? 0 : -EDQUOT;
+}
+
+int admission_conn_restore(struct bus *b, int fd, const struct ucred *cred, bool hello, struct bus_conn **ret)
+{
+	struct bus_conn *c = calloc(1, sizeof(*c));
+
+	*ret = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->bus = b;
+	c->fd = fd;
+	c->pidfd = -1;
+	conn_creds_read(c);
+	c->cred = *cred; /* checked against SO_PEERCRED, or a closed stand-in that has none */
+	(void)quota_charge_restored(b->quota, c->cred.uid, QUOTA_CONNECTIONS, 1);
+	b->n_conns++;
+	if (!hello) {
+		fifo_push(&b->hello_fifo, c,
+			  now_usec() + quota_bus_limit(b->quota, QUOTA_BUS_HELLO_TIMEOUT_MS) * 1000ULL);
+		deadline_arm(b);
+	}
+	c->next = b->conns;
+	if (b->conns)
+		b->conns->prev = c;
+	b->conns = c;
+	*ret = c;
+	return 0;
+}
+
+void admission_settle(struct bus *b)
+{
+	if (b->n_revoke_ids > 0) {
+		qsort(b->revoke_ids, b->n_revoke_ids, sizeof(*b->revoke_ids), id_compare);
+		revoke_ids(b, b->revoke_ids, b->n_revoke_ids);
+		b->n_revoke_ids = 0;
+		(void)sd_event_source_set_enabled(b->revoke_src, SD_EVENT_OFF);
+	}
+	reap(b, UINT_MAX);
 }
 
 /* --- setup ------------------------------------------------------------------ */

@@ -26,6 +26,16 @@ void admission_deinit(struct bus *b);
  * fd closed. The caller adds (*ret)->src, or frees *ret if it cannot.
  */
 int admission_conn_new(struct bus *b, int fd, struct bus_conn **ret);
+/*
+ * A connection a previous brokerd had admitted (restart.c): admitted again
+ * whatever the limits, with a HELLO deadline unless hello, with the
+ * credentials recorded at its accept (cred). *ret is linked
+ * in; the caller adds (*ret)->src.
+ */
+int admission_conn_restore(struct bus *b, int fd, const struct ucred *cred, bool hello,
+			   struct bus_conn **ret);
+/* Revokes every ended connection's grants now and frees them (brokerd is handing over). */
+void admission_settle(struct bus *b);
 /* Frees c at once (also a connection that has not ended yet). */
 void admission_conn_free(struct bus_conn *c);
 /* c said HELLO: its deadline no longer applies. */

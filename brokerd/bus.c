@@ -34,6 +34,7 @@
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
+#include "brokerd/restart.h"
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
 #include "util/socket.h"
@@ -182,6 +183,7 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 {
 	struct bus *b;
 	char err[512] = "";
+	bool restored = false;
 	int r, failed_quota;
 
 	if (!ret || !event)
@@ -210,7 +212,20 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 		goto fail;
 	b->state_path = config ? config->state_path : NULL;
 	driver_ids_load(b);
-	if (!(config && config->no_channels)) {
+	if (config && config->restore && !config->no_channels) {
+		r = restart_load(b, config->restore);
+		if (r < 0)
+			goto fail;
+		restored = r > 0;
+	}
+	if (restored) {
+		for (struct bus_conn *c = b->conns; c; c = c->next) {
+			/* Edge-triggered: requests already waiting are reported when added. */
+			r = sd_event_add_io(event, &c->src, c->fd, EPOLLIN | EPOLLET, on_conn_io, c);
+			if (r < 0)
+				goto fail;
+		}
+	} else if (!(config && config->no_channels)) {
 		chanmgr_init(&b->chanmgr);
 		if (!b->chanmgr.available)
 			log_warning(
@@ -219,7 +234,7 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	} else {
 		b->chanmgr.probe_error = -EOPNOTSUPP;
 	}
-	if (b->chanmgr.available) {
+	if (b->chanmgr.available && !restored) {
 		/* A slow subscriber should lose old signals, not block the publisher (or the bus). */
 		uint32_t id;
 
@@ -236,7 +251,7 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 		if (r < 0)
 			goto fail;
 	}
-	if (b->chanmgr.available) {
+	if (b->chanmgr.available && !b->bus_signal) {
 		r = bus_channel_new(b, CTRL_CHANNEL_SIGNAL, CTRL_BUS_NAME, geteuid(), &failed_quota,
 				    &b->bus_signal);
 		if (r < 0)
@@ -302,6 +317,11 @@ int bus_listen(struct bus *b, int fd)
 		return r;
 	b->listen_fd = fd;
 	return 0;
+}
+
+int bus_handover(struct bus *b)
+{
+	return b ? restart_save(b) : -EINVAL;
 }
 
 bool bus_channels_available(struct bus *b)

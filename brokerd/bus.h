@@ -14,6 +14,7 @@
 #define BUS_ACTIVATOR_PATH "/run/brokerd/activator"
 
 struct bus;
+struct restart_fds;
 
 struct bus_config {
 	const char *const *policy_dirs;	  /* NULL: /etc/brokerd/policy.d, /usr/share/... */
@@ -22,6 +23,7 @@ struct bus_config {
 	const char *activator_path;	  /* NULL: BUS_ACTIVATOR_PATH */
 	const char *state_path;		  /* keeps ids unique across restarts; NULL: none */
 	bool no_channels;		  /* do not even probe the kernel */
+	struct restart_fds *restore;	  /* from the fd store: take the bus over (taken) */
 };
 
 int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config);
@@ -35,6 +37,14 @@ int bus_listen(struct bus *b, int fd);
  * error). -EDQUOT: over a connection limit, it is told why and closed.
  */
 int bus_add_connection(struct bus *b, int fd);
+
+/*
+ * SIGTERM under systemd: hand connections, ring and state to the fd store
+ * for the next brokerd (brokerd/README.md, "Restart"). 0: handed over, exit
+ * 0 without bus_free(), which would tear down what the next one takes
+ * over. Negative errno: nothing stored, stop as usual.
+ */
+int bus_handover(struct bus *b);
 
 /* Reload policy and services. On a policy error returns -EINVAL, keeps the old policy, err says FILE:LINE. */
 int bus_reload(struct bus *b, char *err, size_t err_len);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "brokerd/channel.h"
@@ -87,7 +88,12 @@ int chanmgr_init(struct chanmgr *m)
 	m->memory_log =
 		(struct log_ratelimit){ .what = "memory limit", .interval_usec = 10000000, .burst = 5 };
 	memory_files_open(m);
-	r = io_uring_queue_init(64, &m->ring, 0);
+	/*
+	 * No IORING_SETUP_SINGLE_ISSUER or DEFER_TASKRUN: a restarted brokerd
+	 * takes this ring over from the fd store (restart.c), and with them the
+	 * kernel would refuse its submissions and registrations (-EEXIST).
+	 */
+	r = io_uring_queue_init_params(64, &m->ring, &m->params);
 	if (r < 0) {
 		m->probe_error = r;
 		m->probe_step = "setting up an io_uring";
@@ -121,6 +127,68 @@ int chanmgr_init(struct chanmgr *m)
 		return 0;
 	}
 	m->available = true;
+	return 0;
+}
+
+/* What io_uring_queue_mmap() mapped (liburing has no public call that only unmaps). */
+static void ring_unmap(struct io_uring *ring)
+{
+	(void)munmap(ring->sq.sqes, ring->sq.ring_entries * sizeof(struct io_uring_sqe));
+	if (ring->cq.ring_ptr && ring->cq.ring_ptr != ring->sq.ring_ptr)
+		(void)munmap(ring->cq.ring_ptr, ring->cq.ring_sz);
+	(void)munmap(ring->sq.ring_ptr, ring->sq.ring_sz);
+}
+
+/* A cap minted and revoked again with a badge no connection has: may this process use the ring? */
+#define PROBE_BADGE UINT64_MAX
+
+int chanmgr_adopt(struct chanmgr *m, int fd, const struct io_uring_params *params, uint32_t probe_id)
+{
+	struct io_uring_params p = *params;
+	int r, cap;
+
+	memset(m, 0, sizeof(*m));
+	m->memory_log =
+		(struct log_ratelimit){ .what = "memory limit", .interval_usec = 10000000, .burst = 5 };
+	r = io_uring_queue_mmap(fd, &p, &m->ring);
+	if (r < 0)
+		return r;
+	/*
+	 * liburing keeps its own copy of the SQ tail, which starts at 0 in a
+	 * fresh mapping: continue from where the kernel's is, or the next
+	 * flush would move the tail backwards.
+	 */
+	m->ring.sq.sqe_head = m->ring.sq.sqe_tail = *m->ring.sq.ktail;
+	m->params = *params;
+	m->ring_ok = true;
+	cap = chanmgr_mint(m, probe_id, IOIPC_SUB_RECV, PROBE_BADGE);
+	r = cap < 0 ? cap : chanmgr_revoke(m, probe_id, IOIPC_SUB_RECV, PROBE_BADGE);
+	if (cap >= 0)
+		close(cap);
+	if (r < 0) {
+		/* Unmap only: the fd is the caller's, and closing it would destroy the channels. */
+		ring_unmap(&m->ring);
+		memset(m, 0, sizeof(*m));
+		return r;
+	}
+	m->available = true;
+	m->monitor = true; /* the previous brokerd minted monitor caps on this kernel */
+	memory_files_open(m);
+	return 0;
+}
+
+int chanmgr_drain(struct chanmgr *m, uint64_t timeout_usec)
+{
+	struct __kernel_timespec ts = { .tv_sec = (long long)(timeout_usec / 1000000),
+					.tv_nsec = (long long)(timeout_usec % 1000000) * 1000 };
+	struct io_uring_cqe *cqe;
+
+	chanmgr_process(m);
+	while (m->inflight > 0) {
+		if (io_uring_wait_cqe_timeout(&m->ring, &cqe, &ts) < 0)
+			return -ETIMEDOUT;
+		chanmgr_process(m);
+	}
 	return 0;
 }
 
@@ -220,6 +288,7 @@ int chanmgr_send(struct chanmgr *m, uint32_t id, const void *buf, size_t len)
 	memcpy(copy, buf, len);
 	ioipc_prep_send(sqe, id, copy, (unsigned int)len, 0);
 	io_uring_sqe_set_data(sqe, copy);
+	m->inflight++;
 	r = io_uring_submit(&m->ring);
 	return r < 0 ? r : 0;
 }
@@ -234,6 +303,8 @@ void chanmgr_process(struct chanmgr *m)
 			log_debug("bus signal send failed: %s", strerror(-cqe->res));
 		free(io_uring_cqe_get_data(cqe));
 		io_uring_cqe_seen(&m->ring, cqe);
+		if (m->inflight > 0)
+			m->inflight--;
 	}
 }
 

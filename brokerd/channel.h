@@ -23,6 +23,8 @@
 
 struct chanmgr {
 	struct io_uring ring;
+	struct io_uring_params params; /* as set up: a restarted brokerd maps the ring with them */
+	unsigned int inflight;	       /* sends not yet completed */
 	bool ring_ok;
 	bool available;
 	bool monitor;		/* caps with IOIPC_SUB_MONITOR can be minted */
@@ -36,6 +38,14 @@ struct chanmgr {
 
 int chanmgr_init(struct chanmgr *m);
 void chanmgr_deinit(struct chanmgr *m);
+/*
+ * Takes over ring fd of a previous brokerd (set up with params), probing that
+ * this process may mint and revoke on channel probe_id (one of the ring's).
+ * 0, or a negative errno and m is left unset (the fd is not closed).
+ */
+int chanmgr_adopt(struct chanmgr *m, int fd, const struct io_uring_params *params, uint32_t probe_id);
+/* Waits up to timeout_usec for every send in flight to complete: 0, or -ETIMEDOUT. */
+int chanmgr_drain(struct chanmgr *m, uint64_t timeout_usec);
 /*
  * Whether bytes more of kernel memory fit under our cgroup's memory.max
  * with room to spare: 0, or -ENOMEM (logged, rate-limited). Channel rings

@@ -121,7 +121,24 @@ fail:
 	return r;
 }
 
-static int grant_add(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
+struct bus_channel *bus_channel_restore(struct bus *b, uint32_t id, enum ctrl_channel_kind kind,
+					const char *name, uid_t uid)
+{
+	struct bus_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch || !(ch->name = strdup(name))) {
+		free(ch);
+		return NULL;
+	}
+	ch->id = id;
+	ch->kind = kind;
+	ch->charged_uid = uid;
+	(void)quota_charge_restored(b->quota, uid, QUOTA_CHANNELS, 1);
+	(void)quota_charge_restored(b->quota, uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
+	return ch;
+}
+
+int grant_record(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 {
 	for (size_t i = 0; i < ch->n_grants; i++) {
 		if (ch->grants[i].peer_id == peer_id) {
@@ -205,7 +222,7 @@ int cap_mint(struct bus *b, struct bus_channel *ch, struct bus_conn *c, uint32_t
 		log_error("cannot mint capability on %s for %s: %s", ch->name, conn_name(c), strerror(-fd));
 		return fd;
 	}
-	r = grant_add(ch, c->peer->id, rights);
+	r = grant_record(ch, c->peer->id, rights);
 	if (r < 0) {
 		close(fd);
 		return r;

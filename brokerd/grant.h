@@ -28,6 +28,15 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 /* Destroys ch in the kernel and gives its quota back; NULL is fine. Returns NULL. */
 struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch);
 
+/*
+ * A channel a previous brokerd created (restart.c): recorded and charged
+ * to uid as it was, not created again. NULL on ENOMEM.
+ */
+struct bus_channel *bus_channel_restore(struct bus *b, uint32_t id, enum ctrl_channel_kind kind,
+					const char *name, uid_t uid);
+/* Records rights of peer_id on ch as granted (a grant taken over on restart). */
+int grant_record(struct bus_channel *ch, uint64_t peer_id, uint32_t rights);
+
 /* Does the peer with this id hold all of rights on ch? (ch may be NULL.) */
 bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights);
 /* Takes rights on ch back from the peer in the kernel, detaching what it attached. */

@@ -20,6 +20,7 @@
 
 #include "brokerd/bus.h"
 #include "brokerd/log.h"
+#include "brokerd/restart.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
 #include "util/socket.h"
@@ -121,25 +122,60 @@ static int parse_argv(int argc, char **argv)
 	return 1;
 }
 
-/* The socket from brokerd.socket, or one we bind ourselves. */
-static int listen_socket(void)
+/*
+ * What systemd passed: the listening socket of brokerd.socket, and what a
+ * previous brokerd left in the fd store for us (restart.h), sorted by name.
+ */
+static int passed_fds(int *listen_fd, struct restart_fds *store)
+{
+	char **names = NULL;
+	int n, r = 0;
+
+	*listen_fd = -1;
+	n = sd_listen_fds_with_names(true, &names);
+	if (n < 0) {
+		log_error("cannot read the fds passed by systemd: %s", strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *name = names ? names[i] : NULL;
+
+		if (name && strcmp(name, RESTART_FDNAME_STATE) == 0 && store->state < 0)
+			store->state = fd;
+		else if (name && strcmp(name, RESTART_FDNAME_KEEPER) == 0 && store->keeper < 0)
+			store->keeper = fd;
+		else if (name && strcmp(name, RESTART_FDNAME_CONN) == 0 && store->conns)
+			store->conns[store->n_conns++] = fd;
+		else if (restart_fdname_is_ours(name))
+			close(fd); /* a second one of a kind: not from one hand-over */
+		else if (*listen_fd < 0)
+			*listen_fd = fd;
+		else {
+			log_error("expected one socket from systemd, got another (%s)", name ? name : "?");
+			r = -EINVAL;
+		}
+	}
+	if (names)
+		for (int i = 0; i < n; i++)
+			free(names[i]);
+	free(names);
+	return r;
+}
+
+/* The socket from brokerd.socket (fd, or -1), or one we bind ourselves. */
+static int listen_socket(int fd)
 {
 	struct sockaddr_un sa;
-	int n, fd;
 
-	n = sd_listen_fds(true);
-	if (n > 1) {
-		log_error("expected one socket from systemd, got %d", n);
-		return -EINVAL;
-	}
-	if (n == 1) {
-		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+	if (fd >= 0) {
+		if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
 			log_error(
 				"the socket passed by systemd is not a listening AF_UNIX SOCK_SEQPACKET socket");
 			return -EINVAL;
 		}
 		log_info("using the socket passed by systemd");
-		return SD_LISTEN_FDS_START;
+		return fd;
 	}
 	if (unix_address(&sa, arg_address) < 0) {
 		log_error("address too long: %s", arg_address);
@@ -192,6 +228,22 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return 0;
 }
 
+/*
+ * SIGTERM: under systemd, hand the bus over to the next brokerd (a restart
+ * or an upgrade) through the fd store; without one (or if that fails), stop
+ * as before.
+ */
+static bool handed_over;
+
+static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct bus *b = userdata;
+
+	(void)sd_notify(0, "STOPPING=1\nSTATUS=handing over to the next brokerd");
+	handed_over = bus_handover(b) == 0;
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct bus *b = userdata;
@@ -210,7 +262,9 @@ int main(int argc, char **argv)
 	const char *pdirs[2] = { arg_policy_dir, NULL }, *sdirs[2] = { arg_service_dir, NULL };
 	struct bus_config config = { 0 };
 	char status[256];
-	int r, fd;
+	struct restart_fds store = { .state = -1, .keeper = -1, .ring = -1 };
+	_cleanup_free_ int *store_conns = NULL;
+	int r, fd, passed, n;
 
 	r = parse_argv(argc, argv);
 	if (r <= 0)
@@ -245,6 +299,16 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	raise_nofile();
+	n = sd_listen_fds(false);
+	store_conns = calloc(n > 0 ? (size_t)n : 1, sizeof(int));
+	if (!store_conns)
+		return 1;
+	store.conns = store_conns;
+	r = passed_fds(&passed, &store);
+	if (r < 0)
+		goto out;
+	if (store.state >= 0 || store.keeper >= 0 || store.n_conns > 0)
+		config.restore = &store;
 	r = sd_event_default(&event);
 	if (r < 0)
 		goto out;
@@ -253,7 +317,7 @@ int main(int argc, char **argv)
 		log_error("cannot set up the bus: %s", strerror(-r));
 		goto out;
 	}
-	fd = listen_socket();
+	fd = listen_socket(passed);
 	if (fd < 0) {
 		r = fd;
 		goto out;
@@ -262,7 +326,7 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out;
 	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
-	(void)sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+	(void)sd_event_add_signal(event, NULL, SIGTERM, on_sigterm, bus);
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
 	(void)sd_event_set_watchdog(event, true); /* WATCHDOG=1 at half of WatchdogSec= */
 	sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_status_timer, bus);
@@ -271,6 +335,11 @@ int main(int argc, char **argv)
 	(void)sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 	log_info("brokerd ready: %s", status);
 	r = sd_event_loop(event);
+	if (handed_over) {
+		/* Not bus_free(): it would destroy the channels the next brokerd takes over. */
+		sd_event_unref(event);
+		return 0;
+	}
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 out:
 	bus_free(bus);

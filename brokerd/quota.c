@@ -196,6 +196,19 @@ int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
 	return 0;
 }
 
+int quota_charge_restored(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
+{
+	struct quota_uid *u;
+
+	if (!q || (unsigned int)k >= _QUOTA_MAX)
+		return -EINVAL;
+	u = uid_get(q, uid);
+	if (!u)
+		return -ENOMEM;
+	u->used[k] += n;
+	return 0;
+}
+
 void quota_release(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
 {
 	struct quota_uid *u;

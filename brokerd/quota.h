@@ -48,6 +48,8 @@ uint64_t quota_limit_uid(const struct quota *q, uid_t uid, enum quota_kind k);
 /* 0, or -EDQUOT when uid would exceed the limit (nothing is charged then). */
 int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
 void quota_release(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
+/* Charges what a restarted brokerd took over, whatever the limit: it is in use already. */
+int quota_charge_restored(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n);
 uint64_t quota_used(const struct quota *q, uid_t uid, enum quota_kind k);
 
 const char *quota_bus_kind_to_string(enum quota_bus_kind k);

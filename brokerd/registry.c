@@ -419,6 +419,55 @@ int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret)
 	return 0;
 }
 
+int registry_peer_restore(struct registry *r, uid_t uid, uint64_t id, struct registry_peer **ret)
+{
+	struct registry_peer *p;
+	bool found;
+	size_t i;
+
+	if (!r || !ret || id == 0)
+		return -EINVAL;
+	i = peer_index(r, id, &found);
+	if (found)
+		return -EEXIST;
+	if (ARRAY_RESERVE(r->peers, r->alloc_peers, r->n_peers + 1) < 0)
+		return -ENOMEM;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->id = id;
+	p->uid = uid;
+	ctrl_unique_name_format(p->id, p->unique_name);
+	memmove(r->peers + i + 1, r->peers + i, (r->n_peers - i) * sizeof(*r->peers));
+	r->peers[i] = p;
+	r->n_peers++;
+	if (r->next_id <= id)
+		r->next_id = id + 1;
+	*ret = p;
+	return 0;
+}
+
+int registry_name_restore(struct registry *r, struct registry_peer *p, const char *name, uint32_t flags)
+{
+	struct registry_name *n;
+	struct registry_owner *o;
+
+	if (!r || !p || !ctrl_name_is_valid_wellknown(name) || (flags & ~CTRL_NAME_FLAGS_ALL))
+		return -EINVAL;
+	n = name_get(r, name);
+	if (!n)
+		return -ENOMEM;
+	if (entry_find(n, p))
+		return -EEXIST;
+	o = entry_new(r, n, p, flags);
+	if (!o) {
+		name_drop_if_empty(r, n);
+		return -ENOMEM;
+	}
+	queue_insert_after(o, n->tail);
+	return 0;
+}
+
 void registry_peer_remove(struct registry *r, struct registry_peer *p)
 {
 	bool found;

@@ -50,6 +50,13 @@ uint64_t registry_next_id(struct registry *r);
 
 /* Allocates the next id (1, 2, ...); ids are never reused. */
 int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret);
+/*
+ * A restarted brokerd takes its peers over (brokerd/restart.c): the peer
+ * with exactly this id (not in use; next ids stay above it), and its queue
+ * entries appended in the order they had, without callbacks.
+ */
+int registry_peer_restore(struct registry *r, uid_t uid, uint64_t id, struct registry_peer **ret);
+int registry_name_restore(struct registry *r, struct registry_peer *p, const char *name, uint32_t flags);
 /* Drops every queue entry of the peer (owners change, queues promote), frees it. */
 void registry_peer_remove(struct registry *r, struct registry_peer *p);
 struct registry_peer *registry_peer_find(struct registry *r, uint64_t id);

@@ -107,17 +107,6 @@ static int caller(void *arg)
 	return 0;
 }
 
-static pid_t brokerd_pid(void)
-{
-	char buf[32] = "";
-	FILE *f = popen("systemctl show -P MainPID brokerd.service", "r");
-
-	if (!f || !fgets(buf, sizeof(buf), f))
-		FAIL("systemctl show MainPID");
-	pclose(f);
-	return (pid_t)atoi(buf);
-}
-
 static volatile bool reconnected;
 static int main_states;
 
@@ -203,7 +192,7 @@ int main(void)
 	/* the Hang call reaches the service before brokerd goes */
 	brokerd_msg_unref(t_call_retry(bus, NAME, "Ping", "", 2000));
 
-	old = brokerd_pid();
+	old = t_brokerd_pid();
 	CHECK(old > 0);
 	t_log("killing brokerd (pid %d) with SIGKILL", (int)old);
 	t0 = now_usec();
@@ -216,7 +205,7 @@ int main(void)
 	expect_state("subscriber", "disconnected", 10000);
 	for (int i = 0; i < 200 && (now <= 0 || now == old); i++) {
 		usleep(100000);
-		now = brokerd_pid();
+		now = t_brokerd_pid();
 	}
 	CHECK(now > 0 && now != old);
 	t_log("systemd restarted brokerd: pid %d after %llu ms", (int)now,

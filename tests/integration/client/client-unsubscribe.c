@@ -5,7 +5,8 @@
  * both with a slot of its own and one the bus owns. brokerd_bus_unsubscribe()
  * stops delivery, brokerd stops counting the subscription (QUOTA), a second
  * call says -ENOENT; freeing the last slot of a name tells brokerd too; after
- * `systemctl restart brokerd` only the subscription still held comes back.
+ * `systemctl restart brokerd` only the subscription still held is there
+ * (handed over to the next brokerd, or restored by the reconnect).
  */
 #include "tests/integration/client/testlib.h"
 
@@ -98,7 +99,7 @@ int main(void)
 	}
 	CHECK_R(brokerd_bus_is_connected(sub), 1);
 	CHECK_R(brokerd_bus_get_name_owner(sub, NAME, owner, sizeof(owner)), 0);
-	CHECK(t_subscriptions_used(sub) == 1); /* a fresh brokerd: only what sub restored */
+	CHECK(t_subscriptions_used(sub) == 1); /* only what sub still holds */
 	emit_both(pub, sub, 2);
 	t_log("after the restart: %s restored, %s not", KEPT, NAME);
 

@@ -403,6 +403,18 @@ static inline int t_pool_worker(const char *name, const char *member, brokerd_ms
 	return brokerd_bus_run(bus) < 0;
 }
 
+/* brokerd.service's main pid (systemd's MainPID; 0 while it is not running). */
+static inline pid_t t_brokerd_pid(void)
+{
+	char buf[32] = "";
+	FILE *f = popen("systemctl show -P MainPID brokerd.service", "r");
+
+	if (!f || !fgets(buf, sizeof(buf), f))
+		FAIL("systemctl show MainPID");
+	pclose(f);
+	return (pid_t)atoi(buf);
+}
+
 /* The outcome of an asynchronous call: pass with t_on_reply, then t_pump(&done). */
 struct t_reply {
 	volatile bool done;

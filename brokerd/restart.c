@@ -1,0 +1,1038 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * restart.c - restart without losing the bus (see restart.h): the hand-over
+ * to systemd's fd store on an orderly stop, the state serializer, and the
+ * take-over (or the fallback to an empty bus) at start.
+ *
+ * The ring cannot go into the store: since Linux 6.7 the kernel refuses to
+ * pass io_uring fds over a socket (net/core/scm.c, "don't allow io_uring
+ * files", against reference cycles the unix garbage collector cannot see),
+ * and systemd's store is fed through one. So the stopping brokerd forks a
+ * keeper that holds the ring (and nothing else) and stores the keeper's
+ * pidfd; the next brokerd takes the ring with pidfd_getfd() (same uid; the
+ * keeper allows it under Yama) and kills the keeper. The unit has
+ * KillMode=process so that systemd lets the keeper outlive the stop; it
+ * exits by itself after KEEPER_USEC if nobody came.
+ *
+ * The state is a header (magic, version, clean mark) and a list of records
+ * (type, length, payload). Each record type is a row of record_types[]
+ * with its writer and reader, so new state (another module's) is a new
+ * row; a reader that meets a type it does not know refuses the whole state
+ * (falling back is safe, restoring half of it is not).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "brokerd/activation.h"
+#include "brokerd/admission.h"
+#include "brokerd/bus-state.h"
+#include "brokerd/channel.h"
+#include "brokerd/conn.h"
+#include "brokerd/grant.h"
+#include "brokerd/log.h"
+#include "brokerd/nsview.h"
+#include "brokerd/quota.h"
+#include "brokerd/registry.h"
+#include "brokerd/restart.h"
+#include "protocol/ctrl.h"
+#include "util/array.h"
+#include "util/clock.h"
+#include "util/macro.h"
+
+#define STATE_MAGIC	     "BRKDSTAT"
+#define STATE_VERSION	     1u
+#define FLUSH_USEC	     (1000ULL * 1000ULL)	 /* for queued replies and signals to go out */
+#define DRAIN_USEC	     (1000ULL * 1000ULL)	 /* for the bus's own sends in flight */
+#define FDS_PER_MESSAGE	     250			 /* below the kernel's SCM_MAX_FD (253) */
+#define KEEPER_USEC	     (60ULL * 1000ULL * 1000ULL) /* for the next brokerd to take the ring */
+#define BARRIER_USEC	     (5ULL * 1000ULL * 1000ULL)
+#define CONN_F_HELLO	     0x1u
+#define CONN_F_NAME_EVENTS   0x2u
+#define CONN_F_MONITOR	     0x4u
+#define CONN_F_WATCH_SIGNALS 0x8u	/* watch.c: names owned later are handed over too */
+#define CHANNEL_NONE	     UINT32_MAX /* no channel (ids are the kernel's, 0 included) */
+
+enum record_tag {
+	REC_RING = 1, /* struct io_uring_params of brokerd's ring, its fd number in the keeper */
+	REC_BUS,      /* next unique id, lossy flag, the bus's signal channel */
+	REC_CHANNEL,  /* a channel with its grants */
+	REC_CONN,     /* a connection: its socket's inode, credentials, peer */
+	REC_NAME,     /* a well-known name: its channels and owner queue */
+};
+
+/* --- encoding ------------------------------------------------------------- */
+
+struct wbuf {
+	uint8_t *data;
+	size_t len, alloc;
+	bool oom;
+};
+
+static void put(struct wbuf *w, const void *p, size_t n)
+{
+	if (w->oom || ARRAY_RESERVE(w->data, w->alloc, w->len + n) < 0) {
+		w->oom = true;
+		return;
+	}
+	memcpy(w->data + w->len, p, n);
+	w->len += n;
+}
+
+static void put_u32(struct wbuf *w, uint32_t v)
+{
+	put(w, &v, sizeof(v));
+}
+
+static void put_u64(struct wbuf *w, uint64_t v)
+{
+	put(w, &v, sizeof(v));
+}
+
+static void put_str(struct wbuf *w, const char *s)
+{
+	put_u32(w, (uint32_t)strlen(s));
+	put(w, s, strlen(s));
+}
+
+/* Starts a record; record_end() fills in its length. Returns where the length goes. */
+static size_t record_begin(struct wbuf *w, enum record_tag t)
+{
+	size_t at;
+
+	put_u32(w, t);
+	at = w->len;
+	put_u32(w, 0);
+	return at;
+}
+
+static void record_end(struct wbuf *w, size_t at)
+{
+	uint32_t len = (uint32_t)(w->len - at - sizeof(uint32_t));
+
+	if (!w->oom)
+		memcpy(w->data + at, &len, sizeof(len));
+}
+
+struct rbuf {
+	const uint8_t *p;
+	size_t left;
+	bool bad;
+};
+
+static void get(struct rbuf *r, void *out, size_t n)
+{
+	if (r->bad || r->left < n) {
+		r->bad = true;
+		memset(out, 0, n);
+		return;
+	}
+	memcpy(out, r->p, n);
+	r->p += n;
+	r->left -= n;
+}
+
+static uint32_t get_u32(struct rbuf *r)
+{
+	uint32_t v;
+
+	get(r, &v, sizeof(v));
+	return v;
+}
+
+static uint64_t get_u64(struct rbuf *r)
+{
+	uint64_t v;
+
+	get(r, &v, sizeof(v));
+	return v;
+}
+
+/* A NUL-terminated copy (freed by the caller), NULL if the record is short. */
+static char *get_str(struct rbuf *r)
+{
+	uint32_t n = get_u32(r);
+	char *s;
+
+	if (r->bad || n > r->left || n > CTRL_MSG_MAX) {
+		r->bad = true;
+		return NULL;
+	}
+	s = strndup((const char *)r->p, n);
+	if (!s || strlen(s) != n) {
+		free(s);
+		r->bad = true;
+		return NULL;
+	}
+	r->p += n;
+	r->left -= n;
+	return s;
+}
+
+/* --- the state as read, before anything is rebuilt ---------------------- */
+
+struct st_grant {
+	uint64_t peer_id;
+	uint32_t rights;
+};
+
+struct st_channel {
+	uint32_t id, kind;
+	uid_t uid;
+	char *name;
+	struct st_grant *grants;
+	size_t n_grants;
+	struct bus_channel *ch; /* once rebuilt */
+};
+
+struct st_conn {
+	uint64_t dev, ino; /* of the socket: how its fd is found among the stored ones */
+	struct ucred cred;
+	uint64_t peer_id;
+	uint32_t flags, inbox, n_caps;
+	uint64_t n_subscriptions;
+	int fd;
+	struct bus_conn *c; /* once rebuilt */
+};
+
+struct st_owner {
+	uint64_t peer_id;
+	uint32_t flags;
+};
+
+struct st_name {
+	char *name;
+	uint32_t call, signal;
+	struct st_owner *owners;
+	size_t n_owners;
+};
+
+struct state {
+	bool have_ring, have_bus;
+	struct io_uring_params params;
+	uint32_t ring_fd;
+	uint64_t next_id;
+	uint32_t lossy, bus_signal;
+	struct st_channel *channels;
+	size_t n_channels, alloc_channels;
+	struct st_conn *conns;
+	size_t n_conns, alloc_conns;
+	struct st_name *names;
+	size_t n_names, alloc_names;
+};
+
+static void state_free(struct state *s)
+{
+	for (size_t i = 0; i < s->n_channels; i++) {
+		free(s->channels[i].name);
+		free(s->channels[i].grants);
+	}
+	for (size_t i = 0; i < s->n_names; i++) {
+		free(s->names[i].name);
+		free(s->names[i].owners);
+	}
+	free(s->channels);
+	free(s->conns);
+	free(s->names);
+}
+
+/* --- record types: one row each ---------------------------------------- */
+
+static void save_ring(struct bus *b, struct wbuf *w)
+{
+	size_t at = record_begin(w, REC_RING);
+
+	put(w, &b->chanmgr.params, sizeof(b->chanmgr.params));
+	put_u32(w, (uint32_t)chanmgr_fd(&b->chanmgr));
+	record_end(w, at);
+}
+
+static int load_ring(struct state *s, struct rbuf *r)
+{
+	get(r, &s->params, sizeof(s->params));
+	s->ring_fd = get_u32(r);
+	s->have_ring = true;
+	return 0;
+}
+
+static void save_bus(struct bus *b, struct wbuf *w)
+{
+	size_t at = record_begin(w, REC_BUS);
+
+	put_u64(w, registry_next_id(b->registry));
+	put_u32(w, b->lossy);
+	put_u32(w, b->bus_signal ? b->bus_signal->id : CHANNEL_NONE);
+	record_end(w, at);
+}
+
+static int load_bus(struct state *s, struct rbuf *r)
+{
+	s->next_id = get_u64(r);
+	s->lossy = get_u32(r);
+	s->bus_signal = get_u32(r);
+	s->have_bus = true;
+	return 0;
+}
+
+static void save_one_channel(struct wbuf *w, struct bus_channel *ch)
+{
+	size_t at;
+
+	if (!ch)
+		return;
+	at = record_begin(w, REC_CHANNEL);
+	put_u32(w, ch->id);
+	put_u32(w, ch->kind);
+	put_u32(w, ch->charged_uid);
+	put_str(w, ch->name);
+	put_u32(w, (uint32_t)ch->n_grants);
+	for (size_t i = 0; i < ch->n_grants; i++) {
+		put_u64(w, ch->grants[i].peer_id);
+		put_u32(w, ch->grants[i].rights);
+	}
+	record_end(w, at);
+}
+
+static void save_channels(struct bus *b, struct wbuf *w)
+{
+	save_one_channel(w, b->bus_signal);
+	for (struct bus_name *n = b->names; n; n = n->next) {
+		save_one_channel(w, n->call);
+		save_one_channel(w, n->signal);
+	}
+	for (struct bus_conn *c = b->conns; c; c = c->next)
+		save_one_channel(w, c->inbox);
+}
+
+static int load_channel(struct state *s, struct rbuf *r)
+{
+	struct st_channel *ch;
+	uint32_t n;
+
+	if (ARRAY_RESERVE(s->channels, s->alloc_channels, s->n_channels + 1) < 0)
+		return -ENOMEM;
+	ch = &s->channels[s->n_channels++];
+	*ch = (struct st_channel){ 0 };
+	ch->id = get_u32(r);
+	ch->kind = get_u32(r);
+	ch->uid = get_u32(r);
+	ch->name = get_str(r);
+	n = get_u32(r);
+	if (r->bad || ch->kind > CTRL_CHANNEL_SIGNAL || n > r->left / 12)
+		return -EBADMSG;
+	ch->grants = calloc(n ? n : 1, sizeof(*ch->grants));
+	if (!ch->grants)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		ch->grants[i].peer_id = get_u64(r);
+		ch->grants[i].rights = get_u32(r);
+	}
+	ch->n_grants = n;
+	return 0;
+}
+
+static void save_conns(struct bus *b, struct wbuf *w)
+{
+	for (struct bus_conn *c = b->conns; c; c = c->next) {
+		struct stat st;
+		size_t at;
+
+		if (fstat(c->fd, &st) < 0) {
+			w->oom = true; /* cannot be found again: no state at all */
+			return;
+		}
+		at = record_begin(w, REC_CONN);
+		put_u64(w, st.st_dev);
+		put_u64(w, st.st_ino);
+		put_u32(w, (uint32_t)c->cred.pid);
+		put_u32(w, c->cred.uid);
+		put_u32(w, c->cred.gid);
+		put_u64(w, c->peer ? c->peer->id : 0);
+		put_u32(w, (c->peer ? CONN_F_HELLO : 0) | (c->name_events ? CONN_F_NAME_EVENTS : 0) |
+				   (c->monitor ? CONN_F_MONITOR : 0) |
+				   (c->watch_signals ? CONN_F_WATCH_SIGNALS : 0));
+		put_u32(w, c->inbox ? c->inbox->id : CHANNEL_NONE);
+		put_u32(w, c->n_caps);
+		put_u64(w, c->n_subscriptions);
+		record_end(w, at);
+	}
+}
+
+static int load_conn(struct state *s, struct rbuf *r)
+{
+	struct st_conn *c;
+
+	if (ARRAY_RESERVE(s->conns, s->alloc_conns, s->n_conns + 1) < 0)
+		return -ENOMEM;
+	c = &s->conns[s->n_conns++];
+	*c = (struct st_conn){ .fd = -1 };
+	c->dev = get_u64(r);
+	c->ino = get_u64(r);
+	c->cred.pid = (pid_t)get_u32(r);
+	c->cred.uid = get_u32(r);
+	c->cred.gid = get_u32(r);
+	c->peer_id = get_u64(r);
+	c->flags = get_u32(r);
+	c->inbox = get_u32(r);
+	c->n_caps = get_u32(r);
+	c->n_subscriptions = get_u64(r);
+	return r->bad ? -EBADMSG : 0;
+}
+
+static void save_names(struct bus *b, struct wbuf *w)
+{
+	for (struct bus_name *n = b->names; n; n = n->next) {
+		size_t count = registry_name_queue(b->registry, n->name, NULL, 0);
+		struct registry_peer **q = calloc(count ? count : 1, sizeof(*q));
+		size_t at;
+
+		if (!q) {
+			w->oom = true;
+			return;
+		}
+		registry_name_queue(b->registry, n->name, q, count);
+		at = record_begin(w, REC_NAME);
+		put_str(w, n->name);
+		put_u32(w, n->call ? n->call->id : CHANNEL_NONE);
+		put_u32(w, n->signal ? n->signal->id : CHANNEL_NONE);
+		put_u32(w, (uint32_t)count);
+		for (size_t i = 0; i < count; i++) {
+			put_u64(w, q[i]->id);
+			put_u32(w, (uint32_t)registry_name_entry_flags(b->registry, q[i], n->name));
+		}
+		record_end(w, at);
+		free(q);
+	}
+}
+
+static int load_name(struct state *s, struct rbuf *r)
+{
+	struct st_name *n;
+	uint32_t count;
+
+	if (ARRAY_RESERVE(s->names, s->alloc_names, s->n_names + 1) < 0)
+		return -ENOMEM;
+	n = &s->names[s->n_names++];
+	*n = (struct st_name){ 0 };
+	n->name = get_str(r);
+	n->call = get_u32(r);
+	n->signal = get_u32(r);
+	count = get_u32(r);
+	if (r->bad || !ctrl_name_is_valid_wellknown(n->name) || count > r->left / 12)
+		return -EBADMSG;
+	n->owners = calloc(count ? count : 1, sizeof(*n->owners));
+	if (!n->owners)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		n->owners[i].peer_id = get_u64(r);
+		n->owners[i].flags = get_u32(r);
+	}
+	n->n_owners = count;
+	return 0;
+}
+
+/*
+ * Every piece of state that survives a restart. Written in this order, so
+ * that a reader knows the channels before the connections and names that
+ * refer to them. Policy, limits and activation files are read again, not
+ * stored; pending activations are failed before the hand-over.
+ */
+static const struct record_kind {
+	enum record_tag type;
+	const char *what;
+	void (*save)(struct bus *b, struct wbuf *w);
+	int (*load)(struct state *s, struct rbuf *r);
+} record_types[] = {
+	{ REC_RING, "ring", save_ring, load_ring },
+	{ REC_BUS, "bus", save_bus, load_bus },
+	{ REC_CHANNEL, "channel", save_channels, load_channel },
+	{ REC_CONN, "connection", save_conns, load_conn },
+	{ REC_NAME, "name", save_names, load_name },
+};
+
+/* --- the hand-over --------------------------------------------------------- */
+
+bool restart_fdname_is_ours(const char *name)
+{
+	return name && (strcmp(name, RESTART_FDNAME_STATE) == 0 || strcmp(name, RESTART_FDNAME_KEEPER) == 0 ||
+			strcmp(name, RESTART_FDNAME_CONN) == 0);
+}
+
+static void store_clear(void)
+{
+	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_STATE);
+	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_KEEPER);
+	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_CONN);
+}
+
+static int store(const char *name, const int *fds, size_t n)
+{
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
+	return sd_pid_notify_with_fds(0, 0, msg, fds, (unsigned int)n);
+}
+
+/* Every grant on ch taken back, ch destroyed (the keeper's last act when nobody came). */
+static void channel_abandon(struct bus *b, struct bus_channel *ch)
+{
+	for (size_t i = 0; ch && i < ch->n_grants; i++)
+		(void)chanmgr_revoke(&b->chanmgr, ch->id, ch->grants[i].rights, ch->grants[i].peer_id);
+	if (ch)
+		(void)chanmgr_destroy(&b->chanmgr, ch->id);
+}
+
+/*
+ * Forks the keeper of the ring: it closes every other fd, lets a process
+ * of its uid take the ring (pidfd_getfd needs ptrace access, which Yama
+ * restricts to descendants unless allowed), and waits to be killed. If
+ * nobody comes (`systemctl stop`: systemd drops the store, the connections
+ * are closed), it revokes every grant it knows from the bus it was forked
+ * with, as a stopping brokerd always did, and exits. Returns its pidfd.
+ */
+static int keeper_start(struct bus *b)
+{
+	int ring = chanmgr_fd(&b->chanmgr), pidfd;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (syscall(SYS_close_range, 3, ring - 1, 0) < 0 ||
+		    syscall(SYS_close_range, ring + 1, ~0U, 0) < 0)
+			_exit(1);
+		(void)prctl(PR_SET_NAME, "brokerd-keeper");
+		(void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY);
+		(void)sleep(KEEPER_USEC / 1000000);
+		channel_abandon(b, b->bus_signal);
+		for (struct bus_name *n = b->names; n; n = n->next) {
+			channel_abandon(b, n->call);
+			channel_abandon(b, n->signal);
+		}
+		for (struct bus_conn *c = b->conns; c; c = c->next)
+			channel_abandon(b, c->inbox);
+		_exit(0);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		int r = -errno;
+
+		(void)kill(pid, SIGKILL);
+		return r;
+	}
+	return pidfd;
+}
+
+static void keeper_kill(int pidfd)
+{
+	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	close(pidfd);
+}
+
+/* Can c go to the next brokerd as it is? */
+static bool conn_handable(struct bus_conn *c)
+{
+	return !c->dead && !c->ended && !c->closing && !c->refused && !c->out_head;
+}
+
+/*
+ * Sends what is queued for every connection, for at most FLUSH_USEC; ends
+ * (the normal way: names go, grants are revoked) every connection that
+ * cannot be handed over as it is, which may queue signals for others, so
+ * a few rounds.
+ */
+static void flush_all(struct bus *b)
+{
+	uint64_t end = now_usec() + FLUSH_USEC;
+
+	for (int round = 0; round < 4; round++) {
+		bool ended = false;
+
+		for (;;) {
+			size_t n = 0, i = 0;
+			struct pollfd *p;
+
+			for (struct bus_conn *c = b->conns; c; c = c->next)
+				if (!c->dead && !c->ended && c->out_head) {
+					if (conn_flush(c) < 0)
+						conn_kill(c);
+					else if (c->out_head)
+						n++;
+				}
+			if (n == 0 || now_usec() >= end)
+				break;
+			p = calloc(n, sizeof(*p));
+			if (!p)
+				break;
+			for (struct bus_conn *c = b->conns; c && i < n; c = c->next)
+				if (!c->dead && !c->ended && c->out_head)
+					p[i++] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
+			(void)poll(p, i, 50);
+			free(p);
+		}
+		for (struct bus_conn *c = b->conns, *next; c; c = next) {
+			next = c->next;
+			if (!c->ended && !conn_handable(c)) {
+				log_full(LOG_NOTICE, conn_name(c), c->cred.uid,
+					 "%s cannot be handed over (%s): closing it", conn_name(c),
+					 c->closing  ? "over its output limit" :
+					 c->refused  ? "refused" :
+					 c->out_head ? "does not read its replies" :
+						       "gone");
+				admission_conn_reap_later(c);
+				ended = true;
+			}
+		}
+		admission_settle(b);
+		if (!ended)
+			return;
+	}
+}
+
+int restart_save(struct bus *b)
+{
+	_cleanup_free_ int *fds = NULL;
+	struct wbuf w = { 0 };
+	uint32_t clean = 1, version = STATE_VERSION;
+	size_t n = 0;
+	int r, memfd = -1, keeper = -1;
+
+	if (!getenv("NOTIFY_SOCKET") || !b->chanmgr.available)
+		return -EOPNOTSUPP; /* no fd store, or nothing in the kernel to keep */
+	log_info("handing the bus over to the next brokerd");
+
+	/* Stop taking new work; unread requests stay in the sockets for the next one. */
+	(void)sd_event_source_set_enabled(b->listen_src, SD_EVENT_OFF);
+	for (struct bus_conn *c = b->conns; c; c = c->next)
+		(void)sd_event_source_set_enabled(c->src, SD_EVENT_OFF);
+	/* A unit being started cannot be watched from the next process: those calls fail now. */
+	while (b->activations) {
+		char *name = strdup(b->activations->name);
+
+		if (!name)
+			return -ENOMEM;
+		activation_settle(b, name, CTRL_ERROR_ACTIVATION_FAILED,
+				  "brokerd restarted while the service was being activated");
+		free(name);
+	}
+	grant_revoke_pending(b);
+	admission_settle(b);
+	flush_all(b);
+	r = chanmgr_drain(&b->chanmgr, DRAIN_USEC);
+	if (r < 0) {
+		log_error("bus signals still in flight: cannot hand over");
+		return r;
+	}
+
+	put(&w, STATE_MAGIC, 8);
+	put_u32(&w, version);
+	put_u32(&w, clean);
+	for (size_t i = 0; i < ELEMENTSOF(record_types); i++)
+		record_types[i].save(b, &w);
+	if (w.oom) {
+		free(w.data);
+		return -ENOMEM;
+	}
+
+	/* Sealed: the next brokerd reads what this one wrote, nobody changes it meanwhile. */
+	memfd = memfd_create("brokerd-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (memfd < 0 || write(memfd, w.data, w.len) != (ssize_t)w.len ||
+	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		r = -errno;
+		log_error("cannot write the state for the next brokerd: %m");
+		goto fail;
+	}
+
+	/* The ring first: without it the connections are worth nothing; the state last. */
+	keeper = keeper_start(b);
+	if (keeper < 0) {
+		r = keeper;
+		log_error("cannot start the ring's keeper: %s", strerror(-r));
+		goto fail;
+	}
+	r = store(RESTART_FDNAME_KEEPER, &keeper, 1);
+	if (r <= 0)
+		goto fail_store;
+	fds = calloc(FDS_PER_MESSAGE, sizeof(*fds));
+	if (!fds) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (struct bus_conn *c = b->conns; c; c = c->next) {
+		fds[n++] = c->fd;
+		if (n == FDS_PER_MESSAGE || !c->next) {
+			r = store(RESTART_FDNAME_CONN, fds, n);
+			if (r <= 0)
+				goto fail_store;
+			n = 0;
+		}
+	}
+	r = store(RESTART_FDNAME_STATE, &memfd, 1);
+	if (r <= 0)
+		goto fail_store;
+	/* Everything is in the store before this process is gone. */
+	r = sd_notify_barrier(0, BARRIER_USEC);
+	if (r < 0)
+		goto fail_store;
+	log_info("handed over: %zu bytes of state, %u connections", w.len, b->n_conns);
+	close(keeper);
+	close(memfd);
+	free(w.data);
+	return 0;
+
+fail_store:
+	if (r == 0)
+		r = -EOPNOTSUPP;
+	log_error("cannot store fds with systemd (FileDescriptorStoreMax=?): %s", strerror(-r));
+	store_clear();
+fail:
+	if (keeper >= 0)
+		keeper_kill(keeper);
+	if (memfd >= 0)
+		close(memfd);
+	free(w.data);
+	return r;
+}
+
+/* --- the take-over --------------------------------------------------------- */
+
+static int state_parse(struct state *s, int fd)
+{
+	struct stat st;
+	struct rbuf r;
+	char magic[8];
+	void *map;
+	int ret = 0;
+
+	if (fstat(fd, &st) < 0 || st.st_size < 16 || st.st_size > (1 << 30))
+		return -EBADMSG;
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	r = (struct rbuf){ .p = map, .left = (size_t)st.st_size };
+	get(&r, magic, sizeof(magic));
+	if (memcmp(magic, STATE_MAGIC, 8) != 0 || get_u32(&r) != STATE_VERSION) {
+		log_warning("restart: the stored state is not of version %u", STATE_VERSION);
+		ret = -EPROTO;
+		goto out;
+	}
+	if (get_u32(&r) != 1) {
+		log_warning("restart: the stored state has no clean mark");
+		ret = -EPROTO;
+		goto out;
+	}
+	while (r.left > 0 && ret == 0) {
+		uint32_t type = get_u32(&r), len = get_u32(&r);
+		struct rbuf rec = { .p = r.p, .left = len };
+		size_t i;
+
+		if (r.bad || len > r.left) {
+			ret = -EBADMSG;
+			break;
+		}
+		r.p += len;
+		r.left -= len;
+		for (i = 0; i < ELEMENTSOF(record_types); i++)
+			if (record_types[i].type == type)
+				break;
+		if (i == ELEMENTSOF(record_types)) {
+			log_warning("restart: unknown record type %u in the stored state", type);
+			ret = -EPROTO;
+			break;
+		}
+		ret = record_types[i].load(s, &rec);
+		if (ret == 0 && (rec.bad || rec.left != 0)) {
+			log_warning("restart: malformed %s record", record_types[i].what);
+			ret = -EBADMSG;
+		}
+	}
+	if (ret == 0 && (!s->have_ring || !s->have_bus))
+		ret = -EBADMSG;
+out:
+	munmap(map, (size_t)st.st_size);
+	return ret;
+}
+
+static struct st_channel *st_channel_find(struct state *s, uint32_t id)
+{
+	for (size_t i = 0; i < s->n_channels; i++)
+		if (s->channels[i].id == id)
+			return &s->channels[i];
+	return NULL;
+}
+
+static struct st_conn *st_conn_find(struct state *s, uint64_t peer_id)
+{
+	for (size_t i = 0; peer_id && i < s->n_conns; i++)
+		if (s->conns[i].peer_id == peer_id)
+			return &s->conns[i];
+	return NULL;
+}
+
+/* Every channel and peer a record refers to is there too, and no peer id is there twice. */
+static bool state_consistent(struct state *s)
+{
+	if (s->bus_signal != CHANNEL_NONE && !st_channel_find(s, s->bus_signal))
+		return false;
+	for (size_t i = 0; i < s->n_conns; i++) {
+		if (s->conns[i].inbox != CHANNEL_NONE && !st_channel_find(s, s->conns[i].inbox))
+			return false;
+		if (s->conns[i].peer_id && st_conn_find(s, s->conns[i].peer_id) != &s->conns[i])
+			return false;
+		if (!!s->conns[i].peer_id != !!(s->conns[i].flags & CONN_F_HELLO))
+			return false;
+	}
+	for (size_t i = 0; i < s->n_names; i++) {
+		struct st_name *n = &s->names[i];
+
+		if ((n->call != CHANNEL_NONE && !st_channel_find(s, n->call)) ||
+		    (n->signal != CHANNEL_NONE && !st_channel_find(s, n->signal)))
+			return false;
+		for (size_t j = 0; j < n->n_owners; j++)
+			if (!st_conn_find(s, n->owners[j].peer_id))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * Gives every recorded connection its fd: the stored socket with the same
+ * inode, still connected to the process that was recorded. A socket the
+ * store no longer has (systemd drops one whose peer hung up) gets a closed
+ * socketpair, so that the connection ends the normal way once running.
+ */
+static int conns_match(struct state *s, struct restart_fds *fds)
+{
+	for (size_t i = 0; i < s->n_conns; i++) {
+		struct st_conn *sc = &s->conns[i];
+
+		for (size_t j = 0; j < fds->n_conns && sc->fd < 0; j++) {
+			struct stat st;
+
+			if (fds->conns[j] >= 0 && fstat(fds->conns[j], &st) == 0 &&
+			    (uint64_t)st.st_dev == sc->dev && (uint64_t)st.st_ino == sc->ino) {
+				sc->fd = fds->conns[j];
+				fds->conns[j] = -1;
+			}
+		}
+		if (sc->fd >= 0) {
+			struct ucred cred;
+			socklen_t l = sizeof(cred);
+
+			if (getsockopt(sc->fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 ||
+			    cred.pid != sc->cred.pid || cred.uid != sc->cred.uid ||
+			    cred.gid != sc->cred.gid) {
+				log_warning("restart: connection of pid %u is not what was recorded",
+					    (unsigned int)sc->cred.pid);
+				return -EPERM;
+			}
+			(void)fcntl(sc->fd, F_SETFL, fcntl(sc->fd, F_GETFL) | O_NONBLOCK);
+		} else {
+			int sp[2];
+
+			if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
+				return -errno;
+			close(sp[1]);
+			sc->fd = sp[0];
+		}
+	}
+	return 0;
+}
+
+/* Nothing usable: take back every recorded right (if the ring can still be used), close it all. */
+static void fallback(struct bus *b, struct state *s, struct restart_fds *fds, bool parsed)
+{
+	struct chanmgr m;
+	size_t grants = 0;
+
+	if (parsed && fds->ring >= 0 && s->n_channels > 0 &&
+	    chanmgr_adopt(&m, fds->ring, &s->params, s->channels[0].id) == 0) {
+		for (size_t i = 0; i < s->n_channels; i++) {
+			for (size_t j = 0; j < s->channels[i].n_grants; j++, grants++)
+				(void)chanmgr_revoke(&m, s->channels[i].id, s->channels[i].grants[j].rights,
+						     s->channels[i].grants[j].peer_id);
+			(void)chanmgr_destroy(&m, s->channels[i].id);
+		}
+		chanmgr_deinit(&m); /* closes the ring fd */
+		fds->ring = -1;
+	}
+	for (size_t i = 0; i < s->n_conns; i++)
+		if (s->conns[i].fd >= 0)
+			close(s->conns[i].fd);
+	for (size_t i = 0; i < fds->n_conns; i++)
+		if (fds->conns[i] >= 0)
+			close(fds->conns[i]);
+	if (fds->ring >= 0)
+		close(fds->ring);
+	log_warning("restart: starting with an empty bus (%zu grants revoked, %zu connections closed); "
+		    "clients reconnect",
+		    grants, s->n_conns > fds->n_conns ? s->n_conns : fds->n_conns);
+}
+
+static struct bus_channel *channel_of(struct state *s, uint32_t id)
+{
+	struct st_channel *c = id == CHANNEL_NONE ? NULL : st_channel_find(s, id);
+
+	return c ? c->ch : NULL;
+}
+
+/* Rebuilds the bus from a state that was checked. Only memory can fail here. */
+static int rebuild(struct bus *b, struct state *s)
+{
+	for (size_t i = 0; i < s->n_channels; i++) {
+		struct st_channel *sc = &s->channels[i];
+
+		sc->ch = bus_channel_restore(b, sc->id, sc->kind, sc->name, sc->uid);
+		if (!sc->ch)
+			return -ENOMEM;
+		for (size_t j = 0; j < sc->n_grants; j++)
+			if (grant_record(sc->ch, sc->grants[j].peer_id, sc->grants[j].rights) < 0)
+				return -ENOMEM;
+	}
+	b->bus_signal = channel_of(s, s->bus_signal);
+	b->lossy = s->lossy;
+	for (size_t i = 0; i < s->n_conns; i++) {
+		struct st_conn *sc = &s->conns[i];
+		struct bus_conn *c;
+		int r = admission_conn_restore(b, sc->fd, &sc->cred, sc->peer_id != 0, &c);
+
+		if (r < 0)
+			return r;
+		sc->fd = -1; /* the connection's now */
+		sc->c = c;
+		c->name_events = sc->flags & CONN_F_NAME_EVENTS;
+		c->monitor = sc->flags & CONN_F_MONITOR;
+		c->watch_signals = sc->flags & CONN_F_WATCH_SIGNALS;
+		c->inbox = channel_of(s, sc->inbox);
+		c->n_caps = sc->n_caps;
+		c->n_subscriptions = sc->n_subscriptions;
+		(void)quota_charge_restored(b->quota, c->cred.uid, QUOTA_SUBSCRIPTIONS, sc->n_subscriptions);
+		if (sc->peer_id) {
+			r = registry_peer_restore(b->registry, c->cred.uid, sc->peer_id, &c->peer);
+			if (r < 0)
+				return r;
+			c->peer->userdata = c;
+			/* its namespaces are read again, as at HELLO: nothing to trust in the state */
+			r = nsview_read(c->cred.pid, c->pidfd, &c->nsview);
+			if (r < 0)
+				return r;
+		}
+	}
+	for (size_t i = 0; i < s->n_names; i++) {
+		struct st_name *sn = &s->names[i];
+		struct bus_name *n = calloc(1, sizeof(*n));
+
+		if (!n || !(n->name = strdup(sn->name))) {
+			free(n);
+			return -ENOMEM;
+		}
+		n->call = channel_of(s, sn->call);
+		n->signal = channel_of(s, sn->signal);
+		n->next = b->names;
+		b->names = n;
+		for (size_t j = 0; j < sn->n_owners; j++) {
+			struct bus_conn *c = st_conn_find(s, sn->owners[j].peer_id)->c;
+			int r = registry_name_restore(b->registry, c->peer, sn->name, sn->owners[j].flags);
+
+			if (r < 0)
+				return r;
+			(void)quota_charge_restored(b->quota, c->cred.uid, QUOTA_NAMES, 1);
+		}
+	}
+	(void)registry_next_id_set(b->registry, s->next_id);
+	/* A name nobody holds any more (its last user left meanwhile) goes the normal way. */
+	b->gc_needed = true;
+	return 0;
+}
+
+int restart_load(struct bus *b, struct restart_fds *fds)
+{
+	struct state s = { 0 };
+	bool parsed = false;
+	int r;
+
+	/* First: a crash from here on must not find this state again, it will be stale. */
+	store_clear();
+	if (fds->state < 0) {
+		if (fds->keeper >= 0) {
+			keeper_kill(fds->keeper);
+			fds->keeper = -1;
+		}
+		if (fds->n_conns > 0)
+			log_warning("restart: stored fds without a state (an unfinished hand-over)");
+		fallback(b, &s, fds, false);
+		return 0;
+	}
+	r = state_parse(&s, fds->state);
+	close(fds->state);
+	fds->state = -1;
+	if (r < 0 && fds->keeper >= 0) {
+		keeper_kill(fds->keeper);
+		fds->keeper = -1;
+	}
+	if (r == 0) {
+		parsed = true;
+		if (!state_consistent(&s)) {
+			log_warning("restart: the stored state refers to channels or peers it does not have");
+			r = -EBADMSG;
+		}
+	}
+	if (parsed && fds->keeper >= 0) {
+		/* also when the state is unusable: the fallback revokes through it */
+		fds->ring = (int)syscall(SYS_pidfd_getfd, fds->keeper, (int)s.ring_fd, 0);
+		if (fds->ring < 0)
+			log_warning("restart: cannot take the ring from its keeper: %m");
+	}
+	if (fds->keeper >= 0) {
+		keeper_kill(fds->keeper); /* the ring is ours now (or lost) */
+		fds->keeper = -1;
+	}
+	if (r == 0 && fds->ring < 0) {
+		log_warning("restart: no ring");
+		r = -EBADMSG;
+	}
+	if (r == 0)
+		r = conns_match(&s, fds);
+	if (r == 0 && s.bus_signal != CHANNEL_NONE) {
+		r = chanmgr_adopt(&b->chanmgr, fds->ring, &s.params, s.bus_signal);
+		if (r < 0)
+			log_warning("restart: cannot use the previous brokerd's ring: %s", strerror(-r));
+	} else if (r == 0) {
+		r = -EBADMSG;
+	}
+	if (r < 0) {
+		fallback(b, &s, fds, parsed);
+		state_free(&s);
+		return 0;
+	}
+	fds->ring = -1; /* the chanmgr's now */
+	for (size_t i = 0; i < fds->n_conns; i++)
+		if (fds->conns[i] >= 0) {
+			close(fds->conns[i]); /* stored but not recorded: not ours to serve */
+			fds->conns[i] = -1;
+		}
+	r = rebuild(b, &s);
+	if (r < 0) {
+		for (size_t i = 0; i < s.n_conns; i++)
+			if (s.conns[i].fd >= 0)
+				close(s.conns[i].fd);
+		state_free(&s);
+		return r;
+	}
+	log_info(
+		"restart: took over %zu connections, %zu names, %zu channels; unique names continue at :1.%llu",
+		s.n_conns, s.n_names, s.n_channels, (unsigned long long)registry_next_id(b->registry));
+	state_free(&s);
+	return 1;
+}
