@@ -245,7 +245,7 @@ int dbus_match_rule_format(const struct dbus_match_rule *r, char **ret)
 	put(f, &first, "destination", r->destination);
 	put(f, &first, "arg0namespace", r->arg0namespace);
 	for (unsigned int i = 0; i < r->n_args; i++) {
-		char key[16];
+		char key[32]; /* "arg" + up to 10 digits + "path": room for any unsigned int */
 
 		snprintf(key, sizeof(key), "arg%u%s", i, r->arg_is_path[i] ? "path" : "");
 		put(f, &first, key, r->args[i]);
