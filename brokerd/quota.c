@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* quota.c - per-uid resource accounting (see quota.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,7 +180,8 @@ uint64_t quota_limit_uid(const struct quota *q, uid_t uid, enum quota_kind k)
 	return u && u->limit[k] != UINT64_MAX ? u->limit[k] : q->limit[k];
 }
 
-int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
+/* Charges n to uid's use of k; within its limit only if checked. */
+static int charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n, bool checked)
 {
 	struct quota_uid *u;
 	uint64_t limit;
@@ -190,23 +192,20 @@ int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
 	if (!u)
 		return -ENOMEM;
 	limit = u->limit[k] != UINT64_MAX ? u->limit[k] : q->limit[k];
-	if (n > limit || u->used[k] > limit - n)
+	if (checked && (n > limit || u->used[k] > limit - n))
 		return -EDQUOT;
 	u->used[k] += n;
 	return 0;
 }
 
+int quota_charge(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
+{
+	return charge(q, uid, k, n, true);
+}
+
 int quota_charge_restored(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
 {
-	struct quota_uid *u;
-
-	if (!q || (unsigned int)k >= _QUOTA_MAX)
-		return -EINVAL;
-	u = uid_get(q, uid);
-	if (!u)
-		return -ENOMEM;
-	u->used[k] += n;
-	return 0;
+	return charge(q, uid, k, n, false);
 }
 
 void quota_release(struct quota *q, uid_t uid, enum quota_kind k, uint64_t n)
