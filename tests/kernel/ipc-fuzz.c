@@ -4,8 +4,10 @@
  * operations and SQEs: random flags, sizes, ids, reserved words, bad and
  * read-only pointers, from several threads with rings of their own that
  * share the ids they learn, while rings are torn down under waiting and
- * multishot receives. Every call may fail; only a kernel splat counts,
- * which tests/vm/vm-run reports from the console.
+ * multishot receives. Sends carry file descriptors now and then (pipe
+ * ends, and the capability and region fds learned, which must be
+ * refused), and receives install them. Every call may fail; only a kernel
+ * splat counts, which tests/vm/vm-run reports from the console.
  *
  * usage: ipc-fuzz SECONDS [SEED]    (built against the kernel's uapi)
  */
@@ -39,6 +41,7 @@ struct ring {
 static atomic_uint ids[POOL]; /* channel and subscriber ids seen */
 static atomic_int fds[POOL];  /* capability and region fds seen */
 static time_t deadline;
+static int pipe_fds[2]; /* what sends carry besides the fds learned */
 static char *bad_ptr;
 static __thread char *ro_page; /* made read-only around each use */
 
@@ -246,8 +249,22 @@ static void do_sqes(struct ring *r, uint64_t *s, char *buf)
 			sqe->cancel_flags = IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL;
 		} else if (sqe->opcode == IORING_OP_IPC_SEND) {
 			sqe->file_index = rnd(s) % 3 ? 0 : pick_id(s);
+			if (rnd(s) % 8 == 0) {
+				/* the array lives in this thread's buffer's tail */
+				int *a = (int *)(buf + BUF) - 4, j;
+
+				for (j = 0; j < 4; j++)
+					a[j] = rnd(s) % 4 ? pipe_fds[rnd(s) % 2] :
+							    atomic_load(&fds[rnd(s) % POOL]);
+				sqe->ioprio = rnd(s) % 10 ? IOIPC_SEND_FDS : rnd(s);
+				sqe->addr3 = (unsigned long)(rnd(s) % 10 ? (void *)a : pick_ptr(s, a));
+				sqe->off = rnd(s) % 10 ? 1 + rnd(s) % 4 : rnd(s) % 300;
+			}
 		} else {
 			sqe->ioprio = rnd(s) % 3 ? rnd(s) % 32 : rnd(s);
+			if (rnd(s) % 8 == 0)
+				sqe->ioprio |=
+					rnd(s) % 2 ? IOIPC_RECV_FDS : IOIPC_RECV_FDS | IOIPC_RECV_FDS_CLOEXEC;
 			if (sqe->ioprio & IOIPC_RECV_RELEASE)
 				sqe->addr = rnd(s) % 64;
 			if (rnd(s) % 4 == 0) {
@@ -316,6 +333,16 @@ static void *worker(void *arg)
 		case 1 ... 24:
 			do_register(&r, &s, buf);
 			break;
+		case 25:
+			/*
+			 * The fds receives installed are not tracked: close
+			 * the high ones before the table fills up, whatever
+			 * they are (a stale fd only makes a call fail).
+			 */
+			if (rnd(&s) % 16 == 0)
+				for (int fd = 512; fd < 1024; fd++)
+					close(fd);
+			break;
 		default:
 			do_sqes(&r, &s, buf);
 			break;
@@ -335,7 +362,7 @@ int main(int argc, char **argv)
 	int i;
 
 	bad_ptr = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (bad_ptr == MAP_FAILED)
+	if (bad_ptr == MAP_FAILED || pipe(pipe_fds))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ipc-fuzz: %d s, seed %#llx\n", secs, (unsigned long long)seed);
