@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fault-inject.c - drives the error paths of IORING_REGISTER_IPC_CHANNEL_CREATE
- * and IORING_REGISTER_IPC_CHANNEL_ATTACH (by key and by capability fd) with
+ * and IORING_REGISTER_IPC_CHANNEL_ATTACH (by key and by capability fd), and of
+ * IORING_OP_IPC_SEND and IORING_OP_IPC_RECV carrying file descriptors, with
  * per-task fault injection on the debug kernel: failslab and fail_usercopy
  * are set up in debugfs for this task only (task-filter, make-it-fail),
  * and /proc/thread-self/fail-nth makes the n-th allocation or user copy of
@@ -9,8 +10,10 @@
  * reaching the n-th. Each failed call must return an error code and leave
  * nothing behind: the key can be created again, a broadcast channel is not
  * held back by a half-attached subscriber, no file descriptor is left
- * open, and kmemleak finds nothing allocated by io_uring unreferenced. A
- * kernel splat fails the run through tests/vm/vm-run.
+ * open, no reference to a file sent is kept, a message whose receive
+ * failed is received with its fds next time, and kmemleak finds nothing
+ * allocated by io_uring unreferenced. A kernel splat fails the run through
+ * tests/vm/vm-run.
  *
  * tests/kernel/run runs it on kernels built with CONFIG_FAULT_INJECTION_DEBUG_FS
  * and CONFIG_DEBUG_KMEMLEAK (kernel/config/debug.config). Built against
@@ -302,6 +305,126 @@ static int test_attach(struct ring *r, struct ring *rx, int by_fd)
 	return n - 1;
 }
 
+/*
+ * Runs @tmpl with the n-th fault point failing (none for n == 0), and says
+ * in *injected whether it did. A fault in io_uring's own submission leaves
+ * the SQE unconsumed: it is then submitted again, unarmed.
+ */
+static int run_nth(struct ring *r, const struct io_uring_sqe *tmpl, unsigned int n, int *injected)
+{
+	unsigned int idx = r->tail & *r->sq_mask, head;
+	struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+	int ret, res;
+
+	r->sqes[idx] = *tmpl;
+	r->sq_array[idx] = idx;
+	__atomic_store_n(r->sq_tail, ++r->tail, __ATOMIC_RELEASE);
+	if (n)
+		nth_arm(n);
+	ret = syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
+	*injected = n && nth_injected();
+	if (ret != 1 && syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0) != 1)
+		return -10000;
+	head = *r->cq_head;
+	while (head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE))
+		if (poll(&pfd, 1, 5000) <= 0)
+			return -10001;
+	res = r->cqes[head & *r->cq_mask].res;
+	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+	return res;
+}
+
+/* A receive with IOIPC_RECV_FDS: closes the fds it got, returns their number */
+static int recv_close(struct ring *rx, const struct io_uring_sqe *recv, unsigned int n, int *injected)
+{
+	int *buf = (int *)(uintptr_t)recv->addr, ret, i;
+
+	ret = run_nth(rx, recv, n, injected);
+	if (ret < 8)
+		return ret < 0 ? ret : -10002;
+	for (i = 0; i < buf[0]; i++)
+		if (buf[2 + i] >= 0)
+			close(buf[2 + i]);
+	return buf[0];
+}
+
+/*
+ * A send carrying fds, and a receive installing them, fail cleanly at each
+ * of their fault points: a failed send publishes nothing and keeps no
+ * reference (the pipe's write end is closed everywhere in the end), a
+ * failed receive installs nothing and gives the message back, fds and all.
+ */
+static int test_fds(struct ring *r, struct ring *rx)
+{
+	struct io_uring_ipc_channel_attach a;
+	struct io_uring_sqe send, recv;
+	int p[2], fds[2], before, injected, got, ret, i;
+	unsigned int n, points;
+	static int buf[64];
+	uint32_t id, sub;
+	char c;
+
+	if (create(r, IOIPC_F_BROADCAST, 0x6661756c742d33, &id) || pipe2(p, O_NONBLOCK))
+		return printf("# FAIL: CREATE\n"), failures++, 0;
+	memset(&a, 0, sizeof(a));
+	a.channel_id = id;
+	a.flags = IOIPC_SUB_RECV;
+	if (reg(rx, IORING_REGISTER_IPC_CHANNEL_ATTACH, &a, 1))
+		return printf("# FAIL: ATTACH of the receiver\n"), failures++, 0;
+	close(a.channel_fd);
+	sub = a.local_id_out;
+	fds[0] = fds[1] = p[1];
+	memset(&send, 0, sizeof(send));
+	send.opcode = IORING_OP_IPC_SEND;
+	send.fd = id;
+	send.addr = (unsigned long)"m";
+	send.len = 1;
+	send.ioprio = IOIPC_SEND_FDS;
+	send.addr3 = (unsigned long)fds;
+	send.off = 2;
+	memset(&recv, 0, sizeof(recv));
+	recv.opcode = IORING_OP_IPC_RECV;
+	recv.fd = sub;
+	recv.addr = (unsigned long)buf;
+	recv.len = sizeof(buf);
+	recv.ioprio = IOIPC_RECV_FDS;
+	before = count_fds();
+	for (n = 1; n < MAX_NTH; n++) {
+		ret = run_nth(r, &send, n, &injected);
+		CHECK(ret == 1 || (injected && injected_error(ret)), "send fault %u: %d", n, ret);
+		got = recv_close(rx, &recv, 0, &i);
+		CHECK(got == (ret == 1 ? 2 : -EAGAIN), "receive after send fault %u: %d", n, got);
+		CHECK(count_fds() == before, "fds leaked by send fault %u", n);
+		if (!injected)
+			break;
+	}
+	points = n - 1;
+	printf("# SEND with fds: %u fault points\n", points);
+	for (n = 1; n < MAX_NTH; n++) {
+		CHECK(run_nth(r, &send, 0, &i) == 1, "send before receive fault %u", n);
+		got = recv_close(rx, &recv, n, &injected);
+		if (got < 0) {
+			CHECK(injected && injected_error(got), "receive fault %u: %d", n, got);
+			got = recv_close(rx, &recv, 0, &i);
+		}
+		CHECK(got == 2, "receive after receive fault %u: %d", n, got);
+		CHECK(count_fds() == before, "fds leaked by receive fault %u", n);
+		if (!injected)
+			break;
+	}
+	printf("# RECV with fds: %u fault points\n", n - 1);
+	points += n - 1;
+	close(p[1]);
+	/* the last reference may go in task_work or a worker: give it time */
+	for (i = 0; i < 200 && read(p[0], &c, 1) < 0; i++)
+		usleep(10000);
+	CHECK(i < 200, "a reference to the pipe's write end is left behind");
+	close(p[0]);
+	CHECK(reg(rx, IORING_REGISTER_IPC_CHANNEL_DETACH, NULL, sub) == 0, "DETACH");
+	CHECK(reg(r, IORING_REGISTER_IPC_CHANNEL_DESTROY, NULL, id) == 0, "DESTROY");
+	return points;
+}
+
 /* Fault injection for this task only, stepped by fail-nth */
 static int setup(void)
 {
@@ -401,6 +524,8 @@ int main(void)
 	CHECK(test_create(&r) > 2, "CREATE has fewer fault points than its two copies");
 	CHECK(test_attach(&r, &rx, 0) > 2, "ATTACH has fewer fault points than expected");
 	CHECK(test_attach(&r, &rx, 1) > 2, "ATTACH by fd has fewer fault points than expected");
+	/* at least the allocation of the send and the copy-out of the receive */
+	CHECK(test_fds(&r, &rx) >= 2, "SEND and RECV with fds have fewer fault points than expected");
 	write_str("/proc/self/make-it-fail", "0");
 	close(r.fd);
 	close(rx.fd);
