@@ -26,6 +26,7 @@
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/macro.h"
 
 /* --- channels and grants ------------------------------------------------- */
@@ -161,21 +162,39 @@ bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 }
 
 /*
- * A connection that could receive ch's calls has ended: a call it had taken
- * will never be answered. Its callers (whoever holds SEND) are told, since
- * no other party knows which receiver took which call (protocol/README.md,
- * Worker pools).
+ * The connection peer_id, which could receive ch's calls, has ended: a call
+ * it had taken will never be answered. Its callers (whoever holds SEND) are
+ * told at once, since no other party knows which receiver took which call
+ * (protocol/README.md, Worker pools). Called after its RECV was revoked in
+ * the kernel: the signal says when, so that a call sent later (it went to
+ * the receivers left) is not failed for it. When no receiver is left,
+ * NameOwnerChanged to no owner says it already.
  */
-static void call_receiver_lost(struct bus *b, struct bus_channel *ch)
+static void call_receiver_ended(struct bus *b, struct bus_channel *ch, uint64_t peer_id)
 {
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	char receiver[CTRL_UNIQUE_NAME_MAX];
+	uint64_t revoked_at = now_usec();
+	bool receivers = false;
+
+	for (size_t i = 0; i < ch->n_grants; i++)
+		receivers |= ch->grants[i].rights & IOIPC_SUB_RECV;
+	if (!receivers)
+		return;
+	ctrl_unique_name_format(peer_id, receiver);
 	for (size_t i = 0; i < ch->n_grants; i++) {
 		struct registry_peer *p;
 
 		if (!(ch->grants[i].rights & IOIPC_SUB_SEND))
 			continue;
 		p = registry_peer_find(b->registry, ch->grants[i].peer_id);
-		if (p)
-			conn_signal_name(p->userdata, CTRL_SIGNAL_CALL_RECEIVER_LOST, ch->name);
+		if (!p || ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0) < 0)
+			continue;
+		ctrl_write_string(&w, ch->name);
+		ctrl_write_string(&w, receiver);
+		ctrl_write_u64(&w, revoked_at);
+		conn_signal(p->userdata, &w);
+		ctrl_writer_deinit(&w);
 	}
 }
 
@@ -206,7 +225,7 @@ void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint3
 			*g = ch->grants[--ch->n_grants];
 		if (ch->kind == CTRL_CHANNEL_CALL && (rights & IOIPC_SUB_RECV) &&
 		    !registry_peer_find(b->registry, peer_id))
-			call_receiver_lost(b, ch); /* its connection ended */
+			call_receiver_ended(b, ch, peer_id); /* its connection ended */
 		return;
 	}
 }

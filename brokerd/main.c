@@ -145,6 +145,8 @@ static int passed_fds(int *listen_fd, struct restart_fds *store)
 			store->state = fd;
 		else if (name && strcmp(name, RESTART_FDNAME_KEEPER) == 0 && store->keeper < 0)
 			store->keeper = fd;
+		else if (name && strcmp(name, RESTART_FDNAME_KEEPER_WATCH) == 0 && store->keeper_watch < 0)
+			store->keeper_watch = fd;
 		else if (name && strcmp(name, RESTART_FDNAME_CONN) == 0 && store->conns)
 			store->conns[store->n_conns++] = fd;
 		else if (restart_fdname_is_ours(name))
@@ -262,7 +264,7 @@ int main(int argc, char **argv)
 	const char *pdirs[2] = { arg_policy_dir, NULL }, *sdirs[2] = { arg_service_dir, NULL };
 	struct bus_config config = { 0 };
 	char status[256];
-	struct restart_fds store = { .state = -1, .keeper = -1, .ring = -1 };
+	struct restart_fds store = { .state = -1, .keeper = -1, .keeper_watch = -1, .ring = -1 };
 	_cleanup_free_ int *store_conns = NULL;
 	int r, fd, passed, n;
 
@@ -307,7 +309,7 @@ int main(int argc, char **argv)
 	r = passed_fds(&passed, &store);
 	if (r < 0)
 		goto out;
-	if (store.state >= 0 || store.keeper >= 0 || store.n_conns > 0)
+	if (store.state >= 0 || store.keeper >= 0 || store.keeper_watch >= 0 || store.n_conns > 0)
 		config.restore = &store;
 	r = sd_event_default(&event);
 	if (r < 0)

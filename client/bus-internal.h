@@ -156,6 +156,7 @@ struct brokerd_slot {
 	uint8_t *queued;
 	size_t queued_len;
 	bool reopened;			     /* calls: its chan was reopened once for it (revoked) */
+	uint64_t ended_receiver;	     /* calls: a receiver that may have taken it ended (its id) */
 	const struct brokerd_vtable *vtable; /* objects: the caller's */
 };
 
