@@ -185,7 +185,7 @@ struct file_parser {
 	int error;	  /* the first failure; the parser is stopped */
 	enum element el[ELEMENT_DEPTH_MAX + 1];
 	unsigned int el_line[ELEMENT_DEPTH_MAX + 1];
-	unsigned int n_el, skip; /* skip: depth inside an element we refused (never, after an error) */
+	unsigned int n_el;
 	char text[TEXT_MAX + 1];
 	size_t text_len;
 	/* the open <policy> */
@@ -197,7 +197,8 @@ struct file_parser {
 	char *limit_name;
 };
 
-static int load_file(struct loader *ld, const char *path, const char *from, unsigned int line, bool ignore_missing);
+static int load_file(struct loader *ld, const char *path, const char *from, unsigned int line,
+		     bool ignore_missing);
 
 static int vfail(struct loader *ld, const char *file, unsigned int line, const char *fmt, va_list ap)
 {
@@ -289,7 +290,8 @@ static const char *attr_get(const XML_Char **attrs, const char *name)
 }
 
 /* Every attribute must be one of allowed (NULL-terminated). */
-static bool attrs_only(struct file_parser *fp, const char *el, const XML_Char **attrs, const char *const *allowed)
+static bool attrs_only(struct file_parser *fp, const char *el, const XML_Char **attrs,
+		       const char *const *allowed)
 {
 	for (size_t i = 0; attrs[i]; i += 2) {
 		bool ok = false;
@@ -400,7 +402,8 @@ static void start_policy(struct file_parser *fp, const XML_Char **attrs)
 		stop(fp, -ENOMEM);
 }
 
-enum attr_family { FAM_NONE, FAM_SEND, FAM_RECEIVE, FAM_OWN, FAM_CONNECT, FAM_EAVESDROP };
+/* eavesdrop, min_fds and max_fds are modifiers of send and receive rules */
+enum attr_family { FAM_SEND, FAM_RECEIVE, FAM_OWN, FAM_CONNECT, FAM_MODIFIER };
 
 static enum attr_family attr_family(enum dbus_rule_attr a)
 {
@@ -412,13 +415,13 @@ static enum attr_family attr_family(enum dbus_rule_attr a)
 		return FAM_OWN;
 	if (a == DBUS_ATTR_USER || a == DBUS_ATTR_GROUP)
 		return FAM_CONNECT;
-	return FAM_EAVESDROP; /* eavesdrop, min_fds, max_fds: modifiers */
+	return FAM_MODIFIER;
 }
 
 /* The combinations dbus-daemon refuses, refused the same way. */
 static const char *rule_check(const struct dbus_config_rule *r)
 {
-	bool fam[FAM_EAVESDROP + 1] = { false };
+	bool fam[FAM_MODIFIER + 1] = { false };
 	unsigned int n = 0;
 
 	for (unsigned int a = 0; a < _DBUS_ATTR_MAX; a++) {
@@ -431,7 +434,7 @@ static const char *rule_check(const struct dbus_config_rule *r)
 		return "needs at least one attribute";
 	if (fam[FAM_SEND] && fam[FAM_RECEIVE])
 		return "cannot combine send_* and receive_* attributes";
-	if (fam[FAM_OWN] && (fam[FAM_SEND] || fam[FAM_RECEIVE] || fam[FAM_EAVESDROP] || n > 1))
+	if (fam[FAM_OWN] && (fam[FAM_SEND] || fam[FAM_RECEIVE] || fam[FAM_MODIFIER] || n > 1))
 		return "own and own_prefix cannot be combined with other attributes";
 	if (fam[FAM_CONNECT] && n > 1)
 		return "user and group cannot be combined with other attributes";
@@ -529,8 +532,8 @@ static void start_simple(struct file_parser *fp, enum element e, const XML_Char 
 	struct dbus_config *c = fp->ld->c;
 	unsigned int line = cur_line(fp);
 	static const char *const none[] = { NULL };
-	static const char *const include_attrs[] = { "ignore_missing", "if_selinux_enabled", "selinux_root_relative",
-						     NULL };
+	static const char *const include_attrs[] = { "ignore_missing", "if_selinux_enabled",
+						     "selinux_root_relative", NULL };
 	static const char *const limit_attrs[] = { "name", NULL };
 	static const char *const apparmor_attrs[] = { "mode", NULL };
 	static const char *const associate_attrs[] = { "own", "context", NULL };
@@ -571,7 +574,8 @@ static void start_simple(struct file_parser *fp, enum element e, const XML_Char 
 
 		if (!attrs_only(fp, "apparmor", attrs, apparmor_attrs))
 			return;
-		if (m && strcmp(m, "required") != 0 && strcmp(m, "enabled") != 0 && strcmp(m, "disabled") != 0) {
+		if (m && strcmp(m, "required") != 0 && strcmp(m, "enabled") != 0 &&
+		    strcmp(m, "disabled") != 0) {
 			fail(fp, "<apparmor mode=\"%s\">: want required, enabled or disabled", m);
 			return;
 		}
@@ -589,7 +593,8 @@ static void start_simple(struct file_parser *fp, enum element e, const XML_Char 
 			return;
 		}
 		r = add_note(c, fp->file, line,
-			     "<associate own=\"%s\" context=\"%s\"/>: brokerd does no SELinux mediation", own, ctx);
+			     "<associate own=\"%s\" context=\"%s\"/>: brokerd does no SELinux mediation", own,
+			     ctx);
 		break;
 	}
 	default:
@@ -606,12 +611,14 @@ static void start_simple(struct file_parser *fp, enum element e, const XML_Char 
 		break;
 	}
 	case EL_STANDARD_SESSION_SERVICEDIRS:
-		r = add_note(c, fp->file, line,
-			     "<standard_session_servicedirs/>: brokerd is a system bus; the session directories are not read");
+		r = add_note(
+			c, fp->file, line,
+			"<standard_session_servicedirs/>: brokerd is a system bus; the session directories are not read");
 		break;
 	case EL_FORK:
 		c->fork = true;
-		r = add_note(c, fp->file, line, "<fork/>: brokerd does not fork (systemd runs it, Type=notify)");
+		r = add_note(c, fp->file, line,
+			     "<fork/>: brokerd does not fork (systemd runs it, Type=notify)");
 		break;
 	case EL_SYSLOG:
 		c->syslog = true;
@@ -644,9 +651,9 @@ static int include_dir(struct file_parser *fp, const char *dir, unsigned int lin
 	n = scandir(dir, &list, NULL, alphasort);
 	if (n < 0)
 		/* dbus-daemon skips a missing directory: system.d may not exist */
-		return errno == ENOENT || errno == ENOTDIR ? 0 :
-							     fail_at(fp->ld, fp->file, line, "<includedir> %s: %s",
-								     dir, strerror(errno));
+		return errno == ENOENT || errno == ENOTDIR ?
+			       0 :
+			       fail_at(fp->ld, fp->file, line, "<includedir> %s: %s", dir, strerror(errno));
 	for (int i = 0; i < n; i++) {
 		const char *d = list[i]->d_name;
 		size_t l = strlen(d);
@@ -687,42 +694,51 @@ static void end_text(struct file_parser *fp, enum element e, unsigned int line)
 	case EL_TYPE:
 		free(c->type);
 		c->type = strdup(t);
-		r = c->type ? 0 : -ENOMEM;
+		if (!c->type)
+			r = -ENOMEM;
+		else if (strcmp(t, "system") != 0)
+			r = add_note(c, fp->file, line, "<type>%s</type>: brokerd is a system bus", t);
 		break;
 	case EL_USER:
 		free(c->user);
 		c->user = strdup(t);
-		r = c->user ? add_note(c, fp->file, line, "<user>%s</user>: brokerd runs as the user of its unit", t) :
+		r = c->user ? add_note(c, fp->file, line,
+				       "<user>%s</user>: brokerd runs as the user of its unit", t) :
 			      -ENOMEM;
 		break;
 	case EL_PIDFILE:
 		free(c->pidfile);
 		c->pidfile = strdup(t);
-		r = c->pidfile ? add_note(c, fp->file, line, "<pidfile>%s</pidfile>: brokerd writes no pid file", t) :
+		r = c->pidfile ? add_note(c, fp->file, line,
+					  "<pidfile>%s</pidfile>: brokerd writes no pid file", t) :
 				 -ENOMEM;
 		break;
 	case EL_SERVICEHELPER:
 		free(c->servicehelper);
 		c->servicehelper = strdup(t);
-		r = c->servicehelper ? add_note(c, fp->file, line,
-						"<servicehelper>: not used, brokerd activates through systemd only") :
-				       -ENOMEM;
+		r = c->servicehelper ?
+			    add_note(c, fp->file, line,
+				     "<servicehelper>: not used, brokerd activates through systemd only") :
+			    -ENOMEM;
 		break;
 	case EL_LISTEN:
 		r = strv_push(&c->listen, &c->n_listen, &c->alloc_listen, t);
 		if (r == 0)
-			r = add_note(c, fp->file, line,
-				     "<listen>%s</listen>: brokerd listens on its own socket (--address, brokerd.socket)",
-				     t);
+			r = add_note(
+				c, fp->file, line,
+				"<listen>%s</listen>: brokerd listens on its own socket (--address, brokerd.socket)",
+				t);
 		break;
 	case EL_AUTH:
 		r = strv_push(&c->auth, &c->n_auth, &c->alloc_auth, t);
 		if (r == 0 && strcmp(t, "EXTERNAL") != 0)
-			r = add_note(c, fp->file, line, "<auth>%s</auth>: brokerd knows peers by SO_PEERCRED only", t);
+			r = add_note(c, fp->file, line,
+				     "<auth>%s</auth>: brokerd knows peers by SO_PEERCRED only", t);
 		break;
 	case EL_SERVICEDIR:
 		path = resolve(fp, t);
-		r = path ? strv_push(&c->servicedirs, &c->n_servicedirs, &c->alloc_servicedirs, path) : -ENOMEM;
+		r = path ? strv_push(&c->servicedirs, &c->n_servicedirs, &c->alloc_servicedirs, path) :
+			   -ENOMEM;
 		break;
 	case EL_LIMIT: {
 		char *end;
@@ -738,7 +754,8 @@ static void end_text(struct file_parser *fp, enum element e, unsigned int line)
 			r = -ENOMEM;
 			break;
 		}
-		c->limits[c->n_limits++] = (struct dbus_config_limit){ TAKE_PTR(fp->limit_name), v, fp->file, line };
+		c->limits[c->n_limits++] =
+			(struct dbus_config_limit){ TAKE_PTR(fp->limit_name), v, fp->file, line };
 		break;
 	}
 	case EL_INCLUDE:
@@ -755,8 +772,7 @@ static void end_text(struct file_parser *fp, enum element e, unsigned int line)
 		if (r == -ENOENT) {
 			fail_at(fp->ld, fp->file, line, "cannot include %s: %s", path, strerror(ENOENT));
 			r = -ENOENT;
-		}
-		else if (r < 0 && r != -ENOMEM && r != -EINVAL && r != -ELOOP)
+		} else if (r < 0 && r != -ENOMEM && r != -EINVAL && r != -ELOOP)
 			r = fail_at(fp->ld, fp->file, line, "cannot include %s: %s", path, strerror(-r));
 		break;
 	case EL_INCLUDEDIR:
@@ -848,7 +864,8 @@ static void XMLCALL on_text(void *userdata, const XML_Char *s, int len)
 	if (!elements[e].text) {
 		for (int i = 0; i < len; i++)
 			if (!strchr(" \t\r\n", s[i])) {
-				fail(fp, "no text allowed inside <%s>", e == EL_NONE ? "?" : elements[e].name);
+				fail(fp, "no text allowed inside <%s>",
+				     e == EL_NONE ? "?" : elements[e].name);
 				return;
 			}
 		return;
@@ -957,7 +974,8 @@ static int read_all(const char *path, char **ret, size_t *ret_len)
  * message in err; other errors (-ENOENT when missing and not
  * ignore_missing) leave err empty: the includer says where.
  */
-static int load_file(struct loader *ld, const char *path, const char *from, unsigned int line, bool ignore_missing)
+static int load_file(struct loader *ld, const char *path, const char *from, unsigned int line,
+		     bool ignore_missing)
 {
 	_cleanup_free_ char *canon = NULL, *text = NULL;
 	const char *file;
@@ -972,7 +990,8 @@ static int load_file(struct loader *ld, const char *path, const char *from, unsi
 	}
 	for (unsigned int i = 0; i < ld->depth; i++)
 		if (strcmp(ld->stack[i], canon) == 0) {
-			fail_at(ld, from ? from : path, line, "include cycle: %s is already being read", canon);
+			fail_at(ld, from ? from : path, line, "include cycle: %s is already being read",
+				canon);
 			return -ELOOP;
 		}
 	if (ld->depth >= DBUS_CONFIG_MAX_DEPTH) {

@@ -22,7 +22,7 @@
 #define DBUS_CONFIG_MAX_DEPTH 32
 
 /* What dbus-daemon's <standard_system_servicedirs/> stands for. */
-#define DBUS_CONFIG_SYSTEM_SERVICEDIRS \
+#define DBUS_CONFIG_SYSTEM_SERVICEDIRS                                                  \
 	"/usr/local/share/dbus-1/system-services", "/usr/share/dbus-1/system-services", \
 		"/lib/dbus-1/system-services"
 
@@ -70,9 +70,9 @@ const char *dbus_policy_context_to_string(enum dbus_policy_context c);
 struct dbus_config_rule {
 	bool allow;
 	enum dbus_policy_context context;
-	char *who;		     /* user or group name/id, "true"/"false" for at_console */
+	char *who;		    /* user or group name/id, "true"/"false" for at_console */
 	char *attr[_DBUS_ATTR_MAX]; /* as written; NULL when absent */
-	const char *file;	     /* owned by the config's file list */
+	const char *file;	    /* owned by the config's file list */
 	unsigned int line;
 };
 

@@ -621,8 +621,8 @@ static int grant_reload_dbus(struct bus *b, char *err, size_t err_len)
 	struct service_set *s = NULL;
 	int r;
 
-	r = policy_dbus_load(b->dbus_config, b->policy_dirs, b->service_dirs, &p, &s, log_outcome, NULL, &n, err,
-			     err_len);
+	r = policy_dbus_load(b->dbus_config, b->policy_dirs, b->service_dirs, &p, &s, log_outcome, NULL, &n,
+			     err, err_len);
 	if (r < 0) {
 		log_error("policy not reloaded, keeping the previous one: %s", err);
 		return r;
@@ -632,11 +632,12 @@ static int grant_reload_dbus(struct bus *b, char *err, size_t err_len)
 	apply_limits(b);
 	service_set_free(b->services);
 	b->services = s;
-	log_notice("policy loaded: %zu rules, from %s and brokerd's policy files; %u XML rules and elements applied, "
-		   "%u built-in, %u not honoured as written (brokerd --dbus-config-report lists them); %u services",
-		   policy_rule_count(p), b->dbus_config, n.n[POLICY_DBUS_APPLIED], n.n[POLICY_DBUS_BUILTIN],
-		   n.n[POLICY_DBUS_PARTLY] + n.n[POLICY_DBUS_STRICTER] + n.n[POLICY_DBUS_NOT_HONOURED],
-		   n.services);
+	log_notice(
+		"policy loaded: %zu rules, from %s and brokerd's policy files; %u XML rules and elements applied, "
+		"%u built-in, %u not honoured as written (brokerd --dbus-config-report lists them); %u services",
+		policy_rule_count(p), b->dbus_config, n.n[POLICY_DBUS_APPLIED], n.n[POLICY_DBUS_BUILTIN],
+		n.n[POLICY_DBUS_PARTLY] + n.n[POLICY_DBUS_STRICTER] + n.n[POLICY_DBUS_NOT_HONOURED],
+		n.services);
 	bus_revoke(b);
 	return 0;
 }

@@ -110,7 +110,8 @@ static const char *narrowing(const struct dbus_config_rule *r, bool send)
 	static const enum dbus_rule_attr s[] = { DBUS_ATTR_SEND_INTERFACE, DBUS_ATTR_SEND_MEMBER,
 						 DBUS_ATTR_SEND_PATH, DBUS_ATTR_MIN_FDS, DBUS_ATTR_MAX_FDS };
 	static const enum dbus_rule_attr rc[] = { DBUS_ATTR_RECEIVE_INTERFACE, DBUS_ATTR_RECEIVE_MEMBER,
-						  DBUS_ATTR_RECEIVE_PATH, DBUS_ATTR_MIN_FDS, DBUS_ATTR_MAX_FDS };
+						  DBUS_ATTR_RECEIVE_PATH, DBUS_ATTR_MIN_FDS,
+						  DBUS_ATTR_MAX_FDS };
 	const enum dbus_rule_attr *v = send ? s : rc;
 
 	for (size_t i = 0; i < ELEMENTSOF(s); i++) {
@@ -125,7 +126,8 @@ static const char *narrowing(const struct dbus_config_rule *r, bool send)
 
 static void map_send(const struct dbus_config_rule *r, struct mapping *m)
 {
-	const char *dest = attr(r, DBUS_ATTR_SEND_DESTINATION), *prefix = attr(r, DBUS_ATTR_SEND_DESTINATION_PREFIX);
+	const char *dest = attr(r, DBUS_ATTR_SEND_DESTINATION),
+		   *prefix = attr(r, DBUS_ATTR_SEND_DESTINATION_PREFIX);
 	const char *type = attr(r, DBUS_ATTR_SEND_TYPE), *narrow = narrowing(r, true);
 	bool calls = (any(type) || strcmp(type, "method_call") == 0) && any(attr(r, DBUS_ATTR_SEND_ERROR)) &&
 		     !is_true(attr(r, DBUS_ATTR_SEND_BROADCAST));
@@ -133,7 +135,8 @@ static void map_send(const struct dbus_config_rule *r, struct mapping *m)
 	const char *name = prefix ? prefix : any(dest) ? NULL : dest;
 
 	if (!r->allow && eavesdrop) {
-		set(m, POLICY_DBUS_BUILTIN, "matches eavesdropping only: brokerd lets nobody but root monitor");
+		set(m, POLICY_DBUS_BUILTIN,
+		    "matches eavesdropping only: brokerd lets nobody but root monitor");
 		return;
 	}
 	if (!calls) {
@@ -158,10 +161,11 @@ static void map_send(const struct dbus_config_rule *r, struct mapping *m)
 		    "allows only some calls to %s (%s): brokerd grants all calls to a name or none, so it grants none",
 		    m->pattern, narrow);
 	} else if (narrow) {
-		set(m, POLICY_DBUS_STRICTER, "deny send %s: every call, not only those with %s", m->pattern, narrow);
+		set(m, POLICY_DBUS_STRICTER, "deny send %s: every call, not only those with %s", m->pattern,
+		    narrow);
 	} else if (eavesdrop) {
-		set(m, POLICY_DBUS_PARTLY, "%s send %s; eavesdropping is root's only", r->allow ? "allow" : "deny",
-		    m->pattern);
+		set(m, POLICY_DBUS_PARTLY, "%s send %s; eavesdropping is root's only",
+		    r->allow ? "allow" : "deny", m->pattern);
 	} else {
 		set(m, POLICY_DBUS_APPLIED, "%s send %s", r->allow ? "allow" : "deny", m->pattern);
 	}
@@ -172,12 +176,14 @@ static void map_receive(const struct dbus_config_rule *r, struct mapping *m)
 	const char *sender = attr(r, DBUS_ATTR_RECEIVE_SENDER), *type = attr(r, DBUS_ATTR_RECEIVE_TYPE);
 	const char *narrow = narrowing(r, false);
 	bool all_types = any(type) && any(attr(r, DBUS_ATTR_RECEIVE_ERROR));
-	bool signals = all_types || (strcmp(type ? type : "", "signal") == 0 && any(attr(r, DBUS_ATTR_RECEIVE_ERROR)));
+	bool signals = all_types ||
+		       (strcmp(type ? type : "", "signal") == 0 && any(attr(r, DBUS_ATTR_RECEIVE_ERROR)));
 	bool eavesdrop = is_true(attr(r, DBUS_ATTR_EAVESDROP));
 	const char *name = any(sender) ? NULL : sender;
 
 	if (!r->allow && eavesdrop) {
-		set(m, POLICY_DBUS_BUILTIN, "matches eavesdropping only: brokerd lets nobody but root monitor");
+		set(m, POLICY_DBUS_BUILTIN,
+		    "matches eavesdropping only: brokerd lets nobody but root monitor");
 		return;
 	}
 	if (!signals) {
@@ -202,11 +208,11 @@ static void map_receive(const struct dbus_config_rule *r, struct mapping *m)
 		    "allows only some signals of %s (%s): brokerd grants a name's signals whole or not, so it grants none",
 		    m->pattern, narrow);
 	} else if (narrow) {
-		set(m, POLICY_DBUS_STRICTER, "deny receive %s: every signal, not only those with %s", m->pattern,
-		    narrow);
+		set(m, POLICY_DBUS_STRICTER, "deny receive %s: every signal, not only those with %s",
+		    m->pattern, narrow);
 	} else if (!r->allow && all_types) {
-		set(m, POLICY_DBUS_PARTLY, "deny receive %s (its signals); calls and replies from it are not refused",
-		    m->pattern);
+		set(m, POLICY_DBUS_PARTLY,
+		    "deny receive %s (its signals); calls and replies from it are not refused", m->pattern);
 	} else if (eavesdrop) {
 		set(m, POLICY_DBUS_PARTLY, "allow receive %s; eavesdropping is root's only", m->pattern);
 	} else {
@@ -235,7 +241,8 @@ static void map_rule(const struct dbus_config_rule *r, uid_t context_uid, struct
 		if (r->allow)
 			set(m, POLICY_DBUS_BUILTIN, "brokerd lets every user connect");
 		else
-			set(m, POLICY_DBUS_NOT_HONOURED, "brokerd does not refuse connections by user or group");
+			set(m, POLICY_DBUS_NOT_HONOURED,
+			    "brokerd does not refuse connections by user or group");
 	} else if (send) {
 		map_send(r, m);
 	} else if (receive) {
@@ -260,7 +267,8 @@ static void rule_text(const struct dbus_config_rule *r, char *buf, size_t len)
 
 	for (unsigned int a = 0; a < _DBUS_ATTR_MAX && o < len; a++)
 		if (r->attr[a])
-			o += (size_t)snprintf(buf + o, len - o, " %s=\"%s\"", dbus_rule_attr_to_string(a), r->attr[a]);
+			o += (size_t)snprintf(buf + o, len - o, " %s=\"%s\"", dbus_rule_attr_to_string(a),
+					      r->attr[a]);
 	if (o < len)
 		snprintf(buf + o, len - o, "/>");
 }
@@ -295,7 +303,8 @@ static int resolve_id(const char *s, bool user, uint32_t *id)
 }
 
 static void emit(policy_dbus_report_fn fn, void *userdata, struct policy_dbus_counts *counts,
-		 enum policy_dbus_outcome o, const char *file, unsigned int line, const char *element, const char *what)
+		 enum policy_dbus_outcome o, const char *file, unsigned int line, const char *element,
+		 const char *what)
 {
 	if (counts)
 		counts->n[o]++;
@@ -329,7 +338,8 @@ static bool rule_scope(const struct dbus_config_rule *r, enum policy_scope *scop
 		return true;
 	}
 	default:
-		snprintf(why, why_len, "<policy at_console=\"%s\">: brokerd has no notion of the console", r->who);
+		snprintf(why, why_len, "<policy at_console=\"%s\">: brokerd has no notion of the console",
+			 r->who);
 		return false;
 	}
 }
@@ -344,8 +354,10 @@ static const struct {
 	{ "max_incomplete_connections", NULL,
 	  "brokerd holds the last reserved_connections for root and light users, and closes silent connections after hello_timeout_ms" },
 	{ "max_names_per_connection", NULL, "brokerd counts names per uid ([limits] names)" },
-	{ "max_match_rules_per_connection", NULL, "brokerd counts subscriptions per uid ([limits] subscriptions)" },
-	{ "max_pending_service_starts", NULL, "brokerd counts waiting activations per uid ([limits] activations)" },
+	{ "max_match_rules_per_connection", NULL,
+	  "brokerd counts subscriptions per uid ([limits] subscriptions)" },
+	{ "max_pending_service_starts", NULL,
+	  "brokerd counts waiting activations per uid ([limits] activations)" },
 	{ "service_start_timeout", NULL, "brokerd's is --activation-timeout" },
 	{ "max_incoming_bytes", NULL, "messages do not pass through brokerd" },
 	{ "max_incoming_unix_fds", NULL, "messages do not pass through brokerd" },
@@ -372,12 +384,14 @@ static int apply_limit(struct policy *p, const struct dbus_config_limit *l, poli
 		if (strcmp(limit_map[i].dbus, l->name) != 0)
 			continue;
 		if (!limit_map[i].brokerd) {
-			emit(fn, userdata, counts, POLICY_DBUS_NOT_HONOURED, l->file, l->line, el, limit_map[i].why);
+			emit(fn, userdata, counts, POLICY_DBUS_NOT_HONOURED, l->file, l->line, el,
+			     limit_map[i].why);
 			return 0;
 		}
 		if (policy_set_limit(p, limit_map[i].brokerd, l->value) < 0)
 			return -EINVAL; /* the table names brokerd's quotas */
-		snprintf(what, sizeof(what), "[limits] %s %llu", limit_map[i].brokerd, (unsigned long long)l->value);
+		snprintf(what, sizeof(what), "[limits] %s %llu", limit_map[i].brokerd,
+			 (unsigned long long)l->value);
 		emit(fn, userdata, counts, POLICY_DBUS_APPLIED, l->file, l->line, el, what);
 		return 0;
 	}
@@ -410,11 +424,13 @@ int policy_dbus_apply(struct policy *p, const struct dbus_config *c, policy_dbus
 		}
 		map_rule(rule, (uid_t)id, &m);
 		if (m.action >= 0) {
-			r = policy_add_rule(p, scope, id, m.allow, m.action, m.pattern, rule->file, rule->line);
+			r = policy_add_rule(p, scope, id, m.allow, m.action, m.pattern, rule->file,
+					    rule->line);
 			if (r == -ENOMEM)
 				return r;
 			if (r < 0) {
-				snprintf(m.why, sizeof(m.why), "'%s' is not a name pattern brokerd knows", m.pattern);
+				snprintf(m.why, sizeof(m.why), "'%s' is not a name pattern brokerd knows",
+					 m.pattern);
 				m.outcome = POLICY_DBUS_NOT_HONOURED;
 			}
 		}
@@ -533,7 +549,8 @@ static void print_outcome(void *userdata, enum policy_dbus_outcome o, const char
 
 	/* a note's element says why itself */
 	if (line)
-		fprintf(f, "%s: %s:%u: %s%s%s\n", outcome_names[o], file, line, element, *what ? ": " : "", what);
+		fprintf(f, "%s: %s:%u: %s%s%s\n", outcome_names[o], file, line, element, *what ? ": " : "",
+			what);
 	else
 		fprintf(f, "%s: %s: %s%s%s\n", outcome_names[o], file, element, *what ? ": " : "", what);
 }
@@ -567,7 +584,8 @@ int policy_dbus_report(FILE *f, const char *config, const char *const *policy_di
 		fprintf(f, "brokerd policy dir: %s\n", policy_dirs[i]);
 	for (size_t i = 0; service_dirs[i]; i++)
 		fprintf(f, "brokerd service dir: %s\n", service_dirs[i]);
-	r = policy_dbus_load(config, policy_dirs, service_dirs, &p, &s, print_outcome, f, &counts, err, sizeof(err));
+	r = policy_dbus_load(config, policy_dirs, service_dirs, &p, &s, print_outcome, f, &counts, err,
+			     sizeof(err));
 	if (r < 0) {
 		fprintf(f, "error: %s\n", err);
 		return r;
@@ -581,9 +599,10 @@ int policy_dbus_report(FILE *f, const char *config, const char *const *policy_di
 		       counts.n[POLICY_DBUS_NOT_HONOURED];
 	fprintf(f,
 		"summary: %zu rules, %zu limits, %zu other elements; %u applied, %u built-in, %u partly, %u stricter, %u not honoured; %zu brokerd rules in all; %u services, %u service files not honoured\n",
-		c->n_rules, c->n_limits, c->n_notes, counts.n[POLICY_DBUS_APPLIED], counts.n[POLICY_DBUS_BUILTIN],
-		counts.n[POLICY_DBUS_PARTLY], counts.n[POLICY_DBUS_STRICTER], counts.n[POLICY_DBUS_NOT_HONOURED],
-		policy_rule_count(p), counts.services, counts.services_bad);
+		c->n_rules, c->n_limits, c->n_notes, counts.n[POLICY_DBUS_APPLIED],
+		counts.n[POLICY_DBUS_BUILTIN], counts.n[POLICY_DBUS_PARTLY], counts.n[POLICY_DBUS_STRICTER],
+		counts.n[POLICY_DBUS_NOT_HONOURED], policy_rule_count(p), counts.services,
+		counts.services_bad);
 	fprintf(f, "not honoured in all: %u\n", not_honoured);
 	policy_free(p);
 	service_set_free(s);

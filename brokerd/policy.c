@@ -22,7 +22,8 @@ enum policy_context {
 	_CTX_MAX,
 };
 _Static_assert((int)CTX_DEFAULT == (int)POLICY_SCOPE_DEFAULT && (int)CTX_GROUP == (int)POLICY_SCOPE_GROUP &&
-		       (int)CTX_USER == (int)POLICY_SCOPE_USER && (int)CTX_MANDATORY == (int)POLICY_SCOPE_MANDATORY,
+		       (int)CTX_USER == (int)POLICY_SCOPE_USER &&
+		       (int)CTX_MANDATORY == (int)POLICY_SCOPE_MANDATORY,
 	       "policy_scope names the contexts in their order");
 
 struct policy_rule {
@@ -419,8 +420,9 @@ static int read_file(const char *path, char **ret)
 int policy_add_rule(struct policy *p, enum policy_scope scope, uint32_t id, bool allow, int action,
 		    const char *pattern, const char *file, unsigned int line)
 {
-	struct policy_rule rule = { .ctx = (enum policy_context)scope, .id = id, .allow = allow, .action = action,
-				    .line = line };
+	struct policy_rule rule = {
+		.ctx = (enum policy_context)scope, .id = id, .allow = allow, .action = action, .line = line
+	};
 	size_t nl;
 
 	if (!p || !pattern || !file || (unsigned int)scope >= _CTX_MAX || action < -1 ||

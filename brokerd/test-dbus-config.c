@@ -27,7 +27,8 @@ static char *fixture(const char *name)
 	return b;
 }
 
-static const struct dbus_config_rule *find_rule(const struct dbus_config *c, enum dbus_rule_attr a, const char *v)
+static const struct dbus_config_rule *find_rule(const struct dbus_config *c, enum dbus_rule_attr a,
+						const char *v)
 {
 	for (size_t i = 0; i < c->n_rules; i++)
 		if (c->rules[i].attr[a] && strcmp(c->rules[i].attr[a], v) == 0)
@@ -93,7 +94,8 @@ static void test_all(void)
 	/* includedir: 10-first before 20-second, both after all.conf's own rules */
 	r = find_rule(c, DBUS_ATTR_OWN, "org.example.Second");
 	ASSERT(r && r->allow && strstr(r->file, "conf.d/10-first.conf"));
-	ASSERT(!c->rules[c->n_rules - 1].allow && strstr(c->rules[c->n_rules - 1].file, "conf.d/20-second.conf"));
+	ASSERT(!c->rules[c->n_rules - 1].allow &&
+	       strstr(c->rules[c->n_rules - 1].file, "conf.d/20-second.conf"));
 	ASSERT_INT(c->n_files, ==, 3);
 	/* limits in order, with their lines */
 	ASSERT_INT(c->n_limits, ==, 5);
@@ -113,6 +115,7 @@ static void test_all(void)
 	ASSERT(has_note(c, "<listen>unix:path=/run/test_socket</listen>"));
 	ASSERT(has_note(c, "<auth>ANONYMOUS</auth>"));
 	ASSERT(!has_note(c, "<auth>EXTERNAL</auth>"));
+	ASSERT(!has_note(c, "<type>"));
 	ASSERT(has_note(c, "<standard_session_servicedirs/>"));
 	ASSERT(has_note(c, "<apparmor mode=\"required\"/>"));
 	ASSERT(has_note(c, "<selinux>"));
@@ -143,27 +146,33 @@ static void parse_fails(const char *text, const char *msg)
 	struct dbus_config *c = NULL;
 	char err[512] = "";
 
-	ASSERT_INT(dbus_config_parse_string(&c, "/t/x.conf", text, strlen(text), err, sizeof(err)), ==, -EINVAL);
+	ASSERT_INT(dbus_config_parse_string(&c, "/t/x.conf", text, strlen(text), err, sizeof(err)), ==,
+		   -EINVAL);
 	ASSERT(c == NULL);
 	ASSERT_STR(err, msg);
 }
 
 static void test_errors(void)
 {
-	load_fails("cycle-a.conf", -ELOOP, "%s/cycle-b.conf:3: include cycle: %s/cycle-a.conf is already being read");
+	load_fails("cycle-a.conf", -ELOOP,
+		   "%s/cycle-b.conf:3: include cycle: %s/cycle-a.conf is already being read");
 	load_fails("self.conf", -ELOOP, "%s/self.conf:2: include cycle: %s/self.conf is already being read");
-	load_fails("missing.conf", -ENOENT, "%s/missing.conf:3: cannot include %s/not-there.conf: No such file or directory");
+	load_fails("missing.conf", -ENOENT,
+		   "%s/missing.conf:3: cannot include %s/not-there.conf: No such file or directory");
 	load_fails("malformed.conf", -EINVAL, "%s/malformed.conf:4: mismatched tag");
 	load_fails("includes-malformed.conf", -EINVAL, "%s/malformed.conf:4: mismatched tag");
 	load_fails("nonexistent.conf", -ENOENT, "%s/nonexistent.conf: No such file or directory");
 
 	parse_fails("", "/t/x.conf:1: no element found");
-	parse_fails("<busconfig>\n<policy context=\"default\">\n<allow own=\"a\"\n", "/t/x.conf:3: unclosed token");
+	parse_fails("<busconfig>\n<policy context=\"default\">\n<allow own=\"a\"\n",
+		    "/t/x.conf:3: unclosed token");
 	parse_fails("<policy/>", "/t/x.conf:1: the document element must be <busconfig>, not <policy>");
 	parse_fails("<busconfig>\n <bogus/>\n</busconfig>", "/t/x.conf:2: unknown element <bogus>");
-	parse_fails("<busconfig><allow own=\"a\"/></busconfig>", "/t/x.conf:1: <allow> is not allowed inside <busconfig>");
-	parse_fails("<busconfig><policy context=\"default\"><policy context=\"default\"/></policy></busconfig>",
-		    "/t/x.conf:1: <policy> is not allowed inside <policy>");
+	parse_fails("<busconfig><allow own=\"a\"/></busconfig>",
+		    "/t/x.conf:1: <allow> is not allowed inside <busconfig>");
+	parse_fails(
+		"<busconfig><policy context=\"default\"><policy context=\"default\"/></policy></busconfig>",
+		"/t/x.conf:1: <policy> is not allowed inside <policy>");
 	parse_fails("<busconfig><policy/></busconfig>",
 		    "/t/x.conf:1: <policy> needs exactly one of context, user, group, at_console");
 	parse_fails("<busconfig><policy context=\"other\"/></busconfig>",
@@ -185,9 +194,11 @@ static void test_errors(void)
 		    "/t/x.conf:2: <allow>: send_destination and send_destination_prefix cannot be combined");
 	parse_fails(RULE("<allow send_type=\"call\"/>"),
 		    "/t/x.conf:2: <allow>: a type wants method_call, method_return, signal, error or *");
-	parse_fails(RULE("<allow send_broadcast=\"yes\"/>"), "/t/x.conf:2: <allow>: a boolean attribute wants true or false");
+	parse_fails(RULE("<allow send_broadcast=\"yes\"/>"),
+		    "/t/x.conf:2: <allow>: a boolean attribute wants true or false");
 	parse_fails(RULE("<allow eavesdrop=\"1\"/>"), "/t/x.conf:2: <allow>: eavesdrop wants true or false");
-	parse_fails(RULE("<allow min_fds=\"x\" send_destination=\"a\"/>"), "/t/x.conf:2: <allow>: min_fds and max_fds want a number");
+	parse_fails(RULE("<allow min_fds=\"x\" send_destination=\"a\"/>"),
+		    "/t/x.conf:2: <allow>: min_fds and max_fds want a number");
 	parse_fails(RULE("<allow max_fds=\"1\"/>"),
 		    "/t/x.conf:2: <allow>: min_fds and max_fds only modify send_* or receive_* rules");
 	parse_fails(RULE("<allow own_prefix=\"*\"/>"), "/t/x.conf:2: <allow>: a prefix wants a name");
@@ -195,7 +206,8 @@ static void test_errors(void)
 	parse_fails(RULE("text"), "/t/x.conf:2: no text allowed inside <policy>");
 	parse_fails("<busconfig><type> </type></busconfig>", "/t/x.conf:1: <type> is empty");
 	parse_fails("<busconfig><limit>1</limit></busconfig>", "/t/x.conf:1: <limit> needs a name");
-	parse_fails("<busconfig><limit name=\"x\">12a</limit></busconfig>", "/t/x.conf:1: <limit>: '12a' is not a number");
+	parse_fails("<busconfig><limit name=\"x\">12a</limit></busconfig>",
+		    "/t/x.conf:1: <limit>: '12a' is not a number");
 	parse_fails("<busconfig><fork x=\"1\"/></busconfig>", "/t/x.conf:1: unknown attribute 'x' on <fork>");
 	parse_fails("<busconfig><include ignore_missing=\"maybe\">a</include></busconfig>",
 		    "/t/x.conf:1: <include> attributes want yes or no");
@@ -210,7 +222,8 @@ static void test_errors(void)
 		struct dbus_config *c = NULL;
 		char err[512];
 
-		ASSERT_INT(dbus_config_parse_string(&c, "/t/x.conf", t, strlen(t), err, sizeof(err)), ==, -ENOENT);
+		ASSERT_INT(dbus_config_parse_string(&c, "/t/x.conf", t, strlen(t), err, sizeof(err)), ==,
+			   -ENOENT);
 		ASSERT_STR(err, "/t/x.conf:3: cannot include /nonexistent/x.conf: No such file or directory");
 	}
 }
@@ -237,6 +250,7 @@ static void test_depth(void)
 	snprintf(path, sizeof(path), "%s/8.conf", tmp);
 	ASSERT_INT(dbus_config_load(&c, path, err, sizeof(err)), ==, 0);
 	ASSERT_STR(c->type, "deep");
+	ASSERT_STR(c->notes[0].text, "<type>deep</type>: brokerd is a system bus");
 	ASSERT_INT(c->n_files, ==, 32);
 	c = dbus_config_free(c);
 	snprintf(path, sizeof(path), "%s/0.conf", tmp);

@@ -75,40 +75,57 @@ static void test_outcomes(void)
 	has(&l, "applied|<allow own_prefix=\"org.example.Pre\"/>|allow own org.example.Pre.*\n");
 	has(&l, "applied|<deny send_type=\"method_call\"/>|deny send *\n");
 	has(&l, "built-in|<allow send_type=\"signal\"/>|not about method calls");
-	has(&l, "built-in|<allow send_type=\"method_return\" send_requested_reply=\"true\"/>|not about method calls");
-	has(&l, "not honoured|<deny send_error=\"org.example.Error\" send_type=\"error\"/>|brokerd does not filter signals");
+	has(&l,
+	    "built-in|<allow send_type=\"method_return\" send_requested_reply=\"true\"/>|not about method calls");
+	has(&l,
+	    "not honoured|<deny send_error=\"org.example.Error\" send_type=\"error\"/>|brokerd does not filter signals");
 	has(&l, "applied|<allow send_destination=\"org.example.Dest\"/>|allow send org.example.Dest\n");
-	has(&l, "applied|<allow send_destination_prefix=\"org.example.DestPre\"/>|allow send org.example.DestPre.*\n");
-	has(&l, "not honoured|<allow send_interface=\"org.example.I\" send_member=\"M\" send_destination=\"org.example.Part\" "
-		"send_path=\"/p\"/>|allows only some calls to org.example.Part (send_interface)");
-	has(&l, "stricter|<deny send_member=\"Reboot\" send_destination=\"org.example.Dest2\"/>|deny send org.example.Dest2: "
-		"every call, not only those with send_member\n");
-	has(&l, "stricter|<deny send_destination=\"org.example.Fds\" min_fds=\"1\" max_fds=\"4\"/>|deny send org.example.Fds: "
-		"every call, not only those with min_fds\n");
+	has(&l,
+	    "applied|<allow send_destination_prefix=\"org.example.DestPre\"/>|allow send org.example.DestPre.*\n");
+	has(&l,
+	    "not honoured|<allow send_interface=\"org.example.I\" send_member=\"M\" send_destination=\"org.example.Part\" "
+	    "send_path=\"/p\"/>|allows only some calls to org.example.Part (send_interface)");
+	has(&l,
+	    "stricter|<deny send_member=\"Reboot\" send_destination=\"org.example.Dest2\"/>|deny send org.example.Dest2: "
+	    "every call, not only those with send_member\n");
+	has(&l,
+	    "stricter|<deny send_destination=\"org.example.Fds\" min_fds=\"1\" max_fds=\"4\"/>|deny send org.example.Fds: "
+	    "every call, not only those with min_fds\n");
 	has(&l, "built-in|<allow send_broadcast=\"true\"/>|not about method calls");
-	has(&l, "applied|<deny send_broadcast=\"false\" send_destination=\"org.example.Uni\"/>|deny send org.example.Uni\n");
-	has(&l, "not honoured|<allow send_interface=\"org.freedesktop.DBus\" send_destination=\"org.freedesktop.DBus\"/>|the bus driver");
+	has(&l,
+	    "applied|<deny send_broadcast=\"false\" send_destination=\"org.example.Uni\"/>|deny send org.example.Uni\n");
+	has(&l,
+	    "not honoured|<allow send_interface=\"org.freedesktop.DBus\" send_destination=\"org.freedesktop.DBus\"/>|the bus driver");
 	has(&l, "built-in|<allow receive_type=\"method_call\"/>|calls and replies");
 	has(&l, "applied|<allow receive_type=\"signal\"/>|allow receive *\n");
-	has(&l, "partly|<deny receive_sender=\"org.example.Quiet\"/>|deny receive org.example.Quiet (its signals); calls and replies from it are not refused\n");
-	has(&l, "stricter|<deny receive_interface=\"org.example.I\" receive_member=\"S\" receive_sender=\"org.example.Muted\" "
-		"receive_type=\"signal\" receive_path=\"/q\"/>|deny receive org.example.Muted: every signal, not only those with receive_interface\n");
-	has(&l, "not honoured|<deny receive_error=\"org.example.E\" receive_type=\"error\" receive_requested_reply=\"false\"/>|brokerd cannot refuse calls or replies");
+	has(&l,
+	    "partly|<deny receive_sender=\"org.example.Quiet\"/>|deny receive org.example.Quiet (its signals); calls and replies from it are not refused\n");
+	has(&l,
+	    "stricter|<deny receive_interface=\"org.example.I\" receive_member=\"S\" receive_sender=\"org.example.Muted\" "
+	    "receive_type=\"signal\" receive_path=\"/q\"/>|deny receive org.example.Muted: every signal, not only those with receive_interface\n");
+	has(&l,
+	    "not honoured|<deny receive_error=\"org.example.E\" receive_type=\"error\" receive_requested_reply=\"false\"/>|brokerd cannot refuse calls or replies");
 	has(&l, "not honoured|<allow eavesdrop=\"true\"/>|only root may monitor in brokerd\n");
 	has(&l, "built-in|<deny eavesdrop=\"true\"/>|brokerd lets nobody but root monitor\n");
-	has(&l, "partly|<allow send_destination=\"org.example.Eaves\" eavesdrop=\"true\"/>|allow send org.example.Eaves; eavesdropping is root's only\n");
+	has(&l,
+	    "partly|<allow send_destination=\"org.example.Eaves\" eavesdrop=\"true\"/>|allow send org.example.Eaves; eavesdropping is root's only\n");
 	has(&l, "built-in|<allow user=\"*\"/>|brokerd lets every user connect\n");
-	has(&l, "not honoured|<deny group=\"wheel\"/>|brokerd does not refuse connections by user or group\n");
+	has(&l,
+	    "not honoured|<deny group=\"wheel\"/>|brokerd does not refuse connections by user or group\n");
 	has(&l, "applied|<deny own=\"org.example.Never\"/>|deny own org.example.Never\n");
 	has(&l, "applied|<allow own=\"org.example.Root\"/>|allow own org.example.Root\n");
 	has(&l, "built-in|<allow eavesdrop=\"true\"/>|root may monitor in brokerd\n");
 	has(&l, "applied|<allow send_destination=\"org.example.Group\"/>|allow send org.example.Group\n");
-	has(&l, "not honoured|<allow own=\"org.example.Nobody\"/>|<policy user=\"no-such-user-brokerd-test\">: no such user, the policy is skipped\n");
-	has(&l, "not honoured|<allow send_destination=\"org.example.Console\"/>|<policy at_console=\"true\">: brokerd has no notion of the console\n");
-	has(&l, "applied|<limit name=\"max_completed_connections\">100</limit>|[limits] max_connections 100\n");
+	has(&l,
+	    "not honoured|<allow own=\"org.example.Nobody\"/>|<policy user=\"no-such-user-brokerd-test\">: no such user, the policy is skipped\n");
+	has(&l,
+	    "not honoured|<allow send_destination=\"org.example.Console\"/>|<policy at_console=\"true\">: brokerd has no notion of the console\n");
+	has(&l,
+	    "applied|<limit name=\"max_completed_connections\">100</limit>|[limits] max_connections 100\n");
 	has(&l, "applied|<limit name=\"max_connections_per_user\">7</limit>|[limits] connections 7\n");
 	has(&l, "applied|<limit name=\"auth_timeout\">3000</limit>|[limits] hello_timeout_ms 3000\n");
-	has(&l, "not honoured|<limit name=\"max_names_per_connection\">512</limit>|brokerd counts names per uid ([limits] names)\n");
+	has(&l,
+	    "not honoured|<limit name=\"max_names_per_connection\">512</limit>|brokerd counts names per uid ([limits] names)\n");
 	has(&l, "not honoured|<limit name=\"no_such_limit\">1</limit>|unknown limit\n");
 	has(&l, "not honoured|<fork/>: brokerd does not fork");
 	has(&l, "not honoured|<apparmor mode=\"required\"/>");
@@ -195,7 +212,9 @@ static void test_load(void)
 	char *out = NULL;
 	size_t out_len = 0;
 
-	ASSERT_INT(policy_dbus_load(fixture("load.conf"), pdirs, sdirs, &p, &s, record, &l, &n, err, sizeof(err)), ==, 0);
+	ASSERT_INT(policy_dbus_load(fixture("load.conf"), pdirs, sdirs, &p, &s, record, &l, &n, err,
+				    sizeof(err)),
+		   ==, 0);
 	/* the XML's own="*" deny, then policy.d allows: policy.d comes later in [default] */
 	ASSERT(check(p, 1000, 1000, POLICY_OWN, "org.example.Local"));
 	/* the XML grants no call to Part (only some calls), policy.d grants all */
@@ -208,7 +227,9 @@ static void test_load(void)
 	ASSERT(sv && strcmp(sv->unit, "from-brokerd.service") == 0); /* brokerd's dirs mask the D-Bus ones */
 	ASSERT(!service_set_find(s, "org.example.ExecOnly"));
 	has(&l, "not honoured|service file|");
-	ASSERT(strstr(l.text, "org.example.ExecOnly.service:4: no SystemdService=: brokerd activates through systemd only, Exec= is not run"));
+	ASSERT(strstr(
+		l.text,
+		"org.example.ExecOnly.service:4: no SystemdService=: brokerd activates through systemd only, Exec= is not run"));
 	ASSERT_INT(n.services_bad, ==, 1);
 	policy_free(p);
 	service_set_free(s);
@@ -217,11 +238,13 @@ static void test_load(void)
 	{
 		const char *bad[] = { fixture("conf.d"), NULL }; /* holds XML, not brokerd policy */
 
-		ASSERT_INT(policy_dbus_load(fixture("load.conf"), bad, sdirs, &p, &s, NULL, NULL, NULL, err, sizeof(err)),
+		ASSERT_INT(policy_dbus_load(fixture("load.conf"), bad, sdirs, &p, &s, NULL, NULL, NULL, err,
+					    sizeof(err)),
 			   ==, -EINVAL);
 		ASSERT(strstr(err, "conf.d/10-first.conf:1: "));
 	}
-	ASSERT_INT(policy_dbus_load(fixture("cycle-a.conf"), pdirs, sdirs, &p, &s, NULL, NULL, NULL, err, sizeof(err)),
+	ASSERT_INT(policy_dbus_load(fixture("cycle-a.conf"), pdirs, sdirs, &p, &s, NULL, NULL, NULL, err,
+				    sizeof(err)),
 		   ==, -ELOOP);
 	ASSERT(strstr(err, "include cycle"));
 
@@ -233,13 +256,18 @@ static void test_load(void)
 	ASSERT(strstr(out, "type: system\n"));
 	ASSERT(strstr(out, "listen: unix:path=/run/test_socket\n"));
 	ASSERT(strstr(out, "servicedir: /"));
-	ASSERT(strstr(out, "applied: ") && strstr(out, "load.conf:8: <allow own=\"org.example.Own\"/>: allow own org.example.Own\n"));
-	ASSERT(strstr(out, "not honoured: ") && strstr(out, "load.conf:9: <allow send_member=\"M\" send_destination=\"org.example.Part\"/>: allows only some calls"));
+	ASSERT(strstr(out, "applied: ") &&
+	       strstr(out, "load.conf:8: <allow own=\"org.example.Own\"/>: allow own org.example.Own\n"));
+	ASSERT(strstr(out, "not honoured: ") &&
+	       strstr(out,
+		      "load.conf:9: <allow send_member=\"M\" send_destination=\"org.example.Part\"/>: allows only some calls"));
 	ASSERT(strstr(out, "load.conf:14: <fork/>: brokerd does not fork"));
 	ASSERT(strstr(out, "service: org.example.Svc -> example-svc.service ("));
 	ASSERT(strstr(out, "service: org.example.Masked -> from-brokerd.service ("));
 	ASSERT(strstr(out, "org.example.ExecOnly.service: service file: "));
-	ASSERT(strstr(out, "summary: 4 rules, 0 limits, 2 other elements; 3 applied, 0 built-in, 0 partly, 0 stricter, 4 not honoured; 5 brokerd rules in all; 2 services, 1 service files not honoured\n"));
+	ASSERT(strstr(
+		out,
+		"summary: 4 rules, 0 limits, 2 other elements; 3 applied, 0 built-in, 0 partly, 0 stricter, 4 not honoured; 5 brokerd rules in all; 2 services, 1 service files not honoured\n"));
 	free(out);
 }
 

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 256 * 1024)
 		return 0;
-	r = dbus_config_parse_string(&c, "/nonexistent/fuzz.conf", (const char *)data, size, err, sizeof(err));
+	r = dbus_config_parse_string(&c, "/nonexistent/fuzz.conf", (const char *)data, size, err,
+				     sizeof(err));
 	if (r < 0) {
 		/* every failure but memory says where */
 		CHECK(r == -ENOMEM || strncmp(err, "/nonexistent/", 13) == 0);
