@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "brokerd/policy-dbus.h"
 #include "util/test.h"
@@ -271,13 +272,55 @@ static void test_load(void)
 	free(out);
 }
 
+/* Runs cmd, returns its exit status and (in out) what it printed. */
+static int run(const char *cmd, char *out, size_t size)
+{
+	FILE *f = popen(cmd, "r");
+	size_t n;
+	int st;
+
+	ASSERT(f);
+	n = fread(out, 1, size - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	ASSERT(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* The daemon's options: --dbus-config-report on a fixture, and an error. */
+static void test_daemon_report(const char *brokerd)
+{
+	static char out[64 * 1024];
+	char cmd[2048], want[1024];
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s --dbus-config=%s --dbus-config-report --policy-dir=%s --service-dir=%s 2>&1", brokerd,
+		 fixture("load.conf"), fixture("brokerd-policy.d"), fixture("brokerd-services"));
+	ASSERT_INT(run(cmd, out, sizeof(out)), ==, 0);
+	snprintf(want, sizeof(want),
+		 "applied: %s:8: <allow own=\"org.example.Own\"/>: allow own org.example.Own\n",
+		 fixture("load.conf"));
+	ASSERT(strstr(out, want));
+	ASSERT(strstr(out, "\nsummary: 4 rules, 0 limits, 2 other elements; 3 applied, "));
+	snprintf(cmd, sizeof(cmd), "%s --dbus-config=%s --dbus-config-report 2>&1", brokerd,
+		 fixture("malformed.conf"));
+	ASSERT_INT(run(cmd, out, sizeof(out)), ==, 1);
+	snprintf(want, sizeof(want), "error: %s:4: mismatched tag\n", fixture("malformed.conf"));
+	ASSERT_STR(out, want);
+	snprintf(cmd, sizeof(cmd), "%s --dbus-config-report 2>&1", brokerd);
+	ASSERT_INT(run(cmd, out, sizeof(out)), ==, 1);
+	ASSERT_STR(out, "brokerd: --dbus-config-report needs --dbus-config=FILE\n");
+}
+
 int main(int argc, char **argv)
 {
-	ASSERT(argc == 2);
+	ASSERT(argc == 2 || argc == 3);
 	dir = argv[1];
 	test_outcomes();
 	test_order();
 	test_load();
+	if (argc == 3)
+		test_daemon_report(argv[2]);
 	printf("test-policy-dbus: ok\n");
 	return 0;
 }
