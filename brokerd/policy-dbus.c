@@ -520,7 +520,8 @@ int policy_dbus_load(const char *config, const char *const *policy_dirs, const c
 	memcpy(dirs, service_dirs, n * sizeof(*dirs));
 	for (size_t i = 0; i < c->n_servicedirs; i++)
 		dirs[n + i] = c->servicedirs[i];
-	report_service_files((const char *const *)dirs + n, fn, userdata, counts);
+	/* brokerd's own bad files too: the load without --dbus-config logs those as well */
+	report_service_files((const char *const *)dirs, fn, userdata, counts);
 	{
 		char serr[512] = "";
 		unsigned int bad = 0;
