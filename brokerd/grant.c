@@ -20,6 +20,7 @@
 #include "brokerd/conn.h"
 #include "brokerd/grant.h"
 #include "brokerd/log.h"
+#include "brokerd/policy-dbus.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
@@ -621,6 +622,45 @@ void grant_revoke_pending(struct bus *b)
 	bus_gc_names(b);
 }
 
+/* Every rule of the XML not honoured as written is logged: policy-dbus.h. */
+static void log_outcome(void *userdata, enum policy_dbus_outcome o, const char *file, unsigned int line,
+			const char *element, const char *what)
+{
+	if (o == POLICY_DBUS_APPLIED || o == POLICY_DBUS_BUILTIN)
+		return;
+	log_warning("%s:%u: %s%s%s (%s)", file, line, element, *what ? ": " : "", what,
+		    policy_dbus_outcome_to_string(o));
+}
+
+/* --dbus-config: the XML, then policy_dirs, in one policy; services from both kinds of directory. */
+static int grant_reload_dbus(struct bus *b, char *err, size_t err_len)
+{
+	struct policy_dbus_counts n = { 0 };
+	struct policy *p = NULL;
+	struct service_set *s = NULL;
+	int r;
+
+	r = policy_dbus_load(b->dbus_config, b->policy_dirs, b->service_dirs, &p, &s, log_outcome, NULL, &n,
+			     err, err_len);
+	if (r < 0) {
+		log_error("policy not reloaded, keeping the previous one: %s", err);
+		return r;
+	}
+	policy_free(b->policy);
+	b->policy = p;
+	apply_limits(b);
+	service_set_free(b->services);
+	b->services = s;
+	log_notice(
+		"policy loaded: %zu rules, from %s and brokerd's policy files; %u XML rules and elements applied, "
+		"%u built-in, %u not honoured as written (brokerd --dbus-config-report lists them); %u services",
+		policy_rule_count(p), b->dbus_config, n.n[POLICY_DBUS_APPLIED], n.n[POLICY_DBUS_BUILTIN],
+		n.n[POLICY_DBUS_PARTLY] + n.n[POLICY_DBUS_STRICTER] + n.n[POLICY_DBUS_NOT_HONOURED],
+		n.services);
+	bus_revoke(b);
+	return 0;
+}
+
 int grant_reload(struct bus *b, char *err, size_t err_len)
 {
 	struct policy *p = NULL;
@@ -629,6 +669,8 @@ int grant_reload(struct bus *b, char *err, size_t err_len)
 	unsigned int bad = 0;
 	int r;
 
+	if (b->dbus_config)
+		return grant_reload_dbus(b, err, err_len);
 	r = policy_load(&p, b->policy_dirs, err, err_len);
 	if (r < 0) {
 		log_error("policy not reloaded, keeping the previous one: %s", err);

@@ -20,6 +20,7 @@
 
 #include "brokerd/bus.h"
 #include "brokerd/log.h"
+#include "brokerd/policy-dbus.h"
 #include "brokerd/restart.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
@@ -27,6 +28,8 @@
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
+static const char *arg_dbus_config;
+static bool arg_dbus_config_report;
 static const char *arg_activator;
 static const char *arg_state;
 static uint64_t arg_activation_timeout;
@@ -40,6 +43,10 @@ static void help(void)
 	       "      --policy-dir=DIR    read policy from DIR only (default /etc/brokerd/policy.d\n"
 	       "                          and /usr/share/brokerd/policy.d)\n"
 	       "      --service-dir=DIR   read activation files from DIR only\n"
+	       "      --dbus-config=FILE  also read dbus-daemon's XML configuration (policy, limits,\n"
+	       "                          servicedirs); brokerd's own policy files apply after it\n"
+	       "      --dbus-config-report  print what --dbus-config=FILE loads and every rule\n"
+	       "                          brokerd does not honour as written, then exit\n"
 	       "      --activator=PATH    activation helper socket (default /run/brokerd/activator)\n"
 	       "      --activation-timeout=SEC  how long a call waits for an activated name (25)\n"
 	       "      --state=PATH        where the next connection id is kept across restarts\n"
@@ -59,7 +66,9 @@ static int parse_argv(int argc, char **argv)
 		ARG_NO_CHANNELS,
 		ARG_ACTIVATOR,
 		ARG_ACTIVATION_TIMEOUT,
-		ARG_STATE
+		ARG_STATE,
+		ARG_DBUS_CONFIG,
+		ARG_DBUS_CONFIG_REPORT,
 	};
 	static const struct option options[] = { { "address", required_argument, NULL, 'a' },
 						 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
@@ -67,6 +76,8 @@ static int parse_argv(int argc, char **argv)
 						 { "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
 						 { "activator", required_argument, NULL, ARG_ACTIVATOR },
 						 { "state", required_argument, NULL, ARG_STATE },
+						 { "dbus-config", required_argument, NULL, ARG_DBUS_CONFIG },
+						 { "dbus-config-report", no_argument, NULL, ARG_DBUS_CONFIG_REPORT },
 						 { "activation-timeout", required_argument, NULL,
 						   ARG_ACTIVATION_TIMEOUT },
 						 { "verbose", no_argument, NULL, 'v' },
@@ -94,6 +105,12 @@ static int parse_argv(int argc, char **argv)
 		case ARG_STATE:
 			arg_state = optarg;
 			break;
+		case ARG_DBUS_CONFIG:
+			arg_dbus_config = optarg;
+			break;
+		case ARG_DBUS_CONFIG_REPORT:
+			arg_dbus_config_report = true;
+			break;
 		case ARG_ACTIVATION_TIMEOUT: {
 			char *end;
 			double v = strtod(optarg, &end);
@@ -117,6 +134,10 @@ static int parse_argv(int argc, char **argv)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "brokerd: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (arg_dbus_config_report && !arg_dbus_config) {
+		fprintf(stderr, "brokerd: --dbus-config-report needs --dbus-config=FILE\n");
 		return -EINVAL;
 	}
 	return 1;
@@ -273,6 +294,15 @@ int main(int argc, char **argv)
 		return r < 0 ? 1 : 0;
 	pdirs[0] = arg_policy_dir;
 	sdirs[0] = arg_service_dir;
+	if (arg_dbus_config_report) {
+		static const char *const pdefault[] = { POLICY_DIR_ETC, POLICY_DIR_VENDOR, NULL };
+		static const char *const sdefault[] = { SERVICE_DIR_ETC, SERVICE_DIR_VENDOR, NULL };
+
+		r = policy_dbus_report(stdout, arg_dbus_config, arg_policy_dir ? pdirs : pdefault,
+				       arg_service_dir ? sdirs : sdefault);
+		return r < 0 ? 1 : 0;
+	}
+	config.dbus_config = arg_dbus_config;
 	config.policy_dirs = arg_policy_dir ? pdirs : NULL;
 	config.service_dirs = arg_service_dir ? sdirs : NULL;
 	config.no_channels = arg_no_channels;
