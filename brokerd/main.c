@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "brokerd/bus.h"
+#include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
 #include "brokerd/restart.h"
 #include "protocol/ctrl.h"
@@ -31,6 +32,7 @@ static const char *arg_activator;
 static const char *arg_state;
 static uint64_t arg_activation_timeout;
 static bool arg_no_channels;
+static const char *arg_dbus_address;
 
 static void help(void)
 {
@@ -46,6 +48,8 @@ static void help(void)
 	       "                          (default $RUNTIME_DIRECTORY/next-id under systemd, else\n"
 	       "                          ADDRESS.next-id when binding ADDRESS; \"\" for none)\n"
 	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
+	       "      --dbus-address=unix:path=PATH  serve D-Bus clients on PATH when not\n"
+	       "                          socket-activated (brokerd-dbus.socket, fd name \"dbus\")\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n",
 	       CTRL_SOCKET_PATH);
@@ -59,7 +63,8 @@ static int parse_argv(int argc, char **argv)
 		ARG_NO_CHANNELS,
 		ARG_ACTIVATOR,
 		ARG_ACTIVATION_TIMEOUT,
-		ARG_STATE
+		ARG_STATE,
+		ARG_DBUS_ADDRESS
 	};
 	static const struct option options[] = { { "address", required_argument, NULL, 'a' },
 						 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
@@ -67,6 +72,7 @@ static int parse_argv(int argc, char **argv)
 						 { "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
 						 { "activator", required_argument, NULL, ARG_ACTIVATOR },
 						 { "state", required_argument, NULL, ARG_STATE },
+						 { "dbus-address", required_argument, NULL, ARG_DBUS_ADDRESS },
 						 { "activation-timeout", required_argument, NULL,
 						   ARG_ACTIVATION_TIMEOUT },
 						 { "verbose", no_argument, NULL, 'v' },
@@ -93,6 +99,9 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_STATE:
 			arg_state = optarg;
+			break;
+		case ARG_DBUS_ADDRESS:
+			arg_dbus_address = optarg;
 			break;
 		case ARG_ACTIVATION_TIMEOUT: {
 			char *end;
@@ -123,15 +132,17 @@ static int parse_argv(int argc, char **argv)
 }
 
 /*
- * What systemd passed: the listening socket of brokerd.socket, and what a
- * previous brokerd left in the fd store for us (restart.h), sorted by name.
+ * What systemd passed: the listening socket of brokerd.socket, that of
+ * brokerd-dbus.socket (fd name "dbus"), and what a previous brokerd left in
+ * the fd store for us (restart.h), sorted by name.
  */
-static int passed_fds(int *listen_fd, struct restart_fds *store)
+static int passed_fds(int *listen_fd, int *dbus_fd, struct restart_fds *store)
 {
 	char **names = NULL;
 	int n, r = 0;
 
 	*listen_fd = -1;
+	*dbus_fd = -1;
 	n = sd_listen_fds_with_names(true, &names);
 	if (n < 0) {
 		log_error("cannot read the fds passed by systemd: %s", strerror(-n));
@@ -147,6 +158,8 @@ static int passed_fds(int *listen_fd, struct restart_fds *store)
 			store->keeper = fd;
 		else if (name && strcmp(name, RESTART_FDNAME_CONN) == 0 && store->conns)
 			store->conns[store->n_conns++] = fd;
+		else if (name && strcmp(name, "dbus") == 0 && *dbus_fd < 0)
+			*dbus_fd = fd;
 		else if (restart_fdname_is_ours(name))
 			close(fd); /* a second one of a kind: not from one hand-over */
 		else if (*listen_fd < 0)
@@ -259,12 +272,13 @@ int main(int argc, char **argv)
 {
 	sd_event *event = NULL;
 	struct bus *bus = NULL;
+	struct dbus_front *front = NULL;
 	const char *pdirs[2] = { arg_policy_dir, NULL }, *sdirs[2] = { arg_service_dir, NULL };
 	struct bus_config config = { 0 };
 	char status[256];
 	struct restart_fds store = { .state = -1, .keeper = -1, .ring = -1 };
 	_cleanup_free_ int *store_conns = NULL;
-	int r, fd, passed, n;
+	int r, fd, passed, passed_dbus, n;
 
 	r = parse_argv(argc, argv);
 	if (r <= 0)
@@ -304,7 +318,7 @@ int main(int argc, char **argv)
 	if (!store_conns)
 		return 1;
 	store.conns = store_conns;
-	r = passed_fds(&passed, &store);
+	r = passed_fds(&passed, &passed_dbus, &store);
 	if (r < 0)
 		goto out;
 	if (store.state >= 0 || store.keeper >= 0 || store.n_conns > 0)
@@ -325,6 +339,14 @@ int main(int argc, char **argv)
 	r = bus_listen(bus, fd);
 	if (r < 0)
 		goto out;
+	if (passed_dbus >= 0 || arg_dbus_address) {
+		r = dbus_front_new(&front, bus, event);
+		if (r >= 0)
+			r = passed_dbus >= 0 ? dbus_front_listen(front, passed_dbus) :
+					       dbus_front_listen_address(front, arg_dbus_address);
+		if (r < 0)
+			goto out;
+	}
 	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
 	(void)sd_event_add_signal(event, NULL, SIGTERM, on_sigterm, bus);
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
@@ -342,6 +364,7 @@ int main(int argc, char **argv)
 	}
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 out:
+	dbus_front_free(front);
 	bus_free(bus);
 	sd_event_unref(event);
 	return r < 0 ? 1 : 0;

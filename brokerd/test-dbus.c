@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-dbus.c - the D-Bus front end end to end: starts the real brokerd
+ * (argv[1]) with --dbus-address on a temp socket and talks to it with
+ * libsystemd's sd-bus, the client most system services use, and with a raw
+ * socket for what sd-bus would never send. Host test (meson) and guest test
+ * (brokerd-dbus, argv[1] = "--system": the system brokerd's socket).
+ *
+ * A server process owns org.brokerdtest.Echo and answers Echo (s), ReadFd
+ * (h: reads the pipe), Emit (sends a signal Other and then Ping) and Die
+ * (exits without answering); the parent is the client.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "brokerd/dbus-front.h"
+#include "protocol/dbus-message.h"
+#include "util/macro.h"
+#include "util/socket.h"
+#include "util/test.h"
+
+#define NAME  "org.brokerdtest.Echo"
+#define PATH  "/org/brokerdtest"
+#define IFACE "org.brokerdtest.I"
+
+static char address[300], sock_path[256];
+static int n_tests;
+
+static void ok(const char *what)
+{
+	printf("ok %d - %s\n", ++n_tests, what);
+	fflush(stdout);
+}
+
+static sd_bus *connect_bus(void)
+{
+	sd_bus *b = NULL;
+
+	ASSERT_INT(sd_bus_new(&b), ==, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_negotiate_fds(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(b), >=, 0);
+	return b;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- The server ------------------------------------------------------------ */
+
+static int on_echo(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *s;
+	int r = sd_bus_message_read(m, "s", &s);
+
+	return r < 0 ? r : sd_bus_reply_method_return(m, "s", s);
+}
+
+static int on_read_fd(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	char buf[64] = "";
+	int fd, r = sd_bus_message_read(m, "h", &fd);
+	ssize_t n;
+
+	if (r < 0)
+		return r;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n > 0)
+		buf[n] = 0;
+	return sd_bus_reply_method_return(m, "s", buf);
+}
+
+static int on_emit(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	sd_bus *b = sd_bus_message_get_bus(m);
+
+	(void)sd_bus_emit_signal(b, PATH, IFACE, "Other", "s", "not for you");
+	(void)sd_bus_emit_signal(b, PATH, IFACE, "Ping", "u", 42U);
+	return sd_bus_reply_method_return(m, "");
+}
+
+static int on_die(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	_exit(0);
+}
+
+static const sd_bus_vtable vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD("Echo", "s", "s", on_echo, 0),
+	SD_BUS_METHOD("ReadFd", "h", "s", on_read_fd, 0),
+	SD_BUS_METHOD("Emit", "", "", on_emit, 0),
+	SD_BUS_METHOD("Die", "", "", on_die, 0),
+	SD_BUS_VTABLE_END,
+};
+
+static pid_t start_server(void)
+{
+	pid_t pid = fork();
+
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		sd_bus *b;
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing behind */
+		b = connect_bus();
+
+		ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, IFACE, vtable, NULL), >=, 0);
+		ASSERT_INT(sd_bus_request_name(b, NAME, 0), >=, 0);
+		for (;;) {
+			int r = sd_bus_process(b, NULL);
+
+			if (r < 0)
+				_exit(2);
+			if (r == 0 && sd_bus_wait(b, UINT64_MAX) < 0)
+				_exit(3);
+		}
+	}
+	return pid;
+}
+
+/* ---- The client ------------------------------------------------------------ */
+
+static unsigned int pings, others, unsolicited;
+
+static int filter(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	uint64_t cookie;
+
+	if (sd_bus_message_is_signal(m, IFACE, "Other"))
+		others++;
+	if (sd_bus_message_get_type(m, &(uint8_t){ 0 }) >= 0 &&
+	    sd_bus_message_get_reply_cookie(m, &cookie) >= 0 && cookie == 999)
+		unsolicited++;
+	return 0;
+}
+
+static int on_ping(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	pings++;
+	return 0;
+}
+
+/* Wait until name has an owner (or none, if owned is false). */
+static void wait_owner(sd_bus *b, const char *name, bool owned)
+{
+	for (int i = 0; i < 500; i++) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		sd_bus_message *reply = NULL;
+		int has = 0;
+
+		if (sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "NameHasOwner", &e,
+				       &reply, "s", name) >= 0)
+			(void)sd_bus_message_read(reply, "b", &has);
+		sd_bus_message_unref(reply);
+		sd_bus_error_free(&e);
+		if (!!has == owned)
+			return;
+		usleep(10000);
+	}
+	fprintf(stderr, "%s never got %s\n", name, owned ? "an owner" : "ownerless");
+	exit(1);
+}
+
+static bool list_has(char **l, const char *s)
+{
+	for (; l && *l; l++)
+		if (!strcmp(*l, s))
+			return true;
+	return false;
+}
+
+static void test_names(sd_bus *b)
+{
+	char **names = NULL;
+	const char *unique;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *owner;
+	uint32_t uid;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &unique), ==, 0);
+	ASSERT(unique[0] == ':');
+	ASSERT_INT(sd_bus_list_names(b, &names, NULL), >=, 0);
+	ASSERT(list_has(names, DBUS_DRIVER_NAME));
+	ASSERT(list_has(names, NAME));
+	ASSERT(list_has(names, unique));
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetNameOwner", &e,
+				      &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &owner), >=, 0);
+	ASSERT(owner[0] == ':' && strcmp(owner, unique) != 0);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionUnixUser", &e, &reply, "s", unique),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &uid), >=, 0);
+	ASSERT_INT(uid, ==, getuid());
+	reply = sd_bus_message_unref(reply);
+
+	/* the server holds the name: a second owner queues, then gives up its place */
+	ASSERT_INT(sd_bus_request_name(b, NAME, SD_BUS_NAME_QUEUE), ==, 0); /* 0: queued */
+	ASSERT_INT(sd_bus_release_name(b, NAME), >=, 0);
+	ASSERT_INT(sd_bus_request_name(b, NAME, 0), ==, -EEXIST);
+	/* the driver's own name is nobody's */
+	ASSERT_INT(sd_bus_request_name(b, DBUS_DRIVER_NAME, 0), <, 0);
+	/* unknown driver methods */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "NoSuchMethod", &e,
+				      NULL, ""),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownMethod"));
+	sd_bus_error_free(&e);
+	ok("names: unique name, ListNames, GetNameOwner, queueing, UnknownMethod");
+}
+
+static void test_calls(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *s;
+	int p[2];
+
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", &e, &reply, "s", "hello"), >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "hello");
+	reply = sd_bus_message_unref(reply);
+	ok("a method call between two sd-bus connections");
+
+	ASSERT_INT(pipe(p), ==, 0);
+	ASSERT_INT(write(p[1], "through a pipe", 14), ==, 14);
+	close(p[1]);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "ReadFd", &e, &reply, "h", p[0]), >=, 0);
+	close(p[0]);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "through a pipe");
+	reply = sd_bus_message_unref(reply);
+	ok("an fd passed with a call");
+
+	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Nobody", PATH, IFACE, "Echo", &e, NULL, "s", "x"), <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
+	sd_bus_error_free(&e);
+	ok("a call to a name nobody owns: ServiceUnknown");
+}
+
+static void test_signals(sd_bus *b)
+{
+	sd_bus_slot *slot = NULL;
+	uint64_t end;
+
+	ASSERT_INT(sd_bus_match_signal(b, &slot, NULL, PATH, IFACE, "Ping", on_ping, NULL), >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
+	end = now_ms() + 5000;
+	while (!pings && now_ms() < end) {
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	}
+	ASSERT_INT(pings, ==, 1);
+	/* Other was sent before Ping and matches no rule of ours: it never came */
+	ASSERT_INT(others, ==, 0);
+	sd_bus_slot_unref(slot);
+	ok("a broadcast signal reaches a matching rule, not an unmatched one");
+}
+
+/* ---- A raw client, for what sd-bus would not send -------------------------- */
+
+static int raw_connect(void)
+{
+	char buf[512], cmd[64];
+	int fd = unix_connect(sock_path, SOCK_STREAM);
+	ssize_t n;
+
+	ASSERT(fd >= 0);
+	snprintf(cmd, sizeof(cmd), "AUTH EXTERNAL %02x\r\n", '0' + (getuid() % 10));
+	if (getuid() >= 10)
+		snprintf(cmd, sizeof(cmd), "AUTH\r\n"); /* only root is tested raw */
+	ASSERT_INT(write(fd, "\0", 1), ==, 1);
+	ASSERT_INT(write(fd, cmd, strlen(cmd)), ==, (ssize_t)strlen(cmd));
+	n = read(fd, buf, sizeof(buf) - 1);
+	ASSERT(n > 3 && !memcmp(buf, "OK ", 3));
+	ASSERT_INT(write(fd, "BEGIN\r\n", 7), ==, 7);
+	return fd;
+}
+
+static void raw_send(int fd, const struct dbus_header *h, const void *body, size_t len)
+{
+	void *data;
+	size_t n;
+
+	ASSERT_INT(dbus_message_write(h, body, len, &data, &n), ==, 0);
+	ASSERT_INT(write(fd, data, n), ==, (ssize_t)n);
+	free(data);
+}
+
+static void test_raw(sd_bus *b)
+{
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 1, .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE, .member = "Hello",
+				     .destination = DBUS_DRIVER_NAME };
+	const char *unique;
+	char buf[4096];
+	int fd;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &unique), ==, 0);
+
+	/* a message before Hello: the connection is closed */
+	fd = raw_connect();
+	hello.member = "ListNames";
+	raw_send(fd, &hello, NULL, 0);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+	ok("a message before Hello closes the connection");
+
+	/* an unsolicited reply is refused */
+	fd = raw_connect();
+	hello.member = "Hello";
+	raw_send(fd, &hello, NULL, 0);
+	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .serial = 2, .reply_serial = 999,
+				     .destination = unique };
+	raw_send(fd, &reply, NULL, 0);
+	/* a round trip of b's after it: the forged reply would have come before */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping",
+				      NULL, NULL, ""),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", NULL, NULL, "s", "sync"), >=, 0);
+	while (sd_bus_process(b, NULL) > 0)
+		;
+	ASSERT_INT(unsolicited, ==, 0);
+	ok("an unsolicited reply is refused");
+
+	/* garbage after Hello: closed, and brokerd serves on */
+	ASSERT_INT(write(fd, "lxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 33), ==, 33);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", NULL, NULL, "s", "still"), >=, 0);
+	ok("an invalid message closes its connection only");
+}
+
+static void test_noreply(sd_bus *b, pid_t server)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	uint64_t t0 = now_ms();
+	int status;
+
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Die", &e, NULL, ""), <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NoReply"));
+	ASSERT(now_ms() - t0 < 10000);
+	printf("# NoReply %llu ms after the call\n", (unsigned long long)(now_ms() - t0));
+	sd_bus_error_free(&e);
+	ASSERT_INT(waitpid(server, &status, 0), ==, server);
+	wait_owner(b, NAME, false);
+	ok("a callee that exits in a call: NoReply, and its name is released");
+}
+
+int main(int argc, char **argv)
+{
+	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300];
+	pid_t daemon = -1, server;
+	sd_bus *b;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s BROKERD|--system\n", argv[0]);
+		return 1;
+	}
+	if (!strcmp(argv[1], "--system")) {
+		snprintf(sock_path, sizeof(sock_path), "%s", DBUS_SOCKET_PATH);
+	} else {
+		ASSERT(mkdtemp(tmpdir));
+		snprintf(sock_path, sizeof(sock_path), "%s/dbus", tmpdir);
+		snprintf(ctrl, sizeof(ctrl), "%s/socket", tmpdir);
+		snprintf(policy, sizeof(policy), "%s/policy.d", tmpdir);
+		snprintf(services, sizeof(services), "%s/services", tmpdir);
+		ASSERT(mkdir(policy, 0755) == 0 && mkdir(services, 0755) == 0);
+		daemon = fork();
+		ASSERT(daemon >= 0);
+		if (daemon == 0) {
+			char dbus_arg[400];
+
+			(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+			snprintf(dbus_arg, sizeof(dbus_arg), "--dbus-address=unix:path=%s", sock_path);
+			execl(argv[1], argv[1], "--state", "", "--address", ctrl, "--policy-dir", policy,
+			      "--service-dir", services, "--no-channels", dbus_arg, (char *)NULL);
+			_exit(127);
+		}
+		for (int i = 0; i < 500 && access(sock_path, F_OK) < 0; i++)
+			usleep(10000);
+	}
+	snprintf(address, sizeof(address), "unix:path=%s", sock_path);
+
+	server = start_server();
+	b = connect_bus();
+	ASSERT_INT(sd_bus_add_filter(b, NULL, filter, NULL), >=, 0);
+	wait_owner(b, NAME, true);
+	test_names(b);
+	test_calls(b);
+	test_signals(b);
+	test_raw(b);
+	test_noreply(b, server);
+	sd_bus_flush_close_unref(b);
+
+	if (daemon > 0) {
+		int status;
+
+		/* brokerd survived all of it */
+		ASSERT_INT(waitpid(daemon, &status, WNOHANG), ==, 0);
+		kill(daemon, SIGTERM);
+		ASSERT_INT(waitpid(daemon, &status, 0), ==, daemon);
+		ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		unlink(sock_path);
+		unlink(ctrl);
+		rmdir(policy);
+		rmdir(services);
+		rmdir(tmpdir);
+	}
+	printf("1..%d\n", n_tests);
+	return 0;
+}
