@@ -137,10 +137,22 @@ static pid_t start_server(void)
 /* ---- The client ------------------------------------------------------------ */
 
 static unsigned int pings, others, unsolicited;
+static char order[16];
 
 static int filter(sd_bus_message *m, void *userdata, sd_bus_error *e)
 {
 	uint64_t cookie;
+
+	if (sd_bus_message_is_signal(m, DBUS_DRIVER_INTERFACE, "NameOwnerChanged")) {
+		const char *name, *old, *new;
+
+		if (sd_bus_message_read(m, "sss", &name, &old, &new) >= 0 && !strcmp(name, "org.brokerdtest.Order") &&
+		    strlen(order) < sizeof(order) - 1)
+			order[strlen(order)] = *new ? 'N' : 'L';
+		(void)sd_bus_message_rewind(m, true);
+	}
+	if (sd_bus_message_is_signal(m, IFACE, "Hi") && strlen(order) < sizeof(order) - 1)
+		order[strlen(order)] = 'H';
 
 	if (sd_bus_message_is_signal(m, IFACE, "Other"))
 		others++;
@@ -355,6 +367,39 @@ static void test_raw(sd_bus *b)
 	ok("an invalid message closes its connection only");
 }
 
+/* NameOwnerChanged comes before anything the new owner sends after RequestName, the loss after its last. */
+static void test_owner_order(sd_bus *b)
+{
+	uint64_t end;
+	pid_t pid;
+	int status;
+
+	ASSERT_INT(sd_bus_add_match(b, NULL,
+				    "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',"
+				    "arg0='org.brokerdtest.Order'",
+				    NULL, NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',interface='" IFACE "',member='Hi'", NULL, NULL), >=, 0);
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		sd_bus *o = connect_bus();
+
+		ASSERT_INT(sd_bus_request_name(o, "org.brokerdtest.Order", 0), >=, 0);
+		ASSERT_INT(sd_bus_emit_signal(o, PATH, IFACE, "Hi", ""), >=, 0);
+		sd_bus_flush_close_unref(o);
+		_exit(0);
+	}
+	end = now_ms() + 10000;
+	while (strlen(order) < 3 && now_ms() < end)
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_STR(order, "NHL");
+	ok("NameOwnerChanged before the new owner's first signal, and after its last");
+}
+
 static void test_noreply(sd_bus *b, pid_t server)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -377,11 +422,8 @@ int main(int argc, char **argv)
 	pid_t daemon = -1, server;
 	sd_bus *b;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: %s BROKERD|--system\n", argv[0]);
-		return 1;
-	}
-	if (!strcmp(argv[1], "--system")) {
+	/* No argument: the guest test, against the system brokerd. */
+	if (argc < 2 || !strcmp(argv[1], "--system")) {
 		snprintf(sock_path, sizeof(sock_path), "%s", DBUS_SOCKET_PATH);
 	} else {
 		ASSERT(mkdtemp(tmpdir));
@@ -414,6 +456,7 @@ int main(int argc, char **argv)
 	test_calls(b);
 	test_signals(b);
 	test_raw(b);
+	test_owner_order(b);
 	test_noreply(b, server);
 	sd_bus_flush_close_unref(b);
 
