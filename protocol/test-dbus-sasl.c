@@ -113,6 +113,12 @@ static void test_refusals(void)
 	ASSERT_INT(FEED("AUTH EXTERNAL\r\nCANCEL\r\n", &c), ==, 0);
 	ASSERT_STR(out, "DATA\r\nREJECTED EXTERNAL\r\n");
 	ASSERT_INT(s.state, ==, DBUS_SASL_AUTH);
+
+	/* CANCEL after an agreement on fds: the agreement goes with the exchange */
+	dbus_sasl_init(&s, 5, true, GUID);
+	ASSERT_INT(FEED("\0AUTH EXTERNAL 35\r\nNEGOTIATE_UNIX_FD\r\nCANCEL\r\n", &c), ==, 0);
+	ASSERT(!s.fds_agreed);
+	ASSERT_INT(s.state, ==, DBUS_SASL_AUTH);
 }
 
 static void test_errors(void)
