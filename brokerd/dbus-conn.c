@@ -507,11 +507,9 @@ static void conn_process(struct dbus_conn *c)
 			dbus_conn_kill(c, "invalid message header");
 			return;
 		}
-		if (c->in_len < size) {
-			if (in_reserve(c, size) < 0)
-				dbus_conn_kill(c, "out of memory");
+		/* The buffer grows as bytes come, not as the header announces: announcing is free. */
+		if (c->in_len < size)
 			return;
-		}
 		data = malloc(size);
 		if (!data) {
 			dbus_conn_kill(c, "out of memory");

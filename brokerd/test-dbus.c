@@ -10,11 +10,13 @@
  * (h: reads the pipe), Emit (sends a signal Other and then Ping) and Die
  * (exits without answering); the parent is the client.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -293,22 +295,79 @@ static void test_signals(sd_bus *b)
 
 /* ---- A raw client, for what sd-bus would not send -------------------------- */
 
-static int raw_connect(void)
+/* Authenticate (as root: uid 0 is "30") and, if fds, negotiate fd passing. */
+static int raw_connect_fds(bool fds)
 {
-	char buf[512], cmd[64];
+	char buf[512] = "";
+	const char *cmd = fds ? "AUTH EXTERNAL 30\r\nNEGOTIATE_UNIX_FD\r\n" : "AUTH EXTERNAL 30\r\n";
 	int fd = unix_connect(sock_path, SOCK_STREAM);
-	ssize_t n;
+	size_t have = 0;
 
 	ASSERT(fd >= 0);
-	snprintf(cmd, sizeof(cmd), "AUTH EXTERNAL %02x\r\n", '0' + (getuid() % 10));
-	if (getuid() >= 10)
-		snprintf(cmd, sizeof(cmd), "AUTH\r\n"); /* only root is tested raw */
+	ASSERT_INT(getuid(), ==, 0);
 	ASSERT_INT(write(fd, "\0", 1), ==, 1);
 	ASSERT_INT(write(fd, cmd, strlen(cmd)), ==, (ssize_t)strlen(cmd));
-	n = read(fd, buf, sizeof(buf) - 1);
-	ASSERT(n > 3 && !memcmp(buf, "OK ", 3));
+	while (!strstr(buf, fds ? "AGREE_UNIX_FD\r\n" : "\r\n")) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+
+		ASSERT(n > 0);
+		have += (size_t)n;
+		buf[have] = 0;
+	}
+	ASSERT(!memcmp(buf, "OK ", 3));
 	ASSERT_INT(write(fd, "BEGIN\r\n", 7), ==, 7);
 	return fd;
+}
+
+static int raw_connect(void)
+{
+	return raw_connect_fds(false);
+}
+
+static void read_exact(int fd, void *buf, size_t len)
+{
+	for (size_t have = 0; have < len;) {
+		ssize_t n = read(fd, (char *)buf + have, len - have);
+
+		ASSERT(n > 0);
+		have += (size_t)n;
+	}
+}
+
+/* Read messages (exactly, so nothing of the next is read) until the reply to serial. */
+static void raw_reply(int fd, uint32_t serial, struct dbus_message *m)
+{
+	for (;;) {
+		uint8_t head[DBUS_HEADER_FIXED_SIZE];
+		size_t size;
+		uint8_t *data;
+
+		read_exact(fd, head, sizeof(head));
+		ASSERT_INT(dbus_message_frame_size(head, sizeof(head), &size), ==, 0);
+		data = malloc(size);
+		ASSERT(data);
+		memcpy(data, head, sizeof(head));
+		read_exact(fd, data + sizeof(head), size - sizeof(head));
+		ASSERT_INT(dbus_message_parse(m, data, size, 0), ==, 0);
+		if (m->h.reply_serial == serial)
+			return;
+		dbus_message_deinit(m);
+	}
+}
+
+static unsigned int count_fds(pid_t pid)
+{
+	char path[64];
+	unsigned int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	ASSERT(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
 }
 
 static void raw_send(int fd, const struct dbus_header *h, const void *body, size_t len)
@@ -365,6 +424,105 @@ static void test_raw(sd_bus *b)
 	close(fd);
 	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", NULL, NULL, "s", "still"), >=, 0);
 	ok("an invalid message closes its connection only");
+}
+
+static void raw_hello(int fd)
+{
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 1, .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE, .member = "Hello",
+				     .destination = DBUS_DRIVER_NAME };
+	struct dbus_message m;
+
+	raw_send(fd, &hello, NULL, 0);
+	raw_reply(fd, 1, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	dbus_message_deinit(&m);
+}
+
+/* A message carrying more fds than UNIX_FDS says: the first is passed on, brokerd closes the other. */
+static void test_stray_fds(pid_t daemon)
+{
+	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 2, .path = PATH, .interface = IFACE,
+				    .member = "ReadFd", .destination = NAME, .signature = "h", .n_fds = 1 };
+	struct dbus_message m;
+	uint32_t idx = 0;
+	unsigned int before, after;
+	const char *s;
+	void *data;
+	size_t len;
+	int fd, p[2], fds[2];
+
+	fd = raw_connect_fds(true);
+	raw_hello(fd);
+	before = count_fds(daemon);
+	ASSERT_INT(pipe(p), ==, 0);
+	ASSERT_INT(write(p[1], "raw", 3), ==, 3);
+	close(p[1]);
+	fds[0] = p[0];
+	fds[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT(fds[1] >= 0);
+	ASSERT_INT(dbus_message_write(&call, &idx, 4, &data, &len), ==, 0);
+	ASSERT_INT(unix_send_fds(fd, data, len, fds, 2, 0), ==, 0);
+	free(data);
+	close(fds[0]);
+	close(fds[1]);
+	raw_reply(fd, 2, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	s = (const char *)m.body + 4;
+	ASSERT_STR(s, "raw");
+	dbus_message_deinit(&m);
+	after = count_fds(daemon);
+	printf("# brokerd fds: %u before, %u after a message with a stray fd\n", before, after);
+	ASSERT_INT(after, ==, before);
+	close(fd);
+	ok("one set of fds per message: the first passed on, a stray one closed");
+}
+
+/* A connection that subscribes to everything and never reads is dropped, alone. */
+static void test_slow_reader(sd_bus *b)
+{
+	static char payload[4096];
+	unsigned int sent = 0;
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	fd = raw_connect();
+	raw_hello(fd);
+	struct dbus_header add = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 2, .path = DBUS_DRIVER_PATH,
+				   .interface = DBUS_DRIVER_INTERFACE, .member = "AddMatch",
+				   .destination = DBUS_DRIVER_NAME, .signature = "s" };
+	struct dbus_writer w;
+	struct dbus_message m;
+	void *body;
+	size_t len;
+
+	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 's', "type='signal',interface='org.brokerdtest.Flood'"), ==, 0);
+	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
+	dbus_writer_deinit(&w);
+	raw_send(fd, &add, body, len);
+	free(body);
+	raw_reply(fd, 2, &m);
+	dbus_message_deinit(&m);
+
+	/* 24 MiB of signals, past the 16 MiB brokerd holds for one reader (and the socket's buffer) */
+	memset(payload, 'x', sizeof(payload) - 1);
+	for (; sent < 6 * 1024; sent++) {
+		ASSERT_INT(sd_bus_emit_signal(b, PATH, "org.brokerdtest.Flood", "Data", "s", payload), >=, 0);
+		if (sent % 256 == 0)
+			ASSERT_INT(sd_bus_flush(b), >=, 0);
+	}
+	ASSERT_INT(sd_bus_flush(b), >=, 0);
+	/* brokerd answers b at once, while the reader is cut off: it reads what was sent, then EOF */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping",
+				      NULL, NULL, ""),
+		   >=, 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	ASSERT_INT(n, ==, 0);
+	close(fd);
+	ok("a reader that does not keep up is disconnected, the bus serves on");
 }
 
 /* NameOwnerChanged comes before anything the new owner sends after RequestName, the loss after its last. */
@@ -457,6 +615,9 @@ int main(int argc, char **argv)
 	test_signals(b);
 	test_raw(b);
 	test_owner_order(b);
+	test_slow_reader(b);
+	if (daemon > 0)
+		test_stray_fds(daemon);
 	test_noreply(b, server);
 	sd_bus_flush_close_unref(b);
 
