@@ -756,7 +756,12 @@ static void conn_creds(struct dbus_conn *c)
 		if (errno != ERANGE)
 			break;
 	}
-	if (!c->gids && (c->gids = calloc(1, sizeof(gid_t)))) {
+	/* At least the primary group (a process may have no supplementary ones). */
+	if (!c->n_gids) {
+		free(c->gids);
+		c->gids = calloc(1, sizeof(gid_t));
+	}
+	if (!c->n_gids && c->gids) {
 		c->gids[0] = c->cred.gid;
 		c->n_gids = 1;
 	}

@@ -243,6 +243,40 @@ static void test_names(sd_bus *b)
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownMethod"));
 	sd_bus_error_free(&e);
 	ok("names: unique name, ListNames, GetNameOwner, queueing, UnknownMethod");
+
+	/* what the bus knows of us */
+	uint32_t got_uid = UINT32_MAX, got_pid = 0;
+	bool got_fd = false, got_gids = false;
+	const char *key;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionCredentials", &e, &reply, "s", unique),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'a', "{sv}"), >, 0);
+	while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+		ASSERT_INT(sd_bus_message_read(reply, "s", &key), >, 0);
+		if (!strcmp(key, "UnixUserID"))
+			ASSERT_INT(sd_bus_message_read(reply, "v", "u", &got_uid), >, 0);
+		else if (!strcmp(key, "ProcessID"))
+			ASSERT_INT(sd_bus_message_read(reply, "v", "u", &got_pid), >, 0);
+		else if (!strcmp(key, "ProcessFD")) {
+			int pfd;
+
+			ASSERT_INT(sd_bus_message_read(reply, "v", "h", &pfd), >, 0);
+			got_fd = pfd >= 0;
+		} else {
+			got_gids |= !strcmp(key, "UnixGroupIDs");
+			ASSERT_INT(sd_bus_message_skip(reply, "v"), >, 0);
+		}
+		ASSERT_INT(sd_bus_message_exit_container(reply), >, 0);
+	}
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(got_uid, ==, getuid());
+	ASSERT_INT(got_pid, ==, getpid());
+	ASSERT(got_gids);
+	printf("# GetConnectionCredentials: uid %u pid %u, %s\n", got_uid, got_pid,
+	       got_fd ? "with ProcessFD" : "no ProcessFD (kernel without SO_PEERPIDFD)");
+	ok("GetConnectionCredentials: uid, groups, pid (and ProcessFD where the kernel has pidfds)");
 }
 
 static void test_calls(sd_bus *b)
@@ -439,6 +473,21 @@ static void raw_hello(int fd)
 	dbus_message_deinit(&m);
 }
 
+/* brokerd's pid, as the driver tells it (the system brokerd's, in the guest). */
+static pid_t driver_pid(sd_bus *b)
+{
+	sd_bus_message *reply = NULL;
+	uint32_t pid = 0;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionUnixProcessID", NULL, &reply, "s", DBUS_DRIVER_NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &pid), >=, 0);
+	sd_bus_message_unref(reply);
+	ASSERT(pid > 1);
+	return (pid_t)pid;
+}
+
 /* A message carrying more fds than UNIX_FDS says: the first is passed on, brokerd closes the other. */
 static void test_stray_fds(pid_t daemon)
 {
@@ -617,7 +666,8 @@ int main(int argc, char **argv)
 	test_owner_order(b);
 	test_slow_reader(b);
 	if (daemon > 0)
-		test_stray_fds(daemon);
+		ASSERT_INT(driver_pid(b), ==, daemon);
+	test_stray_fds(daemon > 0 ? daemon : driver_pid(b));
 	test_noreply(b, server);
 	sd_bus_flush_close_unref(b);
 
