@@ -329,23 +329,26 @@ static void test_signals(sd_bus *b)
 
 /* ---- A raw client, for what sd-bus would not send -------------------------- */
 
-/* Authenticate (as root: uid 0 is "30") and, if fds, negotiate fd passing. */
+/* Authenticate (EXTERNAL with our uid, hex-encoded) and, if fds, negotiate fd passing. */
 static int raw_connect_fds(bool fds)
 {
-	char buf[512] = "";
-	const char *cmd = fds ? "AUTH EXTERNAL 30\r\nNEGOTIATE_UNIX_FD\r\n" : "AUTH EXTERNAL 30\r\n";
+	char buf[512] = "", uid[16], cmd[128];
 	int fd = unix_connect(sock_path, SOCK_STREAM);
-	size_t have = 0;
+	size_t have = 0, n;
 
 	ASSERT(fd >= 0);
-	ASSERT_INT(getuid(), ==, 0);
+	snprintf(uid, sizeof(uid), "%u", (unsigned int)getuid());
+	n = (size_t)snprintf(cmd, sizeof(cmd), "AUTH EXTERNAL ");
+	for (const char *p = uid; *p; p++)
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%02x", *p);
+	snprintf(cmd + n, sizeof(cmd) - n, "\r\n%s", fds ? "NEGOTIATE_UNIX_FD\r\n" : "");
 	ASSERT_INT(write(fd, "\0", 1), ==, 1);
 	ASSERT_INT(write(fd, cmd, strlen(cmd)), ==, (ssize_t)strlen(cmd));
 	while (!strstr(buf, fds ? "AGREE_UNIX_FD\r\n" : "\r\n")) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		ssize_t got = read(fd, buf + have, sizeof(buf) - 1 - have);
 
-		ASSERT(n > 0);
-		have += (size_t)n;
+		ASSERT(got > 0);
+		have += (size_t)got;
 		buf[have] = 0;
 	}
 	ASSERT(!memcmp(buf, "OK ", 3));
