@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "brokerd/dbus-front.h"
+#include "brokerd/test-client.h"
 #include "protocol/dbus-message.h"
 #include "util/macro.h"
 #include "util/socket.h"
@@ -610,6 +611,118 @@ static void test_owner_order(sd_bus *b)
 	ok("NameOwnerChanged before the new owner's first signal, and after its last");
 }
 
+/* The driver's other calls, as a D-Bus client sees them. */
+static void test_driver(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *s;
+	char **owners = NULL;
+	uint32_t u;
+
+	/* queued owners: the server first, then us */
+	ASSERT_INT(sd_bus_request_name(b, NAME, SD_BUS_NAME_QUEUE), ==, 0);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "ListQueuedOwners",
+				      &e, &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read_strv(reply, &owners), >=, 0);
+	reply = sd_bus_message_unref(reply);
+	ASSERT(owners && owners[0] && owners[1] && !owners[2]);
+	ASSERT_INT(sd_bus_get_unique_name(b, &s), ==, 0);
+	ASSERT_STR(owners[1], s);
+	for (char **p = owners; *p; p++)
+		free(*p);
+	free(owners);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "ReleaseName", &e,
+				      &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
+	ASSERT_INT(u, ==, 1); /* released (from the queue) */
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "ReleaseName", &e,
+				      &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
+	ASSERT_INT(u, ==, 3); /* not an owner */
+	reply = sd_bus_message_unref(reply);
+
+	/* match rules: an invalid one, removing one never added */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "AddMatch", &e, NULL,
+				      "s", "type='nonsense'"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.MatchRuleInvalid"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "RemoveMatch", &e,
+				      NULL, "s", "member='Never'"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.MatchRuleNotFound"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "AddMatch", &e, NULL,
+				      "s", "member='Once',type='signal'"),
+		   >=, 0);
+	/* the same rule written otherwise is the same rule */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "RemoveMatch", &e,
+				      NULL, "s", "type=signal,member=Once"),
+		   >=, 0);
+
+	/* wrong arguments, the standard interfaces of the bus object */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetNameOwner", &e,
+				      NULL, "u", 1U),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.InvalidArgs"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Introspectable",
+				      "Introspect", &e, &reply, ""),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT(strstr(s, "<method name=\"RequestName\">") != NULL);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Properties", "Get", &e,
+				      &reply, "ss", DBUS_DRIVER_INTERFACE, "Features"),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'v', "as"), >, 0);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Properties", "Get", &e,
+				      &reply, "ss", DBUS_DRIVER_INTERFACE, "Nothing"),
+		   <, 0);
+	sd_bus_error_free(&e);
+	ok("driver: ListQueuedOwners, ReleaseName, AddMatch/RemoveMatch errors, InvalidArgs, Introspect, Properties");
+}
+
+/* A native client's name: listed, its owner known, but messages across are NotSupported for now. */
+static void test_native(sd_bus *b, const char *ctrl)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	struct tc c;
+	struct tc_msg m;
+	char **names = NULL;
+	const char *owner;
+
+	ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
+	ASSERT_INT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Native", 0), ==, 0);
+	ASSERT_INT(m.m.hdr.type, ==, CTRL_TYPE_REPLY);
+	tc_msg_close_fds(&m);
+	ASSERT_INT(sd_bus_list_names(b, &names, NULL), >=, 0);
+	ASSERT(list_has(names, "org.brokerdtest.Native"));
+	ASSERT(list_has(names, c.unique));
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetNameOwner", &e,
+				      &reply, "s", "org.brokerdtest.Native"),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &owner), >=, 0);
+	ASSERT_STR(owner, c.unique);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Native", PATH, IFACE, "Echo", &e, NULL, "s", "x"), <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NotSupported"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Native", 0), <, 0);
+	close(c.fd);
+	ok("a native client's name: in ListNames, GetNameOwner; calls and RequestName across: NotSupported");
+}
+
 static void test_noreply(sd_bus *b, pid_t server)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -672,6 +785,9 @@ int main(int argc, char **argv)
 	test_calls(b);
 	test_signals(b);
 	test_raw(b);
+	test_driver(b);
+	if (daemon > 0)
+		test_native(b, ctrl);
 	test_owner_order(b);
 	test_slow_reader(b);
 	if (daemon > 0)
