@@ -795,7 +795,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	f->conns = c;
 	/* The same per-uid budget as native connections: one uid cannot exhaust brokerd either way. */
 	if (quota_charge(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1) < 0) {
-		log_quota(NULL, c->cred.uid, quota_kind_to_string(QUOTA_CONNECTIONS),
+		if (log_ratelimit_test(&f->refusal_log))
+			log_quota(NULL, c->cred.uid, quota_kind_to_string(QUOTA_CONNECTIONS),
 			  (unsigned long long)quota_used(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS),
 			  (unsigned long long)quota_limit_uid(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS));
 		c->dead = true;
@@ -829,6 +830,9 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	f->bus = bus;
 	f->event = sd_event_ref(event);
 	f->listen_fd = -1;
+	f->refusal_log = (struct log_ratelimit){ .what = "D-Bus connection refusal",
+						 .interval_usec = 10 * 1000000ULL,
+						 .burst = 10 };
 	r = registry_new(&f->registry, &dbus_driver_registry_ops, f);
 	if (r < 0) {
 		dbus_front_free(f);

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
+#include "brokerd/log.h"
 #include "protocol/dbus-match.h"
 #include "protocol/dbus-message.h"
 #include "protocol/dbus-sasl.h"
@@ -107,6 +108,7 @@ struct dbus_front {
 	char guid[33];
 	uint32_t serial;	       /* the driver's */
 	unsigned long unsolicited;     /* replies refused */
+	struct log_ratelimit refusal_log; /* connections over quota: a flood must not flood the journal */
 };
 
 /* ---- dbus-conn.c ----------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -723,6 +724,60 @@ static void test_native(sd_bus *b, const char *ctrl)
 	ok("a native client's name: in ListNames, GetNameOwner; calls and RequestName across: NotSupported");
 }
 
+static bool dbus_connect_works(void)
+{
+	sd_bus *b = NULL;
+	bool ok;
+
+	ASSERT_INT(sd_bus_new(&b), >=, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ok = sd_bus_start(b) >= 0 &&
+	     sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping", NULL, NULL,
+				"") >= 0;
+	sd_bus_flush_close_unref(b);
+	return ok;
+}
+
+/*
+ * One budget per uid for both protocols: with "connections 2" for uid 2003,
+ * a native and a D-Bus connection use it up, a third of either kind is
+ * refused, and closing one makes room again.
+ */
+static void test_quota(const char *ctrl)
+{
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct tc c;
+		sd_bus *b;
+		bool again = false;
+
+		ASSERT_INT(setgroups(0, NULL), ==, 0);
+		ASSERT_INT(setgid(2003), ==, 0);
+		ASSERT_INT(setuid(2003), ==, 0);
+		ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
+		b = connect_bus();
+		ASSERT(!dbus_connect_works());
+		ASSERT(tc_connect_hello(&(struct tc){ .fd = -1 }, ctrl, 0) != 0);
+		close(c.fd);
+		for (int i = 0; i < 200 && !again; i++) {
+			again = dbus_connect_works();
+			if (!again)
+				usleep(10000);
+		}
+		ASSERT(again);
+		sd_bus_flush_close_unref(b);
+		_exit(0);
+	}
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ok("one connections quota per uid for native and D-Bus connections");
+}
+
 static void test_noreply(sd_bus *b, pid_t server)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -750,6 +805,7 @@ int main(int argc, char **argv)
 		snprintf(sock_path, sizeof(sock_path), "%s", DBUS_SOCKET_PATH);
 	} else {
 		ASSERT(mkdtemp(tmpdir));
+		ASSERT_INT(chmod(tmpdir, 0755), ==, 0); /* test_quota() connects as uid 2003 */
 		snprintf(sock_path, sizeof(sock_path), "%s/dbus", tmpdir);
 		snprintf(ctrl, sizeof(ctrl), "%s/socket", tmpdir);
 		snprintf(policy, sizeof(policy), "%s/policy.d", tmpdir);
@@ -759,7 +815,7 @@ int main(int argc, char **argv)
 		snprintf(policy_file, sizeof(policy_file), "%s/50-test.conf", policy);
 		FILE *fp = fopen(policy_file, "we");
 		ASSERT(fp);
-		fputs("[default]\nallow * org.brokerdtest.*\n", fp);
+		fputs("[default]\nallow * org.brokerdtest.*\n[limits user 2003]\nconnections 2\n", fp);
 		ASSERT_INT(fclose(fp), ==, 0);
 		daemon = fork();
 		ASSERT(daemon >= 0);
@@ -788,6 +844,8 @@ int main(int argc, char **argv)
 	test_driver(b);
 	if (daemon > 0)
 		test_native(b, ctrl);
+	if (daemon > 0 && getuid() == 0)
+		test_quota(ctrl);
 	test_owner_order(b);
 	test_slow_reader(b);
 	if (daemon > 0)
