@@ -315,7 +315,11 @@ static void test_signals(sd_bus *b)
 	sd_bus_slot *slot = NULL;
 	uint64_t end;
 
-	ASSERT_INT(sd_bus_match_signal(b, &slot, NULL, PATH, IFACE, "Ping", on_ping, NULL), >=, 0);
+	/* the sender as a well-known name: brokerd resolves it to the owner's messages */
+	ASSERT_INT(sd_bus_match_signal(b, &slot, NAME, PATH, IFACE, "Ping", on_ping, NULL), >=, 0);
+	/* a rule for Other from a name nobody owns must not let Other through */
+	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',sender='org.brokerdtest.Nobody',member='Other'", NULL, NULL),
+		   >=, 0);
 	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
 	end = now_ms() + 5000;
 	while (!pings && now_ms() < end) {
@@ -326,7 +330,7 @@ static void test_signals(sd_bus *b)
 	/* Other was sent before Ping and matches no rule of ours: it never came */
 	ASSERT_INT(others, ==, 0);
 	sd_bus_slot_unref(slot);
-	ok("a broadcast signal reaches a matching rule, not an unmatched one");
+	ok("a broadcast signal reaches a matching rule (well-known sender), not an unmatched one");
 }
 
 /* ---- A raw client, for what sd-bus would not send -------------------------- */
