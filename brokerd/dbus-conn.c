@@ -806,7 +806,9 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	c->charged = true;
 	dbus_sasl_init(&c->sasl, c->cred.uid, true, f->guid);
 	if (sd_event_add_io(f->event, &c->src, cfd, EPOLLIN, on_conn_io, c) < 0 ||
-	    sd_event_add_time_relative(f->event, &c->hello_timer, CLOCK_MONOTONIC, DBUS_CONN_HELLO_TIMEOUT_USEC, 0,
+	    /* Authentication and Hello within the native HELLO deadline: it holds a quota slot meanwhile. */
+	    sd_event_add_time_relative(f->event, &c->hello_timer, CLOCK_MONOTONIC,
+				       quota_bus_limit(f->bus->quota, QUOTA_BUS_HELLO_TIMEOUT_MS) * 1000ULL, 0,
 				       on_hello_timeout, c) < 0) {
 		dbus_conn_kill(c, "out of memory");
 		return 0;

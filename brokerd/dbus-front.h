@@ -40,8 +40,6 @@
 /* Per connection: match rules, and calls waiting for a reply from it or to it. */
 #define DBUS_CONN_MATCHES_MAX 1024U
 #define DBUS_CONN_REPLIES_MAX 4096U
-/* Without Hello within this time a connection is closed (it holds a quota slot). */
-#define DBUS_CONN_HELLO_TIMEOUT_USEC (10ULL * 1000000ULL)
 
 struct bus;
 struct registry;

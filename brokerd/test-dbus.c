@@ -443,6 +443,20 @@ static void test_raw(sd_bus *b)
 	close(fd);
 	ok("a message before Hello closes the connection");
 
+	/* authenticated but no Hello: closed at the HELLO deadline (1 s here; the system's 5 s) */
+	if (sock_path[0] && strcmp(sock_path, DBUS_SOCKET_PATH) != 0) {
+		uint64_t t0 = now_ms(), waited;
+
+		fd = raw_connect();
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		waited = now_ms() - t0;
+		close(fd);
+		printf("# closed %llu ms after connecting without Hello\n", (unsigned long long)waited);
+		ASSERT(waited >= 900 && waited < 5000);
+		ok("no Hello: closed at the HELLO deadline");
+	}
+
 	/* an unsolicited reply is refused */
 	fd = raw_connect();
 	hello.member = "Hello";
@@ -819,7 +833,9 @@ int main(int argc, char **argv)
 		snprintf(policy_file, sizeof(policy_file), "%s/50-test.conf", policy);
 		FILE *fp = fopen(policy_file, "we");
 		ASSERT(fp);
-		fputs("[default]\nallow * org.brokerdtest.*\n[limits user 2003]\nconnections 2\n", fp);
+		fputs("[default]\nallow * org.brokerdtest.*\n[limits]\nhello_timeout_ms 1000\n"
+		      "[limits user 2003]\nconnections 2\n",
+		      fp);
 		ASSERT_INT(fclose(fp), ==, 0);
 		daemon = fork();
 		ASSERT(daemon >= 0);
