@@ -157,8 +157,8 @@ int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsig
 	if (c->out_bytes > DBUS_CONN_OUT_BYTES_MAX || c->out_fds > DBUS_CONN_OUT_FDS_MAX) {
 		char why[128];
 
-		snprintf(why, sizeof(why), "slow reader: %zu bytes and %u fds queued (limits %u, %u)", c->out_bytes,
-			 c->out_fds, DBUS_CONN_OUT_BYTES_MAX, DBUS_CONN_OUT_FDS_MAX);
+		snprintf(why, sizeof(why), "slow reader: %zu bytes and %u fds queued (limits %u, %u)",
+			 c->out_bytes, c->out_fds, DBUS_CONN_OUT_BYTES_MAX, DBUS_CONN_OUT_FDS_MAX);
 		log_full(LOG_WARNING, c->name, c->cred.uid, "D-Bus connection %s of uid %u: %s", c->name,
 			 (unsigned int)c->cred.uid, why);
 		dbus_conn_kill(c, why);
@@ -318,8 +318,8 @@ void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, cons
 	dbus_message_deinit(&m);
 }
 
-static struct dbus_reply **reply_find(struct dbus_front *f, struct dbus_conn *caller, struct dbus_conn *callee,
-				      uint32_t serial)
+static struct dbus_reply **reply_find(struct dbus_front *f, struct dbus_conn *caller,
+				      struct dbus_conn *callee, uint32_t serial)
 {
 	for (struct dbus_reply **p = &f->replies; *p; p = &(*p)->next)
 		if ((*p)->caller == caller && (*p)->callee == callee && (*p)->serial == serial)
@@ -351,17 +351,19 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 			       "%s is a native brokerd client; calls between D-Bus and native clients are not supported yet",
 			       dest);
 		else
-			refuse(c, m, "org.freedesktop.DBus.Error.ServiceUnknown", "The name %s has no owner", dest);
+			refuse(c, m, "org.freedesktop.DBus.Error.ServiceUnknown", "The name %s has no owner",
+			       dest);
 		return 0;
 	}
 	if (dest[0] != ':' &&
 	    !policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, dest, NULL, 0)) {
-		refuse(c, m, "org.freedesktop.DBus.Error.AccessDenied", "Sending to %s is not allowed by policy",
-		       dest);
+		refuse(c, m, "org.freedesktop.DBus.Error.AccessDenied",
+		       "Sending to %s is not allowed by policy", dest);
 		return 0;
 	}
 	if (m->h.n_fds && !t->sasl.fds_agreed) {
-		refuse(c, m, "org.freedesktop.DBus.Error.NotSupported", "%s does not accept file descriptors", dest);
+		refuse(c, m, "org.freedesktop.DBus.Error.NotSupported", "%s does not accept file descriptors",
+		       dest);
 		return 0;
 	}
 
@@ -391,8 +393,9 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 		if (!p) {
 			/* Nobody asked c for this: a forged or late reply. */
 			f->unsolicited++;
-			log_full(LOG_DEBUG, c->name, c->cred.uid, "unsolicited reply from %s to %s (serial %u) refused",
-				 c->name, t->name, m->h.reply_serial);
+			log_full(LOG_DEBUG, c->name, c->cred.uid,
+				 "unsolicited reply from %s to %s (serial %u) refused", c->name, t->name,
+				 m->h.reply_serial);
 			return 0;
 		}
 		rep = *p;
@@ -413,7 +416,8 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 	bool to_driver = !m->h.destination || !strcmp(m->h.destination, DBUS_DRIVER_NAME);
 	int r = 0;
 
-	if (!c->peer && !(to_driver && m->h.type == DBUS_MESSAGE_METHOD_CALL && !strcmp(m->h.member, "Hello"))) {
+	if (!c->peer &&
+	    !(to_driver && m->h.type == DBUS_MESSAGE_METHOD_CALL && !strcmp(m->h.member, "Hello"))) {
 		dbus_conn_kill(c, "a message before Hello");
 		r = -EPROTO;
 		goto out;
@@ -486,7 +490,7 @@ static void conn_process(struct dbus_conn *c)
 			}
 		}
 		if (r < 0) {
-			dbus_conn_kill(c, r == -EPROTO ? "authentication protocol violated" :
+			dbus_conn_kill(c, r == -EPROTO	 ? "authentication protocol violated" :
 					  r == -EMSGSIZE ? "authentication line too long" :
 							   "authentication failed");
 			return;
@@ -550,8 +554,9 @@ static void conn_read(struct dbus_conn *c)
 		char buf[CMSG_SPACE(sizeof(int) * DBUS_MESSAGE_FDS_MAX)];
 	} control;
 	struct iovec iov;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
-			     .msg_controllen = sizeof(control) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control)
+	};
 	ssize_t n;
 
 	if (in_reserve(c, c->in_len + READ_CHUNK) < 0) {
@@ -796,9 +801,11 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	/* The same per-uid budget as native connections: one uid cannot exhaust brokerd either way. */
 	if (quota_charge(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1) < 0) {
 		if (log_ratelimit_test(&f->refusal_log))
-			log_quota(NULL, c->cred.uid, quota_kind_to_string(QUOTA_CONNECTIONS),
-			  (unsigned long long)quota_used(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS),
-			  (unsigned long long)quota_limit_uid(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS));
+			log_quota(
+				NULL, c->cred.uid, quota_kind_to_string(QUOTA_CONNECTIONS),
+				(unsigned long long)quota_used(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS),
+				(unsigned long long)quota_limit_uid(f->bus->quota, c->cred.uid,
+								    QUOTA_CONNECTIONS));
 		c->dead = true;
 		schedule_reap(f);
 		return 0;
@@ -808,13 +815,13 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	if (sd_event_add_io(f->event, &c->src, cfd, EPOLLIN, on_conn_io, c) < 0 ||
 	    /* Authentication and Hello within the native HELLO deadline: it holds a quota slot meanwhile. */
 	    sd_event_add_time_relative(f->event, &c->hello_timer, CLOCK_MONOTONIC,
-				       quota_bus_limit(f->bus->quota, QUOTA_BUS_HELLO_TIMEOUT_MS) * 1000ULL, 0,
-				       on_hello_timeout, c) < 0) {
+				       quota_bus_limit(f->bus->quota, QUOTA_BUS_HELLO_TIMEOUT_MS) * 1000ULL,
+				       0, on_hello_timeout, c) < 0) {
 		dbus_conn_kill(c, "out of memory");
 		return 0;
 	}
-	log_full(LOG_DEBUG, NULL, c->cred.uid, "D-Bus connection from uid %u pid %d", (unsigned int)c->cred.uid,
-		 (int)c->cred.pid);
+	log_full(LOG_DEBUG, NULL, c->cred.uid, "D-Bus connection from uid %u pid %d",
+		 (unsigned int)c->cred.uid, (int)c->cred.pid);
 	return 0;
 }
 

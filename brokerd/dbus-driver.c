@@ -87,7 +87,8 @@ void dbus_driver_conn_gone(struct dbus_conn *c)
 
 /* ---- Replies -------------------------------------------------------------------- */
 
-int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, const char *name, const char *text)
+int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, const char *name,
+			    const char *text)
 {
 	struct dbus_header h = {
 		.type = DBUS_MESSAGE_ERROR,
@@ -250,15 +251,18 @@ static int method_request_name(struct call *k)
 
 	(void)dbus_reader_read_basic(&k->r, 'u', &flags);
 	if (!ctrl_name_is_valid_wellknown(name))
-		return fail(k, ERR("InvalidArgs"), "Cannot acquire a service named '%s': not a well-known name", name);
+		return fail(k, ERR("InvalidArgs"),
+			    "Cannot acquire a service named '%s': not a well-known name", name);
 	if (!strcmp(name, DBUS_DRIVER_NAME))
 		return fail(k, ERR("InvalidArgs"), "Connection is not allowed to own the service %s", name);
 	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_OWN, name, NULL, 0))
-		return fail(k, ERR("AccessDenied"), "Connection is not allowed to own the service %s by policy", name);
+		return fail(k, ERR("AccessDenied"),
+			    "Connection is not allowed to own the service %s by policy", name);
 	if (registry_name_owner(f->bus->registry, name))
-		return fail(k, ERR("NotSupported"),
-			    "%s is owned by a native brokerd client; D-Bus and native owners cannot share a name yet",
-			    name);
+		return fail(
+			k, ERR("NotSupported"),
+			"%s is owned by a native brokerd client; D-Bus and native owners cannot share a name yet",
+			name);
 	if (registry_name_entry_flags(f->registry, c->peer, name) < 0) {
 		if (quota_charge(q, c->cred.uid, QUOTA_NAMES, 1) < 0)
 			return fail(k, ERR("LimitsExceeded"), "The names quota of this uid is used up (%s)",
@@ -266,8 +270,9 @@ static int method_request_name(struct call *k)
 		quota_release(q, c->cred.uid, QUOTA_NAMES, 1);
 	}
 	/* Only the three flags of the specification; the native pool flag is not D-Bus's. */
-	r = registry_name_request(f->registry, c->peer, name,
-				  flags & (CTRL_NAME_ALLOW_REPLACEMENT | CTRL_NAME_REPLACE_EXISTING | CTRL_NAME_DO_NOT_QUEUE));
+	r = registry_name_request(
+		f->registry, c->peer, name,
+		flags & (CTRL_NAME_ALLOW_REPLACEMENT | CTRL_NAME_REPLACE_EXISTING | CTRL_NAME_DO_NOT_QUEUE));
 	if (r < 0)
 		return fail(k, ERR("InvalidArgs"), "Cannot acquire %s", name);
 	result = (uint32_t)r;
@@ -306,7 +311,8 @@ static int method_list_queued_owners(struct call *k)
 		const char *o = owner_of(f, name);
 
 		if (!o)
-			return fail(k, ERR("NameHasNoOwner"), "Could not get the owners of %s: no such name", name);
+			return fail(k, ERR("NameHasNoOwner"), "Could not get the owners of %s: no such name",
+				    name);
 		dbus_writer_open(&k->w, 'a', "s");
 		dbus_writer_append_basic(&k->w, 's', o);
 		return dbus_writer_close(&k->w);
@@ -383,7 +389,8 @@ static int method_get_name_owner(struct call *k)
 	const char *o = owner_of(k->c->front, name);
 
 	if (!o)
-		return fail(k, ERR("NameHasNoOwner"), "Could not get the owner of name '%s': no such name", name);
+		return fail(k, ERR("NameHasNoOwner"), "Could not get the owner of name '%s': no such name",
+			    name);
 	return dbus_writer_append_basic(&k->w, 's', o);
 }
 
@@ -409,7 +416,8 @@ static int method_get_unix_pid(struct call *k)
 	if (r)
 		return r;
 	if (!cr.pid)
-		return fail(k, ERR("UnixProcessIdUnknown"), "The process of %s is not known or has exited", name);
+		return fail(k, ERR("UnixProcessIdUnknown"), "The process of %s is not known or has exited",
+			    name);
 	pid = (uint32_t)cr.pid;
 	return dbus_writer_append_basic(&k->w, 'u', &pid);
 }
@@ -731,8 +739,8 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 	if (strcmp(m->h.signature ? m->h.signature : "", md->in) != 0) {
 		char text[512];
 
-		snprintf(text, sizeof(text), "%s takes arguments of signature '%s', not '%s'", md->member, md->in,
-			 m->h.signature ? m->h.signature : "");
+		snprintf(text, sizeof(text), "%s takes arguments of signature '%s', not '%s'", md->member,
+			 md->in, m->h.signature ? m->h.signature : "");
 		return dbus_driver_reply_error(c, m, ERR("InvalidArgs"), text);
 	}
 	r = dbus_reader_init(&k.r, md->in, m->body, m->body_len, m->byte_order, m->h.n_fds);

@@ -5,7 +5,7 @@
  * socket and served by the same process and event loop. dbus-conn.c is the
  * transport and the routing (SASL, buffering, fds, SENDER, unicast and
  * matched broadcast, reply tracking), dbus-driver.c the org.freedesktop.DBus
- * driver. Both include this header; the daemon calls only the three
+ * driver. Both include this header; the daemon calls only the four
  * functions at the end.
  *
  * One bus, two protocols, as far as it goes today (brokerd/README.md,
@@ -104,8 +104,8 @@ struct dbus_front {
 	struct dbus_conn *conns;
 	struct dbus_reply *replies;
 	char guid[33];
-	uint32_t serial;	       /* the driver's */
-	unsigned long unsolicited;     /* replies refused */
+	uint32_t serial;		  /* the driver's */
+	unsigned long unsolicited;	  /* replies refused */
 	struct log_ratelimit refusal_log; /* connections over quota: a flood must not flood the journal */
 };
 

@@ -12,12 +12,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -150,8 +150,8 @@ static int filter(sd_bus_message *m, void *userdata, sd_bus_error *e)
 	if (sd_bus_message_is_signal(m, DBUS_DRIVER_INTERFACE, "NameOwnerChanged")) {
 		const char *name, *old, *new;
 
-		if (sd_bus_message_read(m, "sss", &name, &old, &new) >= 0 && !strcmp(name, "org.brokerdtest.Order") &&
-		    strlen(order) < sizeof(order) - 1)
+		if (sd_bus_message_read(m, "sss", &name, &old, &new) >= 0 &&
+		    !strcmp(name, "org.brokerdtest.Order") && strlen(order) < sizeof(order) - 1)
 			order[strlen(order)] = *new ? 'N' : 'L';
 		(void)sd_bus_message_rewind(m, true);
 	}
@@ -180,8 +180,8 @@ static void wait_owner(sd_bus *b, const char *name, bool owned)
 		sd_bus_message *reply = NULL;
 		int has = 0;
 
-		if (sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "NameHasOwner", &e,
-				       &reply, "s", name) >= 0)
+		if (sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				       "NameHasOwner", &e, &reply, "s", name) >= 0)
 			(void)sd_bus_message_read(reply, "b", &has);
 		sd_bus_message_unref(reply);
 		sd_bus_error_free(&e);
@@ -219,8 +219,8 @@ static void test_names(sd_bus *b)
 	for (char **p = names; *p; p++)
 		free(*p);
 	free(names);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetNameOwner", &e,
-				      &reply, "s", NAME),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetNameOwner", &e, &reply, "s", NAME),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_read(reply, "s", &owner), >=, 0);
 	ASSERT(owner[0] == ':' && strcmp(owner, unique) != 0);
@@ -239,8 +239,8 @@ static void test_names(sd_bus *b)
 	/* the driver's own name is nobody's */
 	ASSERT_INT(sd_bus_request_name(b, DBUS_DRIVER_NAME, 0), <, 0);
 	/* unknown driver methods */
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "NoSuchMethod", &e,
-				      NULL, ""),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "NoSuchMethod", &e, NULL, ""),
 		   <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownMethod"));
 	sd_bus_error_free(&e);
@@ -304,7 +304,8 @@ static void test_calls(sd_bus *b)
 	reply = sd_bus_message_unref(reply);
 	ok("an fd passed with a call");
 
-	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Nobody", PATH, IFACE, "Echo", &e, NULL, "s", "x"), <, 0);
+	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Nobody", PATH, IFACE, "Echo", &e, NULL, "s", "x"),
+		   <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
 	sd_bus_error_free(&e);
 	ok("a call to a name nobody owns: ServiceUnknown");
@@ -318,7 +319,8 @@ static void test_signals(sd_bus *b)
 	/* the sender as a well-known name: brokerd resolves it to the owner's messages */
 	ASSERT_INT(sd_bus_match_signal(b, &slot, NAME, PATH, IFACE, "Ping", on_ping, NULL), >=, 0);
 	/* a rule for Other from a name nobody owns must not let Other through */
-	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',sender='org.brokerdtest.Nobody',member='Other'", NULL, NULL),
+	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',sender='org.brokerdtest.Nobody',member='Other'",
+				    NULL, NULL),
 		   >=, 0);
 	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
 	end = now_ms() + 5000;
@@ -425,8 +427,11 @@ static void raw_send(int fd, const struct dbus_header *h, const void *body, size
 
 static void test_raw(sd_bus *b)
 {
-	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 1, .path = DBUS_DRIVER_PATH,
-				     .interface = DBUS_DRIVER_INTERFACE, .member = "Hello",
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
+				     .serial = 1,
+				     .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE,
+				     .member = "Hello",
 				     .destination = DBUS_DRIVER_NAME };
 	const char *unique;
 	char buf[4096];
@@ -461,12 +466,13 @@ static void test_raw(sd_bus *b)
 	fd = raw_connect();
 	hello.member = "Hello";
 	raw_send(fd, &hello, NULL, 0);
-	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .serial = 2, .reply_serial = 999,
-				     .destination = unique };
+	struct dbus_header reply = {
+		.type = DBUS_MESSAGE_METHOD_RETURN, .serial = 2, .reply_serial = 999, .destination = unique
+	};
 	raw_send(fd, &reply, NULL, 0);
 	/* a round trip of b's after it: the forged reply would have come before */
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping",
-				      NULL, NULL, ""),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer",
+				      "Ping", NULL, NULL, ""),
 		   >=, 0);
 	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", NULL, NULL, "s", "sync"), >=, 0);
 	while (sd_bus_process(b, NULL) > 0)
@@ -485,8 +491,11 @@ static void test_raw(sd_bus *b)
 
 static void raw_hello(int fd)
 {
-	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 1, .path = DBUS_DRIVER_PATH,
-				     .interface = DBUS_DRIVER_INTERFACE, .member = "Hello",
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
+				     .serial = 1,
+				     .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE,
+				     .member = "Hello",
 				     .destination = DBUS_DRIVER_NAME };
 	struct dbus_message m;
 
@@ -514,8 +523,14 @@ static pid_t driver_pid(sd_bus *b)
 /* A message carrying more fds than UNIX_FDS says: the first is passed on, brokerd closes the other. */
 static void test_stray_fds(pid_t daemon)
 {
-	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 2, .path = PATH, .interface = IFACE,
-				    .member = "ReadFd", .destination = NAME, .signature = "h", .n_fds = 1 };
+	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = 2,
+				    .path = PATH,
+				    .interface = IFACE,
+				    .member = "ReadFd",
+				    .destination = NAME,
+				    .signature = "h",
+				    .n_fds = 1 };
 	struct dbus_message m;
 	uint32_t idx = 0;
 	unsigned int before, after;
@@ -561,16 +576,21 @@ static void test_slow_reader(sd_bus *b)
 
 	fd = raw_connect();
 	raw_hello(fd);
-	struct dbus_header add = { .type = DBUS_MESSAGE_METHOD_CALL, .serial = 2, .path = DBUS_DRIVER_PATH,
-				   .interface = DBUS_DRIVER_INTERFACE, .member = "AddMatch",
-				   .destination = DBUS_DRIVER_NAME, .signature = "s" };
+	struct dbus_header add = { .type = DBUS_MESSAGE_METHOD_CALL,
+				   .serial = 2,
+				   .path = DBUS_DRIVER_PATH,
+				   .interface = DBUS_DRIVER_INTERFACE,
+				   .member = "AddMatch",
+				   .destination = DBUS_DRIVER_NAME,
+				   .signature = "s" };
 	struct dbus_writer w;
 	struct dbus_message m;
 	void *body;
 	size_t len;
 
 	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
-	ASSERT_INT(dbus_writer_append_basic(&w, 's', "type='signal',interface='org.brokerdtest.Flood'"), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 's', "type='signal',interface='org.brokerdtest.Flood'"), ==,
+		   0);
 	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
 	dbus_writer_deinit(&w);
 	raw_send(fd, &add, body, len);
@@ -587,8 +607,8 @@ static void test_slow_reader(sd_bus *b)
 	}
 	ASSERT_INT(sd_bus_flush(b), >=, 0);
 	/* brokerd answers b at once, while the reader is cut off: it reads what was sent, then EOF */
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping",
-				      NULL, NULL, ""),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer",
+				      "Ping", NULL, NULL, ""),
 		   >=, 0);
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		;
@@ -609,7 +629,8 @@ static void test_owner_order(sd_bus *b)
 				    "arg0='org.brokerdtest.Order'",
 				    NULL, NULL),
 		   >=, 0);
-	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',interface='" IFACE "',member='Hi'", NULL, NULL), >=, 0);
+	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',interface='" IFACE "',member='Hi'", NULL, NULL),
+		   >=, 0);
 	pid = fork();
 	ASSERT(pid >= 0);
 	if (pid == 0) {
@@ -641,8 +662,8 @@ static void test_driver(sd_bus *b)
 
 	/* queued owners: the server first, then us */
 	ASSERT_INT(sd_bus_request_name(b, NAME, SD_BUS_NAME_QUEUE), ==, 0);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "ListQueuedOwners",
-				      &e, &reply, "s", NAME),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ListQueuedOwners", &e, &reply, "s", NAME),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_read_strv(reply, &owners), >=, 0);
 	reply = sd_bus_message_unref(reply);
@@ -652,57 +673,59 @@ static void test_driver(sd_bus *b)
 	for (char **p = owners; *p; p++)
 		free(*p);
 	free(owners);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "ReleaseName", &e,
-				      &reply, "s", NAME),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ReleaseName", &e, &reply, "s", NAME),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
 	ASSERT_INT(u, ==, 1); /* released (from the queue) */
 	reply = sd_bus_message_unref(reply);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "ReleaseName", &e,
-				      &reply, "s", NAME),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ReleaseName", &e, &reply, "s", NAME),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
 	ASSERT_INT(u, ==, 3); /* not an owner */
 	reply = sd_bus_message_unref(reply);
 
 	/* match rules: an invalid one, removing one never added */
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "AddMatch", &e, NULL,
-				      "s", "type='nonsense'"),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "AddMatch", &e, NULL, "s", "type='nonsense'"),
 		   <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.MatchRuleInvalid"));
 	sd_bus_error_free(&e);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "RemoveMatch", &e,
-				      NULL, "s", "member='Never'"),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "RemoveMatch", &e, NULL, "s", "member='Never'"),
 		   <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.MatchRuleNotFound"));
 	sd_bus_error_free(&e);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "AddMatch", &e, NULL,
-				      "s", "member='Once',type='signal'"),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "AddMatch", &e, NULL, "s", "member='Once',type='signal'"),
 		   >=, 0);
 	/* the same rule written otherwise is the same rule */
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "RemoveMatch", &e,
-				      NULL, "s", "type=signal,member=Once"),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "RemoveMatch", &e, NULL, "s", "type=signal,member=Once"),
 		   >=, 0);
 
 	/* wrong arguments, the standard interfaces of the bus object */
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetNameOwner", &e,
-				      NULL, "u", 1U),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetNameOwner", &e, NULL, "u", 1U),
 		   <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.InvalidArgs"));
 	sd_bus_error_free(&e);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Introspectable",
-				      "Introspect", &e, &reply, ""),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply, ""),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
 	ASSERT(strstr(s, "<method name=\"RequestName\">") != NULL);
 	reply = sd_bus_message_unref(reply);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Properties", "Get", &e,
-				      &reply, "ss", DBUS_DRIVER_INTERFACE, "Features"),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
+				      DBUS_DRIVER_INTERFACE, "Features"),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_enter_container(reply, 'v', "as"), >, 0);
 	reply = sd_bus_message_unref(reply);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Properties", "Get", &e,
-				      &reply, "ss", DBUS_DRIVER_INTERFACE, "Nothing"),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
+				      DBUS_DRIVER_INTERFACE, "Nothing"),
 		   <, 0);
 	sd_bus_error_free(&e);
 	ok("driver: ListQueuedOwners, ReleaseName, AddMatch/RemoveMatch errors, InvalidArgs, Introspect, Properties");
@@ -728,13 +751,14 @@ static void test_native(sd_bus *b, const char *ctrl)
 	for (char **p = names; *p; p++)
 		free(*p);
 	free(names);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetNameOwner", &e,
-				      &reply, "s", "org.brokerdtest.Native"),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetNameOwner", &e, &reply, "s", "org.brokerdtest.Native"),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_read(reply, "s", &owner), >=, 0);
 	ASSERT_STR(owner, c.unique);
 	reply = sd_bus_message_unref(reply);
-	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Native", PATH, IFACE, "Echo", &e, NULL, "s", "x"), <, 0);
+	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Native", PATH, IFACE, "Echo", &e, NULL, "s", "x"),
+		   <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NotSupported"));
 	sd_bus_error_free(&e);
 	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Native", 0), <, 0);
@@ -751,8 +775,8 @@ static bool dbus_connect_works(void)
 	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
 	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
 	ok = sd_bus_start(b) >= 0 &&
-	     sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping", NULL, NULL,
-				"") >= 0;
+	     sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping",
+				NULL, NULL, "") >= 0;
 	sd_bus_flush_close_unref(b);
 	return ok;
 }

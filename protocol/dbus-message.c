@@ -65,8 +65,8 @@ bool dbus_bus_name_is_valid(const char *name)
 			elem_start = true;
 			continue;
 		}
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-'))
 			return false;
 		elem_start = false;
 	}
@@ -75,9 +75,9 @@ bool dbus_bus_name_is_valid(const char *name)
 
 /* The type each known field must have. */
 static const char field_types[_DBUS_FIELD_MAX] = {
-	[DBUS_FIELD_PATH] = 'o',      [DBUS_FIELD_INTERFACE] = 's',	[DBUS_FIELD_MEMBER] = 's',
+	[DBUS_FIELD_PATH] = 'o',       [DBUS_FIELD_INTERFACE] = 's',	[DBUS_FIELD_MEMBER] = 's',
 	[DBUS_FIELD_ERROR_NAME] = 's', [DBUS_FIELD_REPLY_SERIAL] = 'u', [DBUS_FIELD_DESTINATION] = 's',
-	[DBUS_FIELD_SENDER] = 's',    [DBUS_FIELD_SIGNATURE] = 'g',	[DBUS_FIELD_UNIX_FDS] = 'u',
+	[DBUS_FIELD_SENDER] = 's',     [DBUS_FIELD_SIGNATURE] = 'g',	[DBUS_FIELD_UNIX_FDS] = 'u',
 };
 
 /* The value of field code (already type-checked) is acceptable: 0, else -EBADMSG. */
@@ -269,7 +269,8 @@ int dbus_message_write(const struct dbus_header *h, const void *body, size_t bod
 	uint8_t *out;
 	int r;
 
-	if (body_len > DBUS_MESSAGE_MAX || h->serial == 0 || h->type == 0 || h->type >= _DBUS_MESSAGE_TYPE_MAX)
+	if (body_len > DBUS_MESSAGE_MAX || h->serial == 0 || h->type == 0 ||
+	    h->type >= _DBUS_MESSAGE_TYPE_MAX)
 		return -EINVAL;
 	if ((h->interface && !chmsg_interface_is_valid(h->interface)) ||
 	    (h->member && !ctrl_name_is_valid_member(h->member)) ||
@@ -334,7 +335,8 @@ int dbus_message_stamp(struct dbus_message *m, const char *sender)
 
 	if (m->h.signature) {
 		/* Validated already, so this cannot fail; it only swaps bytes. */
-		r = dbus_body_to_native(m->h.signature, (void *)m->body, m->body_len, m->byte_order, m->h.n_fds);
+		r = dbus_body_to_native(m->h.signature, (void *)m->body, m->body_len, m->byte_order,
+					m->h.n_fds);
 		if (r < 0)
 			return r;
 		m->byte_order = DBUS_NATIVE_ENDIAN;

@@ -118,7 +118,8 @@ static int handle_line(struct dbus_sasl *s, const char *line, size_t len, char *
 		s->state = DBUS_SASL_OK;
 		return reply(out, out_size, out_len, OK, s->guid);
 	}
-	if (command_is(line, len, "CANCEL", &arg, &arg_len) || command_is(line, len, "ERROR", &arg, &arg_len)) {
+	if (command_is(line, len, "CANCEL", &arg, &arg_len) ||
+	    command_is(line, len, "ERROR", &arg, &arg_len)) {
 		/* Either aborts the exchange in progress, and what was agreed in it; the client may start over. */
 		s->state = DBUS_SASL_AUTH;
 		s->fds_agreed = false;

@@ -32,20 +32,20 @@
 #define DBUS_SASL_REPLY_MAX 64
 
 enum dbus_sasl_state {
-	DBUS_SASL_NUL,	     /* waiting for the credentials byte */
-	DBUS_SASL_AUTH,	     /* waiting for AUTH */
-	DBUS_SASL_DATA,	     /* AUTH EXTERNAL without a response: waiting for DATA */
-	DBUS_SASL_OK,	     /* authenticated: NEGOTIATE_UNIX_FD or BEGIN */
-	DBUS_SASL_DONE,	     /* BEGIN: what follows is the message stream */
+	DBUS_SASL_NUL,	/* waiting for the credentials byte */
+	DBUS_SASL_AUTH, /* waiting for AUTH */
+	DBUS_SASL_DATA, /* AUTH EXTERNAL without a response: waiting for DATA */
+	DBUS_SASL_OK,	/* authenticated: NEGOTIATE_UNIX_FD or BEGIN */
+	DBUS_SASL_DONE, /* BEGIN: what follows is the message stream */
 };
 
 struct dbus_sasl {
 	enum dbus_sasl_state state;
-	uid_t uid;	      /* from SO_PEERCRED */
-	bool can_fds;	      /* the transport passes fds (AF_UNIX) */
-	bool fds_agreed;      /* NEGOTIATE_UNIX_FD was answered AGREE_UNIX_FD */
+	uid_t uid;	 /* from SO_PEERCRED */
+	bool can_fds;	 /* the transport passes fds (AF_UNIX) */
+	bool fds_agreed; /* NEGOTIATE_UNIX_FD was answered AGREE_UNIX_FD */
 	unsigned int n_commands;
-	char guid[33];	      /* the server's, 32 hex digits */
+	char guid[33]; /* the server's, 32 hex digits */
 };
 
 /* Start a handshake for a peer of this uid; guid is the bus id (32 hex digits). */

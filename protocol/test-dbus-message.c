@@ -9,6 +9,7 @@
 #include "util/test.h"
 
 /* A signal in big-endian order, written by hand from the specification. */
+/* clang-format off */
 static const uint8_t be_signal[] = {
 	'B', 4, 0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 55,
 	/* PATH "/a" */
@@ -22,6 +23,7 @@ static const uint8_t be_signal[] = {
 	/* body: 42 */
 	0, 0, 0, 42,
 };
+/* clang-format on */
 
 static int parse_copy(struct dbus_message *m, const void *data, size_t len, uint32_t n_fds)
 {

@@ -88,8 +88,9 @@ static void test_refusals(void)
 
 	/* another uid, another mechanism, no mechanism, bad hex, a leading zero */
 	static const char *bad[] = { "AUTH EXTERNAL 31303031\r\n", "AUTH DBUS_COOKIE_SHA1 31303030\r\n",
-				     "AUTH ANONYMOUS\r\n", "AUTH\r\n", "AUTH EXTERNAL 3x303030\r\n",
-				     "AUTH EXTERNAL 3031303030\r\n", "AUTH EXTERNALX 31303030\r\n" };
+				     "AUTH ANONYMOUS\r\n",	   "AUTH\r\n",
+				     "AUTH EXTERNAL 3x303030\r\n", "AUTH EXTERNAL 3031303030\r\n",
+				     "AUTH EXTERNALX 31303030\r\n" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		dbus_sasl_init(&s, 1000, true, GUID);
 		ASSERT_INT(feed("\0", 1, &c), ==, 0);
