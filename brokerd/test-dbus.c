@@ -337,8 +337,47 @@ static void test_signals(sd_bus *b)
 	ASSERT_INT(pings, ==, 1);
 	/* Other was sent before Ping and matches no rule of ours: it never came */
 	ASSERT_INT(others, ==, 0);
-	sd_bus_slot_unref(slot);
 	ok("a broadcast signal reaches a matching rule (well-known sender), not an unmatched one");
+
+	/* rules on the body and the path: arg0 of another value and another namespace keep Other out... */
+	ASSERT_INT(sd_bus_add_match(b, NULL,
+				    "type='signal',member='Other',arg0='for you',path_namespace='/org'", NULL,
+				    NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_add_match(b, NULL,
+				    "type='signal',member='Other',arg0='not for you',path_namespace='/net'",
+				    NULL, NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
+	end = now_ms() + 5000;
+	while (pings < 2 && now_ms() < end)
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	ASSERT_INT(pings, ==, 2);
+	ASSERT_INT(others, ==, 0);
+	/* ... the right ones let it in */
+	ASSERT_INT(
+		sd_bus_add_match(
+			b, NULL,
+			"type='signal',member='Other',arg0='not for you',path_namespace='/org/brokerdtest',"
+			"arg0namespace='not for you'",
+			NULL, NULL),
+		<, 0); /* arg0 twice: invalid */
+	ASSERT_INT(
+		sd_bus_add_match(
+			b, NULL,
+			"type='signal',member='Other',arg0='not for you',path_namespace='/org/brokerdtest'",
+			NULL, NULL),
+		>=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
+	end = now_ms() + 5000;
+	while (pings < 3 && now_ms() < end)
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	ASSERT_INT(pings, ==, 3);
+	ASSERT_INT(others, ==, 1);
+	sd_bus_slot_unref(slot);
+	ok("match rules on arg0 and path_namespace, read from the forwarded body");
 }
 
 /* ---- A raw client, for what sd-bus would not send -------------------------- */
