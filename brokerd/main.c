@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "brokerd/bus.h"
+#include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
 #include "brokerd/policy-dbus.h"
 #include "brokerd/restart.h"
@@ -34,6 +35,7 @@ static const char *arg_activator;
 static const char *arg_state;
 static uint64_t arg_activation_timeout;
 static bool arg_no_channels;
+static const char *arg_dbus_address;
 
 static void help(void)
 {
@@ -53,6 +55,8 @@ static void help(void)
 	       "                          (default $RUNTIME_DIRECTORY/next-id under systemd, else\n"
 	       "                          ADDRESS.next-id when binding ADDRESS; \"\" for none)\n"
 	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
+	       "      --dbus-address=unix:path=PATH  serve D-Bus clients on PATH when not\n"
+	       "                          socket-activated (brokerd-dbus.socket, fd name \"dbus\")\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n",
 	       CTRL_SOCKET_PATH);
@@ -69,6 +73,7 @@ static int parse_argv(int argc, char **argv)
 		ARG_STATE,
 		ARG_DBUS_CONFIG,
 		ARG_DBUS_CONFIG_REPORT,
+		ARG_DBUS_ADDRESS
 	};
 	static const struct option options[] = { { "address", required_argument, NULL, 'a' },
 						 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
@@ -78,6 +83,7 @@ static int parse_argv(int argc, char **argv)
 						 { "state", required_argument, NULL, ARG_STATE },
 						 { "dbus-config", required_argument, NULL, ARG_DBUS_CONFIG },
 						 { "dbus-config-report", no_argument, NULL, ARG_DBUS_CONFIG_REPORT },
+						 { "dbus-address", required_argument, NULL, ARG_DBUS_ADDRESS },
 						 { "activation-timeout", required_argument, NULL,
 						   ARG_ACTIVATION_TIMEOUT },
 						 { "verbose", no_argument, NULL, 'v' },
@@ -110,6 +116,9 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_DBUS_CONFIG_REPORT:
 			arg_dbus_config_report = true;
+			break;
+		case ARG_DBUS_ADDRESS:
+			arg_dbus_address = optarg;
 			break;
 		case ARG_ACTIVATION_TIMEOUT: {
 			char *end;
@@ -144,15 +153,17 @@ static int parse_argv(int argc, char **argv)
 }
 
 /*
- * What systemd passed: the listening socket of brokerd.socket, and what a
- * previous brokerd left in the fd store for us (restart.h), sorted by name.
+ * What systemd passed: the listening socket of brokerd.socket, that of
+ * brokerd-dbus.socket (fd name "dbus"), and what a previous brokerd left in
+ * the fd store for us (restart.h), sorted by name.
  */
-static int passed_fds(int *listen_fd, struct restart_fds *store)
+static int passed_fds(int *listen_fd, int *dbus_fd, struct restart_fds *store)
 {
 	char **names = NULL;
 	int n, r = 0;
 
 	*listen_fd = -1;
+	*dbus_fd = -1;
 	n = sd_listen_fds_with_names(true, &names);
 	if (n < 0) {
 		log_error("cannot read the fds passed by systemd: %s", strerror(-n));
@@ -170,6 +181,8 @@ static int passed_fds(int *listen_fd, struct restart_fds *store)
 			store->keeper_watch = fd;
 		else if (name && strcmp(name, RESTART_FDNAME_CONN) == 0 && store->conns)
 			store->conns[store->n_conns++] = fd;
+		else if (name && strcmp(name, "dbus") == 0 && *dbus_fd < 0)
+			*dbus_fd = fd;
 		else if (restart_fdname_is_ours(name))
 			close(fd); /* a second one of a kind: not from one hand-over */
 		else if (*listen_fd < 0)
@@ -282,12 +295,13 @@ int main(int argc, char **argv)
 {
 	sd_event *event = NULL;
 	struct bus *bus = NULL;
+	struct dbus_front *front = NULL;
 	const char *pdirs[2] = { arg_policy_dir, NULL }, *sdirs[2] = { arg_service_dir, NULL };
 	struct bus_config config = { 0 };
 	char status[256];
 	struct restart_fds store = { .state = -1, .keeper = -1, .keeper_watch = -1, .ring = -1 };
 	_cleanup_free_ int *store_conns = NULL;
-	int r, fd, passed, n;
+	int r, fd, passed, passed_dbus, n;
 
 	r = parse_argv(argc, argv);
 	if (r <= 0)
@@ -336,7 +350,7 @@ int main(int argc, char **argv)
 	if (!store_conns)
 		return 1;
 	store.conns = store_conns;
-	r = passed_fds(&passed, &store);
+	r = passed_fds(&passed, &passed_dbus, &store);
 	if (r < 0)
 		goto out;
 	if (store.state >= 0 || store.keeper >= 0 || store.keeper_watch >= 0 || store.n_conns > 0)
@@ -357,6 +371,14 @@ int main(int argc, char **argv)
 	r = bus_listen(bus, fd);
 	if (r < 0)
 		goto out;
+	if (passed_dbus >= 0 || arg_dbus_address) {
+		r = dbus_front_new(&front, bus, event);
+		if (r >= 0)
+			r = passed_dbus >= 0 ? dbus_front_listen(front, passed_dbus) :
+					       dbus_front_listen_address(front, arg_dbus_address);
+		if (r < 0)
+			goto out;
+	}
 	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
 	(void)sd_event_add_signal(event, NULL, SIGTERM, on_sigterm, bus);
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
@@ -374,6 +396,7 @@ int main(int argc, char **argv)
 	}
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 out:
+	dbus_front_free(front);
 	bus_free(bus);
 	sd_event_unref(event);
 	return r < 0 ? 1 : 0;
