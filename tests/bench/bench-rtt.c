@@ -50,6 +50,7 @@ static void echo_server(enum bus_kind k, int ready, int fd_a, int fd_b, size_t s
 		brokerd_bus_run(bus);
 		_exit(0);
 	}
+	case BUS_BROKERD_DBUS:
 	case BUS_DBUS_BROKER:
 	case BUS_DBUS_DAEMON:
 		if (sdbus_connect(k, &b) < 0 ||

@@ -8,12 +8,14 @@
 
 const char *const bus_label[N_BUSES] = {
 	[BUS_BROKERD] = "brokerd",
+	[BUS_BROKERD_DBUS] = "brokerd-dbus",
 	[BUS_DBUS_BROKER] = "dbus-broker",
 	[BUS_DBUS_DAEMON] = "dbus-daemon",
 	[BUS_P2P] = "sd-bus-p2p",
 	[BUS_PIPE] = "pipe",
 };
 const char *const bus_address[N_BUSES] = {
+	[BUS_BROKERD_DBUS] = "unix:path=" BROKERD_DBUS_SOCKET,
 	[BUS_DBUS_BROKER] = "unix:path=" BROKER_SOCKET,
 	[BUS_DBUS_DAEMON] = "unix:path=" DAEMON_SOCKET,
 };

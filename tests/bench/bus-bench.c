@@ -5,14 +5,15 @@
  * bench-bus runs its short mode). brokerd is the system service; the two
  * D-Bus brokers are started here as private buses on sockets under
  * /run/bus-bench with the same permissive session-like configuration, and
- * are driven by sd-bus clients, brokerd by libbrokerd. The same payloads,
+ * are driven by sd-bus clients, brokerd by libbrokerd and, as the bus
+ * "brokerd-dbus", by sd-bus clients on its D-Bus socket. The same payloads,
  * counts and window go to every bus, one bus after the other for each
  * parameter, so that drift within a boot hits them alike.
  *
  * Tables (one CSV line each, prefixed by '@' and the table name; what the
  * columns are is printed first as '@columns,...'):
  *   rtt     method call round trip (echo of an "ay" body) at 64 B .. 1 MiB:
- *           brokerd, dbus-broker, dbus-daemon, a direct sd-bus connection over
+ *           brokerd, brokerd's D-Bus socket (brokerd-dbus), dbus-broker, dbus-daemon, a direct sd-bus connection over
  *           a socketpair, and a pipe ping-pong as the blocking floor;
  *   fanout  signals from one emitter to N subscribers, the emitter waiting
  *           for every subscriber's acknowledgement (over a pipe) every
@@ -64,6 +65,9 @@ int main(int argc, char **argv)
 	broker_pid[BUS_BROKERD] = find_pid("brokerd", 1);
 	if (!broker_pid[BUS_BROKERD])
 		snprintf(broker_error[BUS_BROKERD], sizeof(broker_error[0]), "brokerd is not running");
+	/* the same process serves the D-Bus socket */
+	broker_pid[BUS_BROKERD_DBUS] = broker_pid[BUS_BROKERD];
+	memcpy(broker_error[BUS_BROKERD_DBUS], broker_error[BUS_BROKERD], sizeof(broker_error[0]));
 	start_dbus_daemon();
 	start_dbus_broker();
 

@@ -37,6 +37,7 @@
 #define BROKER_SOCKET RUN_DIR "/dbus-broker"
 #define DAEMON_CONF   RUN_DIR "/dbus-daemon.conf"
 #define BROKER_CONF   RUN_DIR "/dbus-broker.conf"
+#define BROKERD_DBUS_SOCKET "/run/brokerd/dbus_socket"
 
 #define ECHO_NAME "org.brokerd.bench.Echo"
 #define FAN_NAME  "org.brokerd.bench.Fan"
@@ -47,7 +48,12 @@
 #define CALL_USEC (30ULL * 1000000)
 #define ACK_MSEC  3000
 
-enum bus_kind { BUS_BROKERD, BUS_DBUS_BROKER, BUS_DBUS_DAEMON, BUS_P2P, BUS_PIPE, N_BUSES };
+/*
+ * BUS_BROKERD_DBUS is the system brokerd again, through its D-Bus socket
+ * with sd-bus clients: the compatibility path, reported apart from the
+ * native one.
+ */
+enum bus_kind { BUS_BROKERD, BUS_BROKERD_DBUS, BUS_DBUS_BROKER, BUS_DBUS_DAEMON, BUS_P2P, BUS_PIPE, N_BUSES };
 enum bench_op { OP_CONNECT, OP_NAME, OP_SUBSCRIBE, OP_REACH, N_OPS };
 
 extern const char *const bus_label[N_BUSES];
