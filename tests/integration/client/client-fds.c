@@ -106,7 +106,10 @@ static int on_signal(brokerd_msg *m, void *u)
 	} else if (strcmp(member, "Drop") == 0) {
 		s->n_drop++; /* the fd goes with the message */
 	} else if (strcmp(member, "Sync") == 0) {
-		t_say(sub_report[1], "%s synced", s->who);
+		uint32_t seq;
+
+		CHECK_R(brokerd_msg_read(m, "u", &seq), 1);
+		t_say(sub_report[1], "%s synced %u", s->who, seq);
 	}
 	return 0;
 }
@@ -136,49 +139,61 @@ static bool sub_alive[3];
 
 static brokerd_bus *bus;
 
-static void emit(const char *member, const char *types, ...)
+/* Emits member carrying the n fds that follow (and, for Sync, a sequence number). */
+static void emit(const char *member, uint32_t seq, unsigned int n, ...)
 {
 	brokerd_msg *m = NULL;
 	va_list ap;
 	int k;
 
 	CHECK_R(brokerd_msg_new_signal(bus, &m, SIGNAME, "/", IFACE, member), 0);
-	if (types) {
-		if (strcmp(types, "hhh") == 0) {
-			va_start(ap, types);
-			for (int i = 0; i < 3; i++) {
-				int fd = va_arg(ap, int);
+	va_start(ap, n);
+	for (unsigned int i = 0; i < n; i++) {
+		int fd = va_arg(ap, int);
 
-				CHECK_R(brokerd_msg_append_basic(m, 'h', &fd), 0);
-			}
-			va_end(ap);
-		} else {
-			int fd;
-
-			va_start(ap, types);
-			fd = va_arg(ap, int);
-			va_end(ap);
-			CHECK_R(brokerd_msg_append_basic(m, 'h', &fd), 0);
-		}
+		CHECK_R(brokerd_msg_append_basic(m, 'h', &fd), 0);
 	}
+	va_end(ap);
+	if (seq)
+		CHECK_R(brokerd_msg_append(m, "u", seq), 0);
 	k = brokerd_bus_send(bus, m);
 	brokerd_msg_unref(m);
 	CHECK_R(k, 0);
 }
 
-/* Every live subscriber has handled everything emitted before. */
+/*
+ * Every live subscriber has handled everything emitted before: each answers
+ * Sync(seq) with "who synced seq". Sync goes out again every second until
+ * all answered, since a subscriber's channel may still be on its way when
+ * the name was just taken (older answers are skipped).
+ */
 static void sync_all(void)
 {
-	char line[128];
-	unsigned int want = 0, got = 0;
+	static uint32_t seq;
+	char line[128], want[64];
+	bool done[3] = { false };
+	unsigned int left = 0;
+	uint64_t end;
 
+	seq++;
 	for (int i = 0; i < 3; i++)
-		want += sub_alive[i];
-	emit("Sync", NULL);
-	while (got < want) {
-		CHECK_R(t_hear(sub_report[0], line, sizeof(line), 20000), 0);
-		if (strstr(line, " synced"))
-			got++;
+		left += sub_alive[i];
+	end = now_usec() + 30000000;
+	emit("Sync", seq, 0);
+	while (left) {
+		if (now_usec() > end)
+			FAIL("%u subscribers never answered Sync %u", left, seq);
+		if (t_hear(sub_report[0], line, sizeof(line), 1000) < 0) {
+			emit("Sync", seq, 0);
+			continue;
+		}
+		for (int i = 0; i < 3; i++) {
+			snprintf(want, sizeof(want), "%s synced %u", subs[i].who, seq);
+			if (sub_alive[i] && !done[i] && strcmp(line, want) == 0) {
+				done[i] = true;
+				left--;
+			}
+		}
 	}
 }
 
@@ -316,7 +331,8 @@ int main(void)
 	t_log("call: the service read the memfd and wrote through the pipe and the socket");
 
 	/* 2. a signal to three subscribers, each with fds of its own */
-	emit("Take", "hhh", memfd, pipefd[1], sp[1]);
+	sync_all(); /* all three attached to the name's channel */
+	emit("Take", 0, 3, memfd, pipefd[1], sp[1]);
 	expect_words(pipefd[0], all, 3, false);
 	expect_words(sp[0], all, 3, true);
 	t_log("signal: 3 subscribers read the memfd and wrote through the pipe and the socket");
@@ -327,7 +343,7 @@ int main(void)
 	t_pipe(p);
 	stop(1);
 	for (int i = 0; i < 200; i++)
-		emit("Drop", "h", p[1]);
+		emit("Drop", 0, 1, p[1]);
 	cont(1);
 	sync_all();
 	close(p[1]);
@@ -339,7 +355,7 @@ int main(void)
 	t_pipe(p);
 	stop(1);
 	for (int i = 0; i < 10; i++)
-		emit("Drop", "h", p[1]);
+		emit("Drop", 0, 1, p[1]);
 	t_kill(sub_pid[1]);
 	sub_alive[1] = false;
 	sync_all();
@@ -352,7 +368,7 @@ int main(void)
 	t_pipe(p);
 	stop(2);
 	for (int i = 0; i < 10; i++)
-		emit("Drop", "h", p[1]);
+		emit("Drop", 0, 1, p[1]);
 	t_policy(POLICY_BASE);
 	cont(2);
 	sub_alive[2] = false; /* no longer hears Sync; still counted below */
@@ -373,12 +389,12 @@ int main(void)
 	t_pipe(p);
 	stop(0);
 	for (int i = 0; i < 10; i++)
-		emit("Drop", "h", p[1]);
+		emit("Drop", 0, 1, p[1]);
 	if (system("systemctl restart brokerd.service") != 0)
 		FAIL("systemctl restart brokerd failed");
 	cont(0);
 	for (int i = 0; i < 10; i++)
-		emit("Drop", "h", p[1]);
+		emit("Drop", 0, 1, p[1]);
 	sync_all();
 	close(p[1]);
 	expect_eof(p[0], "brokerd restart", 10000);
