@@ -9,6 +9,8 @@
  * 2. The test owns org.brokerd.test.FdsSig and emits the same three in a
  *    signal; three subscribers (two root, one alice) each get fds of their
  *    own and use them the same way.
+ *    `brokerctl call ... Read h FILE` passes a file as busctl does, and
+ *    `brokerctl monitor` (text and --json) shows the three fds of a signal.
  * 3. Leaks, after: a lossy overwrite (a stopped subscriber misses most of 200
  *    signals carrying fds), kill -9 of a stopped subscriber with signals
  *    queued for it, a revocation (the policy stops letting alice receive
@@ -78,8 +80,21 @@ static int on_use(brokerd_msg *m, void *u)
 	return brokerd_msg_return(m, "s", buf);
 }
 
+/* Read(h): what the file passed reads from its start (brokerctl's 'h' is a file). */
+static int on_read(brokerd_msg *m, void *u)
+{
+	char buf[128] = { 0 };
+	int fd;
+
+	CHECK_R(brokerd_msg_read(m, "h", &fd), 1);
+	if (pread(fd, buf, sizeof(buf) - 1, 0) < 0)
+		return -errno;
+	return brokerd_msg_return(m, "s", buf);
+}
+
 static const struct t_method methods[] = {
 	{ "Use", on_use },
+	{ "Read", on_read },
 	{ NULL, NULL },
 };
 
@@ -330,12 +345,51 @@ int main(void)
 	expect_words(sp[0], callers, 1, true);
 	t_log("call: the service read the memfd and wrote through the pipe and the socket");
 
-	/* 2. a signal to three subscribers, each with fds of its own */
+	/* brokerctl passes a file for an h argument */
+	{
+		FILE *f = fopen("/tmp/client-fds.txt", "we");
+		char out[512] = "";
+		size_t n;
+
+		CHECK(f);
+		fputs("passed by brokerctl", f);
+		fclose(f);
+		f = popen("brokerctl call " NAME " / " IFACE " Read h /tmp/client-fds.txt", "r");
+		CHECK(f);
+		n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = 0;
+		CHECK_R(pclose(f), 0);
+		if (!strstr(out, "passed by brokerctl"))
+			FAIL("brokerctl call ... h FILE printed \"%s\"", out);
+		unlink("/tmp/client-fds.txt");
+		t_log("brokerctl call ... h FILE: the service read the file");
+	}
+
+	/* 2. a signal to three subscribers, each with fds of its own, seen by monitors */
 	sync_all(); /* all three attached to the name's channel */
-	emit("Take", 0, 3, memfd, pipefd[1], sp[1]);
-	expect_words(pipefd[0], all, 3, false);
-	expect_words(sp[0], all, 3, true);
-	t_log("signal: 3 subscribers read the memfd and wrote through the pipe and the socket");
+	{
+		FILE *mon_json = popen("brokerctl --json=short --count 1 monitor " SIGNAME, "r");
+		FILE *mon = popen("brokerctl --count 1 monitor " SIGNAME, "r");
+		char line[2048];
+
+		CHECK(mon && mon_json);
+		CHECK(fgets(line, sizeof(line), mon)); /* "Monitoring ...": it listens */
+		usleep(500000);			       /* the JSON one says nothing before */
+		emit("Take", 0, 3, memfd, pipefd[1], sp[1]);
+		expect_words(pipefd[0], all, 3, false);
+		expect_words(sp[0], all, 3, true);
+		t_log("signal: 3 subscribers read the memfd and wrote through the pipe and the socket");
+		CHECK(fgets(line, sizeof(line), mon));
+		if (!strstr(line, "member=Take") || !strstr(line, "fds=3 (file,pipe,socket)"))
+			FAIL("brokerctl monitor printed: %s", line);
+		t_log("monitor: %.*s", (int)strcspn(line, "\n"), line);
+		CHECK(fgets(line, sizeof(line), mon_json));
+		if (!strstr(line, "\"member\":\"Take\"") || !strstr(line, "\"fds\":["))
+			FAIL("brokerctl --json monitor printed: %s", line);
+		t_log("monitor --json: %.*s", (int)strcspn(line, "\n"), line);
+		CHECK_R(pclose(mon), 0);
+		CHECK_R(pclose(mon_json), 0);
+	}
 	sync_all();
 	base = counts_now();
 
