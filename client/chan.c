@@ -206,6 +206,12 @@ int ring_reap(struct ring *r)
 				continue;
 			}
 			c->res = cqe->res;
+			if (c->res == -EINVAL && c->want_fds) {
+				/* a kernel without fds on channels refuses IOIPC_RECV_FDS: do without */
+				c->want_fds = false;
+				if (chan_arm(r, c) == 0)
+					continue;
+			}
 			ready_push(r, c);
 		}
 	}
