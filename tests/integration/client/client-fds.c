@@ -11,6 +11,9 @@
  *    own and use them the same way.
  *    `brokerctl call ... Read h FILE` passes a file as busctl does, and
  *    `brokerctl monitor` (text and --json) shows the three fds of a signal.
+ *    A subscriber whose fd table has room for one more fd is sent three:
+ *    the message is dropped and counted (BROKERD_COUNTER_FDS_LOST), not
+ *    handed to it with fds missing.
  * 3. Leaks, after: a lossy overwrite (a stopped subscriber misses most of 200
  *    signals carrying fds), kill -9 of a stopped subscriber with signals
  *    queued for it, a revocation (the policy stops letting alice receive
@@ -22,7 +25,9 @@
  *    counted before.
  */
 #include <dirent.h>
+#include <inttypes.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "tests/integration/client/testlib.h"
@@ -149,6 +154,37 @@ static struct sub subs[3] = {
 };
 static pid_t sub_pid[3];
 static bool sub_alive[3];
+
+/* A subscriber with room for one more fd (RLIMIT_NOFILE just above its lowest free fd). */
+static int tight_ready[2], tight_report[2];
+
+static int on_tight(brokerd_msg *m, void *u)
+{
+	const char *member = brokerd_msg_get_member(m);
+
+	if (strcmp(member, "Tight") == 0)
+		t_say(tight_report[1], "delivered with %u fds", m->n_fds);
+	else if (strcmp(member, "TightSync") == 0)
+		t_say(tight_report[1], "lost=%" PRIu64, brokerd_bus_get_counter(u, BROKERD_COUNTER_FDS_LOST));
+	return 0;
+}
+
+static int tight(void *arg)
+{
+	brokerd_bus *b = t_open();
+	struct rlimit rl;
+	int lowest;
+
+	CHECK_R(brokerd_bus_subscribe(b, NULL, SIGNAME, NULL, on_tight, b), 0);
+	lowest = fcntl(0, F_DUPFD, 0);
+	CHECK(lowest >= 0);
+	close(lowest);
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	rl.rlim_cur = (rlim_t)lowest + 1; /* every fd below is taken: one free place */
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	t_say(tight_ready[1], "subscribed");
+	return brokerd_bus_run(b) < 0;
+}
 
 /* --- the test ------------------------------------------------------------------- */
 
@@ -389,6 +425,35 @@ int main(void)
 		t_log("monitor --json: %.*s", (int)strcspn(line, "\n"), line);
 		CHECK_R(pclose(mon), 0);
 		CHECK_R(pclose(mon_json), 0);
+	}
+	/* a receiver whose fd table is full drops the message and counts it */
+	{
+		char line[128];
+		pid_t pid;
+		int tries = 0;
+
+		t_pipe(tight_ready);
+		t_pipe(tight_report);
+		pid = t_fork(tight, NULL);
+		t_expect(tight_ready[0], "subscribed", 10000);
+		do { /* until its subscription is attached */
+			CHECK(++tries < 30);
+			emit("TightSync", 0, 0);
+		} while (t_hear(tight_report[0], line, sizeof(line), 1000) < 0);
+		CHECK(strcmp(line, "lost=0") == 0);
+		while (t_hear(tight_report[0], line, sizeof(line), 500) == 0) /* the other TightSyncs */
+			CHECK(strcmp(line, "lost=0") == 0);
+		emit("Tight", 0, 3, memfd, pipefd[1], sp[1]);
+		emit("TightSync", 0, 0);
+		CHECK_R(t_hear(tight_report[0], line, sizeof(line), 10000), 0);
+		if (strcmp(line, "lost=1") != 0)
+			FAIL("a receiver with room for 1 fd, sent 3: \"%s\", want \"lost=1\"", line);
+		t_log("fd table full: the message was dropped and counted (BROKERD_COUNTER_FDS_LOST)");
+		t_kill(pid);
+		close(tight_ready[0]);
+		close(tight_ready[1]);
+		close(tight_report[0]);
+		close(tight_report[1]);
 	}
 	sync_all();
 	base = counts_now();
