@@ -5,7 +5,8 @@
  *
  * 1. A call carries a memfd, the write end of a pipe and one end of a
  *    socketpair to a service (org.brokerd.test.Fds.Use): it reads the memfd,
- *    writes through the pipe and the socket, and answers what it read.
+ *    writes through the pipe and the socket, and answers what it read with
+ *    the pipe's write end, through which the test writes in turn.
  * 2. The test owns org.brokerd.test.FdsSig and emits the same three in a
  *    signal; three subscribers (two root, one alice) each get fds of their
  *    own and use them the same way.
@@ -82,7 +83,8 @@ static int on_use(brokerd_msg *m, void *u)
 	CHECK_R(brokerd_msg_read(m, "hhh", &memfd, &wr, &sock), 1);
 	use_fds(memfd, wr, sock, "service");
 	CHECK(pread(memfd, buf, sizeof(buf) - 1, 0) > 0);
-	return brokerd_msg_return(m, "s", buf);
+	/* and the pipe's write end goes back in the reply: fds both ways */
+	return brokerd_msg_return(m, "sh", buf, wr);
 }
 
 /* Read(h): what the file passed reads from its start (brokerctl's 'h' is a file). */
@@ -374,10 +376,18 @@ int main(void)
 	CHECK_R(brokerd_msg_append(m, "hhh", memfd, pipefd[1], sp[1]), 0);
 	CHECK_R(brokerd_bus_call_msg(bus, m, 10000000, &reply), 0);
 	brokerd_msg_unref(m);
-	CHECK_R(brokerd_msg_read(reply, "s", &text), 1);
-	CHECK(strcmp(text, CONTENT) == 0);
-	brokerd_msg_unref(reply);
-	expect_words(pipefd[0], callers, 1, false);
+	{
+		const char *replied[] = { "reply" };
+		int back = -1;
+
+		CHECK_R(brokerd_msg_read(reply, "sh", &text, &back), 1);
+		CHECK(strcmp(text, CONTENT) == 0);
+		CHECK(back >= 0 && back != pipefd[1]);
+		CHECK(write(back, "reply\n", 6) == 6);
+		brokerd_msg_unref(reply);
+		expect_words(pipefd[0], callers, 1, false);
+		expect_words(pipefd[0], replied, 1, false);
+	}
 	expect_words(sp[0], callers, 1, true);
 	t_log("call: the service read the memfd and wrote through the pipe and the socket");
 
