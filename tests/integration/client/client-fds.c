@@ -63,11 +63,14 @@ static unsigned int count_fds(pid_t pid)
 /* Reads the memfd from its start, writes `who` through the pipe and the socket. */
 static void use_fds(int memfd, int pipe_wr, int sock, const char *who)
 {
-	char buf[64] = { 0 };
+	char buf[64] = { 0 }, line[64];
+	int n;
 
 	if (pread(memfd, buf, sizeof(buf) - 1, 0) != (ssize_t)strlen(CONTENT) || strcmp(buf, CONTENT) != 0)
 		FAIL("%s: the memfd reads \"%s\"", who, buf);
-	if (write(pipe_wr, who, strlen(who)) != (ssize_t)strlen(who) || write(pipe_wr, "\n", 1) != 1)
+	/* one write: lines from several writers must not interleave */
+	n = snprintf(line, sizeof(line), "%s\n", who);
+	if (write(pipe_wr, line, (size_t)n) != n)
 		FAIL("%s: write to the pipe: %m", who);
 	if (send(sock, who, strlen(who), 0) != (ssize_t)strlen(who))
 		FAIL("%s: send on the socket: %m", who);
