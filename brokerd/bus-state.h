@@ -119,6 +119,7 @@ struct bus {
 	sd_bus *sdbus;
 	const char *const *policy_dirs;
 	const char *const *service_dirs;
+	const char *dbus_config; /* --dbus-config: policy-dbus.h */
 	uint64_t activation_timeout;
 	const char *activator_path;
 	const char *state_path;

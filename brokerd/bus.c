@@ -198,6 +198,7 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	b->listen_fd = -1;
 	b->policy_dirs = config && config->policy_dirs ? config->policy_dirs : default_policy_dirs;
 	b->service_dirs = config && config->service_dirs ? config->service_dirs : default_service_dirs;
+	b->dbus_config = config ? config->dbus_config : NULL;
 	b->activator_path = config && config->activator_path ? config->activator_path : BUS_ACTIVATOR_PATH;
 	b->activation_timeout = config && config->activation_timeout_usec ? config->activation_timeout_usec :
 									    ACTIVATION_TIMEOUT_USEC;

@@ -19,6 +19,7 @@ struct restart_fds;
 struct bus_config {
 	const char *const *policy_dirs;	  /* NULL: /etc/brokerd/policy.d, /usr/share/... */
 	const char *const *service_dirs;  /* NULL: /etc/brokerd/services, /usr/share/... */
+	const char *dbus_config;	  /* dbus-daemon XML read before policy_dirs; NULL: none */
 	uint64_t activation_timeout_usec; /* 0: 25 s */
 	const char *activator_path;	  /* NULL: BUS_ACTIVATOR_PATH */
 	const char *state_path;		  /* keeps ids unique across restarts; NULL: none */

@@ -20,12 +20,14 @@
 #include "brokerd/conn.h"
 #include "brokerd/grant.h"
 #include "brokerd/log.h"
+#include "brokerd/policy-dbus.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/macro.h"
 
 /* --- channels and grants ------------------------------------------------- */
@@ -161,21 +163,39 @@ bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
 }
 
 /*
- * A connection that could receive ch's calls has ended: a call it had taken
- * will never be answered. Its callers (whoever holds SEND) are told, since
- * no other party knows which receiver took which call (protocol/README.md,
- * Worker pools).
+ * The connection peer_id, which could receive ch's calls, has ended: a call
+ * it had taken will never be answered. Its callers (whoever holds SEND) are
+ * told at once, since no other party knows which receiver took which call
+ * (protocol/README.md, Worker pools). Called after its RECV was revoked in
+ * the kernel: the signal says when, so that a call sent later (it went to
+ * the receivers left) is not failed for it. When no receiver is left,
+ * NameOwnerChanged to no owner says it already.
  */
-static void call_receiver_lost(struct bus *b, struct bus_channel *ch)
+static void call_receiver_ended(struct bus *b, struct bus_channel *ch, uint64_t peer_id)
 {
+	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	char receiver[CTRL_UNIQUE_NAME_MAX];
+	uint64_t revoked_at = now_usec();
+	bool receivers = false;
+
+	for (size_t i = 0; i < ch->n_grants; i++)
+		receivers |= ch->grants[i].rights & IOIPC_SUB_RECV;
+	if (!receivers)
+		return;
+	ctrl_unique_name_format(peer_id, receiver);
 	for (size_t i = 0; i < ch->n_grants; i++) {
 		struct registry_peer *p;
 
 		if (!(ch->grants[i].rights & IOIPC_SUB_SEND))
 			continue;
 		p = registry_peer_find(b->registry, ch->grants[i].peer_id);
-		if (p)
-			conn_signal_name(p->userdata, CTRL_SIGNAL_CALL_RECEIVER_LOST, ch->name);
+		if (!p || ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0) < 0)
+			continue;
+		ctrl_write_string(&w, ch->name);
+		ctrl_write_string(&w, receiver);
+		ctrl_write_u64(&w, revoked_at);
+		conn_signal(p->userdata, &w);
+		ctrl_writer_deinit(&w);
 	}
 }
 
@@ -206,7 +226,7 @@ void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint3
 			*g = ch->grants[--ch->n_grants];
 		if (ch->kind == CTRL_CHANNEL_CALL && (rights & IOIPC_SUB_RECV) &&
 		    !registry_peer_find(b->registry, peer_id))
-			call_receiver_lost(b, ch); /* its connection ended */
+			call_receiver_ended(b, ch, peer_id); /* its connection ended */
 		return;
 	}
 }
@@ -602,6 +622,45 @@ void grant_revoke_pending(struct bus *b)
 	bus_gc_names(b);
 }
 
+/* Every rule of the XML not honoured as written is logged: policy-dbus.h. */
+static void log_outcome(void *userdata, enum policy_dbus_outcome o, const char *file, unsigned int line,
+			const char *element, const char *what)
+{
+	if (o == POLICY_DBUS_APPLIED || o == POLICY_DBUS_BUILTIN)
+		return;
+	log_warning("%s:%u: %s%s%s (%s)", file, line, element, *what ? ": " : "", what,
+		    policy_dbus_outcome_to_string(o));
+}
+
+/* --dbus-config: the XML, then policy_dirs, in one policy; services from both kinds of directory. */
+static int grant_reload_dbus(struct bus *b, char *err, size_t err_len)
+{
+	struct policy_dbus_counts n = { 0 };
+	struct policy *p = NULL;
+	struct service_set *s = NULL;
+	int r;
+
+	r = policy_dbus_load(b->dbus_config, b->policy_dirs, b->service_dirs, &p, &s, log_outcome, NULL, &n,
+			     err, err_len);
+	if (r < 0) {
+		log_error("policy not reloaded, keeping the previous one: %s", err);
+		return r;
+	}
+	policy_free(b->policy);
+	b->policy = p;
+	apply_limits(b);
+	service_set_free(b->services);
+	b->services = s;
+	log_notice(
+		"policy loaded: %zu rules, from %s and brokerd's policy files; %u XML rules and elements applied, "
+		"%u built-in, %u not honoured as written (brokerd --dbus-config-report lists them); %u services",
+		policy_rule_count(p), b->dbus_config, n.n[POLICY_DBUS_APPLIED], n.n[POLICY_DBUS_BUILTIN],
+		n.n[POLICY_DBUS_PARTLY] + n.n[POLICY_DBUS_STRICTER] + n.n[POLICY_DBUS_NOT_HONOURED],
+		n.services);
+	bus_revoke(b);
+	return 0;
+}
+
 int grant_reload(struct bus *b, char *err, size_t err_len)
 {
 	struct policy *p = NULL;
@@ -610,6 +669,8 @@ int grant_reload(struct bus *b, char *err, size_t err_len)
 	unsigned int bad = 0;
 	int r;
 
+	if (b->dbus_config)
+		return grant_reload_dbus(b, err, err_len);
 	r = policy_load(&p, b->policy_dirs, err, err_len);
 	if (r < 0) {
 		log_error("policy not reloaded, keeping the previous one: %s", err);

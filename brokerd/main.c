@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "brokerd/bus.h"
+#include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
+#include "brokerd/policy-dbus.h"
 #include "brokerd/restart.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
@@ -27,10 +29,13 @@
 
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
+static const char *arg_dbus_config;
+static bool arg_dbus_config_report;
 static const char *arg_activator;
 static const char *arg_state;
 static uint64_t arg_activation_timeout;
 static bool arg_no_channels;
+static const char *arg_dbus_address;
 
 static void help(void)
 {
@@ -40,12 +45,18 @@ static void help(void)
 	       "      --policy-dir=DIR    read policy from DIR only (default /etc/brokerd/policy.d\n"
 	       "                          and /usr/share/brokerd/policy.d)\n"
 	       "      --service-dir=DIR   read activation files from DIR only\n"
+	       "      --dbus-config=FILE  also read dbus-daemon's XML configuration (policy, limits,\n"
+	       "                          servicedirs); brokerd's own policy files apply after it\n"
+	       "      --dbus-config-report  print what --dbus-config=FILE loads and every rule\n"
+	       "                          brokerd does not honour as written, then exit\n"
 	       "      --activator=PATH    activation helper socket (default /run/brokerd/activator)\n"
 	       "      --activation-timeout=SEC  how long a call waits for an activated name (25)\n"
 	       "      --state=PATH        where the next connection id is kept across restarts\n"
 	       "                          (default $RUNTIME_DIRECTORY/next-id under systemd, else\n"
 	       "                          ADDRESS.next-id when binding ADDRESS; \"\" for none)\n"
 	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
+	       "      --dbus-address=unix:path=PATH  serve D-Bus clients on PATH when not\n"
+	       "                          socket-activated (brokerd-dbus.socket, fd name \"dbus\")\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n",
 	       CTRL_SOCKET_PATH);
@@ -59,7 +70,10 @@ static int parse_argv(int argc, char **argv)
 		ARG_NO_CHANNELS,
 		ARG_ACTIVATOR,
 		ARG_ACTIVATION_TIMEOUT,
-		ARG_STATE
+		ARG_STATE,
+		ARG_DBUS_CONFIG,
+		ARG_DBUS_CONFIG_REPORT,
+		ARG_DBUS_ADDRESS
 	};
 	static const struct option options[] = { { "address", required_argument, NULL, 'a' },
 						 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
@@ -67,6 +81,9 @@ static int parse_argv(int argc, char **argv)
 						 { "no-channels", no_argument, NULL, ARG_NO_CHANNELS },
 						 { "activator", required_argument, NULL, ARG_ACTIVATOR },
 						 { "state", required_argument, NULL, ARG_STATE },
+						 { "dbus-config", required_argument, NULL, ARG_DBUS_CONFIG },
+						 { "dbus-config-report", no_argument, NULL, ARG_DBUS_CONFIG_REPORT },
+						 { "dbus-address", required_argument, NULL, ARG_DBUS_ADDRESS },
 						 { "activation-timeout", required_argument, NULL,
 						   ARG_ACTIVATION_TIMEOUT },
 						 { "verbose", no_argument, NULL, 'v' },
@@ -94,6 +111,15 @@ static int parse_argv(int argc, char **argv)
 		case ARG_STATE:
 			arg_state = optarg;
 			break;
+		case ARG_DBUS_CONFIG:
+			arg_dbus_config = optarg;
+			break;
+		case ARG_DBUS_CONFIG_REPORT:
+			arg_dbus_config_report = true;
+			break;
+		case ARG_DBUS_ADDRESS:
+			arg_dbus_address = optarg;
+			break;
 		case ARG_ACTIVATION_TIMEOUT: {
 			char *end;
 			double v = strtod(optarg, &end);
@@ -119,19 +145,25 @@ static int parse_argv(int argc, char **argv)
 		fprintf(stderr, "brokerd: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
+	if (arg_dbus_config_report && !arg_dbus_config) {
+		fprintf(stderr, "brokerd: --dbus-config-report needs --dbus-config=FILE\n");
+		return -EINVAL;
+	}
 	return 1;
 }
 
 /*
- * What systemd passed: the listening socket of brokerd.socket, and what a
- * previous brokerd left in the fd store for us (restart.h), sorted by name.
+ * What systemd passed: the listening socket of brokerd.socket, that of
+ * brokerd-dbus.socket (fd name "dbus"), and what a previous brokerd left in
+ * the fd store for us (restart.h), sorted by name.
  */
-static int passed_fds(int *listen_fd, struct restart_fds *store)
+static int passed_fds(int *listen_fd, int *dbus_fd, struct restart_fds *store)
 {
 	char **names = NULL;
 	int n, r = 0;
 
 	*listen_fd = -1;
+	*dbus_fd = -1;
 	n = sd_listen_fds_with_names(true, &names);
 	if (n < 0) {
 		log_error("cannot read the fds passed by systemd: %s", strerror(-n));
@@ -145,8 +177,12 @@ static int passed_fds(int *listen_fd, struct restart_fds *store)
 			store->state = fd;
 		else if (name && strcmp(name, RESTART_FDNAME_KEEPER) == 0 && store->keeper < 0)
 			store->keeper = fd;
+		else if (name && strcmp(name, RESTART_FDNAME_KEEPER_WATCH) == 0 && store->keeper_watch < 0)
+			store->keeper_watch = fd;
 		else if (name && strcmp(name, RESTART_FDNAME_CONN) == 0 && store->conns)
 			store->conns[store->n_conns++] = fd;
+		else if (name && strcmp(name, "dbus") == 0 && *dbus_fd < 0)
+			*dbus_fd = fd;
 		else if (restart_fdname_is_ours(name))
 			close(fd); /* a second one of a kind: not from one hand-over */
 		else if (*listen_fd < 0)
@@ -259,18 +295,28 @@ int main(int argc, char **argv)
 {
 	sd_event *event = NULL;
 	struct bus *bus = NULL;
+	struct dbus_front *front = NULL;
 	const char *pdirs[2] = { arg_policy_dir, NULL }, *sdirs[2] = { arg_service_dir, NULL };
 	struct bus_config config = { 0 };
 	char status[256];
-	struct restart_fds store = { .state = -1, .keeper = -1, .ring = -1 };
+	struct restart_fds store = { .state = -1, .keeper = -1, .keeper_watch = -1, .ring = -1 };
 	_cleanup_free_ int *store_conns = NULL;
-	int r, fd, passed, n;
+	int r, fd, passed, passed_dbus, n;
 
 	r = parse_argv(argc, argv);
 	if (r <= 0)
 		return r < 0 ? 1 : 0;
 	pdirs[0] = arg_policy_dir;
 	sdirs[0] = arg_service_dir;
+	if (arg_dbus_config_report) {
+		static const char *const pdefault[] = { POLICY_DIR_ETC, POLICY_DIR_VENDOR, NULL };
+		static const char *const sdefault[] = { SERVICE_DIR_ETC, SERVICE_DIR_VENDOR, NULL };
+
+		r = policy_dbus_report(stdout, arg_dbus_config, arg_policy_dir ? pdirs : pdefault,
+				       arg_service_dir ? sdirs : sdefault);
+		return r < 0 ? 1 : 0;
+	}
+	config.dbus_config = arg_dbus_config;
 	config.policy_dirs = arg_policy_dir ? pdirs : NULL;
 	config.service_dirs = arg_service_dir ? sdirs : NULL;
 	config.no_channels = arg_no_channels;
@@ -304,10 +350,10 @@ int main(int argc, char **argv)
 	if (!store_conns)
 		return 1;
 	store.conns = store_conns;
-	r = passed_fds(&passed, &store);
+	r = passed_fds(&passed, &passed_dbus, &store);
 	if (r < 0)
 		goto out;
-	if (store.state >= 0 || store.keeper >= 0 || store.n_conns > 0)
+	if (store.state >= 0 || store.keeper >= 0 || store.keeper_watch >= 0 || store.n_conns > 0)
 		config.restore = &store;
 	r = sd_event_default(&event);
 	if (r < 0)
@@ -325,6 +371,14 @@ int main(int argc, char **argv)
 	r = bus_listen(bus, fd);
 	if (r < 0)
 		goto out;
+	if (passed_dbus >= 0 || arg_dbus_address) {
+		r = dbus_front_new(&front, bus, event);
+		if (r >= 0)
+			r = passed_dbus >= 0 ? dbus_front_listen(front, passed_dbus) :
+					       dbus_front_listen_address(front, arg_dbus_address);
+		if (r < 0)
+			goto out;
+	}
 	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
 	(void)sd_event_add_signal(event, NULL, SIGTERM, on_sigterm, bus);
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
@@ -342,6 +396,7 @@ int main(int argc, char **argv)
 	}
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 out:
+	dbus_front_free(front);
 	bus_free(bus);
 	sd_event_unref(event);
 	return r < 0 ? 1 : 0;

@@ -21,6 +21,10 @@ enum policy_context {
 	CTX_MANDATORY,
 	_CTX_MAX,
 };
+_Static_assert((int)CTX_DEFAULT == (int)POLICY_SCOPE_DEFAULT && (int)CTX_GROUP == (int)POLICY_SCOPE_GROUP &&
+		       (int)CTX_USER == (int)POLICY_SCOPE_USER &&
+		       (int)CTX_MANDATORY == (int)POLICY_SCOPE_MANDATORY,
+	       "policy_scope names the contexts in their order");
 
 struct policy_rule {
 	enum policy_context ctx;
@@ -413,11 +417,54 @@ static int read_file(const char *path, char **ret)
 	return 0;
 }
 
+int policy_add_rule(struct policy *p, enum policy_scope scope, uint32_t id, bool allow, int action,
+		    const char *pattern, const char *file, unsigned int line)
+{
+	struct policy_rule rule = {
+		.ctx = (enum policy_context)scope, .id = id, .allow = allow, .action = action, .line = line
+	};
+	size_t nl;
+
+	if (!p || !pattern || !file || (unsigned int)scope >= _CTX_MAX || action < -1 ||
+	    action >= _POLICY_ACTION_MAX || !name_pattern_is_valid(pattern))
+		return -EINVAL;
+	if (strcmp(pattern, "*") != 0) {
+		nl = strlen(pattern);
+		rule.prefix = nl > 2 && strcmp(pattern + nl - 2, ".*") == 0;
+		rule.name = strndup(pattern, rule.prefix ? nl - 2 : nl);
+		if (!rule.name)
+			return -ENOMEM;
+	}
+	rule.file = strdup(file);
+	if (!rule.file || ARRAY_RESERVE(p->rules, p->alloc_rules, p->n_rules + 1) < 0) {
+		free(rule.name);
+		free(rule.file);
+		return -ENOMEM;
+	}
+	p->rules[p->n_rules++] = rule;
+	return 0;
+}
+
+int policy_set_limit(struct policy *p, const char *quota, uint64_t value)
+{
+	int k, bk;
+
+	if (!p || !quota)
+		return -EINVAL;
+	k = quota_kind_from_string(quota);
+	bk = k < 0 ? quota_bus_kind_from_string(quota) : -EINVAL;
+	if (k >= 0)
+		p->limit[k] = value;
+	else if (bk >= 0)
+		p->bus_limit[bk] = value;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t err_len)
 {
 	_cleanup_(policy_freep) struct policy *p = NULL;
-	char **names = NULL, **paths = NULL;
-	size_t n = 0, alloc_names = 0, alloc_paths = 0;
 	int r;
 
 	if (!ret || !dirs)
@@ -425,6 +472,21 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 	r = policy_new(&p);
 	if (r < 0)
 		return r;
+	r = policy_load_into(p, dirs, err, err_len);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int policy_load_into(struct policy *p, const char *const *dirs, char *err, size_t err_len)
+{
+	char **names = NULL, **paths = NULL;
+	size_t n = 0, alloc_names = 0, alloc_paths = 0;
+	int r;
+
+	if (!p || !dirs)
+		return -EINVAL;
 
 	/* Collect *.conf basenames; the first directory that has one wins. */
 	for (size_t d = 0; dirs[d]; d++) {
@@ -491,7 +553,6 @@ int policy_load(struct policy **ret, const char *const *dirs, char *err, size_t 
 		if (r < 0)
 			goto out;
 	}
-	*ret = TAKE_PTR(p);
 	r = 0;
 out:
 	for (size_t i = 0; i < n; i++) {

@@ -71,4 +71,22 @@ bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quo
 
 size_t policy_rule_count(const struct policy *p);
 
+/*
+ * For other configuration formats (policy-dbus.c): the contexts in the order
+ * they apply, a rule appended as a file's would be (pattern NAME, PREFIX.*
+ * or *; action -1 for every action; -EINVAL for a bad pattern), a [limits]
+ * value by its quota name (-EINVAL for an unknown one), and policy_load()
+ * appending to p (on error p may hold part of it: throw it away).
+ */
+enum policy_scope {
+	POLICY_SCOPE_DEFAULT,
+	POLICY_SCOPE_GROUP,
+	POLICY_SCOPE_USER,
+	POLICY_SCOPE_MANDATORY,
+};
+int policy_add_rule(struct policy *p, enum policy_scope scope, uint32_t id, bool allow, int action,
+		    const char *pattern, const char *file, unsigned int line);
+int policy_set_limit(struct policy *p, const char *quota, uint64_t value);
+int policy_load_into(struct policy *p, const char *const *dirs, char *err, size_t err_len);
+
 #endif

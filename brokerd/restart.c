@@ -466,13 +466,14 @@ static const struct record_kind {
 bool restart_fdname_is_ours(const char *name)
 {
 	return name && (strcmp(name, RESTART_FDNAME_STATE) == 0 || strcmp(name, RESTART_FDNAME_KEEPER) == 0 ||
-			strcmp(name, RESTART_FDNAME_CONN) == 0);
+			strcmp(name, RESTART_FDNAME_KEEPER_WATCH) == 0 || strcmp(name, RESTART_FDNAME_CONN) == 0);
 }
 
 static void store_clear(void)
 {
 	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_STATE);
 	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_KEEPER);
+	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_KEEPER_WATCH);
 	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_CONN);
 }
 
@@ -493,28 +494,54 @@ static void channel_abandon(struct bus *b, struct bus_channel *ch)
 		(void)chanmgr_destroy(&b->chanmgr, ch->id);
 }
 
-/*
- * Forks the keeper of the ring: it closes every other fd, lets a process
- * of its uid take the ring (pidfd_getfd needs ptrace access, which Yama
- * restricts to descendants unless allowed), and waits to be killed. If
- * nobody comes (`systemctl stop`: systemd drops the store, the connections
- * are closed), it revokes every grant it knows from the bus it was forked
- * with, as a stopping brokerd always did, and exits. Returns its pidfd.
- */
-static int keeper_start(struct bus *b)
+/* Closes every fd but a and b (a < b). */
+static int close_all_but(int a, int b)
 {
-	int ring = chanmgr_fd(&b->chanmgr), pidfd;
-	pid_t pid = fork();
-
-	if (pid < 0)
+	if ((a > 3 && syscall(SYS_close_range, 3, a - 1, 0) < 0) ||
+	    (b > a + 1 && syscall(SYS_close_range, a + 1, b - 1, 0) < 0) ||
+	    syscall(SYS_close_range, b + 1, ~0U, 0) < 0)
 		return -errno;
+	return 0;
+}
+
+/*
+ * Forks the keeper of the ring: it closes every other fd but its end of
+ * the watch socket pair, lets a process of its uid take the ring
+ * (pidfd_getfd needs ptrace access, which Yama restricts to descendants
+ * unless allowed), and waits to be killed. The other end of the pair
+ * (*watch) goes into the fd store: on `systemctl stop` systemd drops the
+ * store, the keeper sees the hang-up and revokes every grant it knows from
+ * the bus it was forked with at once, as a stopping brokerd always did, so
+ * a stopped bus leaves no capability usable. If nobody comes at all (a
+ * store that is kept but never taken), it does so after KEEPER_USEC.
+ * Returns its pidfd.
+ */
+static int keeper_start(struct bus *b, int *watch)
+{
+	int ring = chanmgr_fd(&b->chanmgr), pidfd, pair[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		close(pair[0]);
+		close(pair[1]);
+		return r;
+	}
 	if (pid == 0) {
-		if (syscall(SYS_close_range, 3, ring - 1, 0) < 0 ||
-		    syscall(SYS_close_range, ring + 1, ~0U, 0) < 0)
+		struct pollfd p = { .fd = pair[1], .events = POLLIN };
+		uint64_t end = now_usec() + KEEPER_USEC;
+
+		if (close_all_but(ring < pair[1] ? ring : pair[1], ring < pair[1] ? pair[1] : ring) < 0)
 			_exit(1);
 		(void)prctl(PR_SET_NAME, "brokerd-keeper");
 		(void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY);
-		(void)sleep(KEEPER_USEC / 1000000);
+		/* any event on the watch is its hang-up: nobody writes there */
+		while (now_usec() < end && poll(&p, 1, (int)((end - now_usec()) / 1000) + 1) <= 0)
+			;
 		channel_abandon(b, b->bus_signal);
 		for (struct bus_name *n = b->names; n; n = n->next) {
 			channel_abandon(b, n->call);
@@ -524,20 +551,34 @@ static int keeper_start(struct bus *b)
 			channel_abandon(b, c->inbox);
 		_exit(0);
 	}
+	close(pair[1]);
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0) {
 		int r = -errno;
 
 		(void)kill(pid, SIGKILL);
+		close(pair[0]);
 		return r;
 	}
+	*watch = pair[0];
 	return pidfd;
 }
 
-static void keeper_kill(int pidfd)
+/*
+ * Kills the keeper and only then lets its watch go: a keeper that saw the
+ * hang-up first would revoke what the next brokerd has just taken over.
+ */
+static void keeper_kill(int pidfd, int watch)
 {
-	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-	close(pidfd);
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd >= 0) {
+		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		(void)poll(&p, 1, 1000); /* readable once it exited */
+		close(pidfd);
+	}
+	if (watch >= 0)
+		close(watch);
 }
 
 /* Can c go to the next brokerd as it is? */
@@ -606,7 +647,7 @@ int restart_save(struct bus *b)
 	struct wbuf w = { 0 };
 	uint32_t clean = 1, version = STATE_VERSION;
 	size_t n = 0;
-	int r, memfd = -1, keeper = -1;
+	int r, memfd = -1, keeper = -1, watch = -1;
 
 	if (!getenv("NOTIFY_SOCKET") || !b->chanmgr.available)
 		return -EOPNOTSUPP; /* no fd store, or nothing in the kernel to keep */
@@ -655,13 +696,15 @@ int restart_save(struct bus *b)
 	}
 
 	/* The ring first: without it the connections are worth nothing; the state last. */
-	keeper = keeper_start(b);
+	keeper = keeper_start(b, &watch);
 	if (keeper < 0) {
 		r = keeper;
 		log_error("cannot start the ring's keeper: %s", strerror(-r));
 		goto fail;
 	}
 	r = store(RESTART_FDNAME_KEEPER, &keeper, 1);
+	if (r > 0)
+		r = store(RESTART_FDNAME_KEEPER_WATCH, &watch, 1);
 	if (r <= 0)
 		goto fail_store;
 	fds = calloc(FDS_PER_MESSAGE, sizeof(*fds));
@@ -687,6 +730,7 @@ int restart_save(struct bus *b)
 		goto fail_store;
 	log_info("handed over: %zu bytes of state, %u connections", w.len, b->n_conns);
 	close(keeper);
+	close(watch); /* the store's copy is the one that counts now */
 	close(memfd);
 	free(w.data);
 	return 0;
@@ -698,7 +742,7 @@ fail_store:
 	store_clear();
 fail:
 	if (keeper >= 0)
-		keeper_kill(keeper);
+		keeper_kill(keeper, watch);
 	if (memfd >= 0)
 		close(memfd);
 	free(w.data);
@@ -965,10 +1009,8 @@ int restart_load(struct bus *b, struct restart_fds *fds)
 	/* First: a crash from here on must not find this state again, it will be stale. */
 	store_clear();
 	if (fds->state < 0) {
-		if (fds->keeper >= 0) {
-			keeper_kill(fds->keeper);
-			fds->keeper = -1;
-		}
+		keeper_kill(fds->keeper, fds->keeper_watch);
+		fds->keeper = fds->keeper_watch = -1;
 		if (fds->n_conns > 0)
 			log_warning("restart: stored fds without a state (an unfinished hand-over)");
 		fallback(b, &s, fds, false);
@@ -978,8 +1020,8 @@ int restart_load(struct bus *b, struct restart_fds *fds)
 	close(fds->state);
 	fds->state = -1;
 	if (r < 0 && fds->keeper >= 0) {
-		keeper_kill(fds->keeper);
-		fds->keeper = -1;
+		keeper_kill(fds->keeper, fds->keeper_watch);
+		fds->keeper = fds->keeper_watch = -1;
 	}
 	if (r == 0) {
 		parsed = true;
@@ -994,10 +1036,9 @@ int restart_load(struct bus *b, struct restart_fds *fds)
 		if (fds->ring < 0)
 			log_warning("restart: cannot take the ring from its keeper: %m");
 	}
-	if (fds->keeper >= 0) {
-		keeper_kill(fds->keeper); /* the ring is ours now (or lost) */
-		fds->keeper = -1;
-	}
+	/* the ring is ours now (or lost) */
+	keeper_kill(fds->keeper, fds->keeper_watch);
+	fds->keeper = fds->keeper_watch = -1;
 	if (r == 0 && fds->ring < 0) {
 		log_warning("restart: no ring");
 		r = -EBADMSG;

@@ -19,12 +19,15 @@
 /* The fd names brokerd stores under (FDNAME=). */
 #define RESTART_FDNAME_STATE  "brokerd-state"
 #define RESTART_FDNAME_KEEPER "brokerd-keeper"
+/* the keeper's watch: when systemd drops the store (a stop), the keeper revokes everything */
+#define RESTART_FDNAME_KEEPER_WATCH "brokerd-keeper-watch"
 #define RESTART_FDNAME_CONN   "brokerd-conn"
 
 /* The fds a new brokerd got back from the store (sd_listen_fds_with_names). */
 struct restart_fds {
 	int state;  /* -1 if not there */
 	int keeper; /* pidfd of the process keeping the ring (restart.c), or -1 */
+	int keeper_watch; /* the other end of the keeper's watch socket pair, or -1 */
 	int ring;   /* the ring once taken from the keeper, else -1 */
 	int *conns;
 	size_t n_conns;

@@ -44,7 +44,7 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 	struct service s = { 0 };
 	struct line_reader lr;
 	const char *base;
-	bool section = false;
+	bool section = false, dbus = false;
 	char *l, *eq;
 	int r;
 
@@ -56,8 +56,9 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 			r = line_fail(err, err_len, file, lr.line, "line too long");
 			goto fail;
 		}
-		if (strcmp(l, "[Service]") == 0) {
+		if (strcmp(l, "[Service]") == 0 || strcmp(l, "[D-BUS Service]") == 0) {
 			section = true;
+			dbus = l[1] == 'D';
 			continue;
 		}
 		if (*l == '[') {
@@ -89,6 +90,10 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 			}
 			free(s.unit);
 			s.unit = strdup(eq);
+		} else if (dbus && (strcmp(l, "Exec") == 0 || strcmp(l, "User") == 0 ||
+				    strcmp(l, "AssumedAppArmorLabel") == 0)) {
+			/* dbus-daemon's own launcher's: the systemd unit says how to run it */
+			continue;
 		} else {
 			r = line_fail(err, err_len, file, lr.line, "unknown key '%s'", l);
 			goto fail;
@@ -97,6 +102,11 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 			r = -ENOMEM;
 			goto fail;
 		}
+	}
+	if (dbus && s.name && !s.unit) {
+		r = line_fail(err, err_len, file, lr.line,
+			      "no SystemdService=: brokerd activates through systemd only, Exec= is not run");
+		goto fail;
 	}
 	if (!s.name || !s.unit) {
 		r = line_fail(err, err_len, file, lr.line, "Name= and SystemdService= are required");

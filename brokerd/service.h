@@ -6,7 +6,10 @@
  *   Name=org.example.Echo
  *   SystemdService=example-echo.service
  *
- * The file name must be NAME.service. Pure parsing, plus reading a directory.
+ * The file name must be NAME.service. D-Bus service files ("[D-BUS Service]",
+ * /usr/share/dbus-1/system-services) are read too: their Exec=, User= and
+ * AssumedAppArmorLabel= are dbus-daemon's launcher's and not used, so one
+ * without SystemdService= is refused. Pure parsing, plus reading a directory.
  */
 #ifndef BROKERD_SERVICE_H
 #define BROKERD_SERVICE_H

@@ -28,6 +28,17 @@ int main(void)
 	ASSERT(strcmp(s.name, "org.x.Echo") == 0 && strcmp(s.unit, "x-echo.service") == 0);
 	service_deinit(&s);
 
+	/* D-Bus service files: Exec=, User=, AssumedAppArmorLabel= are dbus-daemon's launcher's */
+	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service",
+				    "[D-BUS Service]\nName=org.x.Echo\nExec=/bin/false\nUser=root\n"
+				    "AssumedAppArmorLabel=unconfined\nSystemdService=x-echo.service\n",
+				    err, sizeof(err)) == 0);
+	ASSERT(strcmp(s.name, "org.x.Echo") == 0 && strcmp(s.unit, "x-echo.service") == 0);
+	service_deinit(&s);
+	bad("[D-BUS Service]\nName=org.x.Echo\nExec=/bin/false\n",
+	    "/d/org.x.Echo.service:3: no SystemdService=: brokerd activates through systemd only, Exec= is not run");
+	bad("[D-BUS Service]\nName=org.x.Echo\nSystemdService=x.service\nBogus=1\n",
+	    "/d/org.x.Echo.service:4: unknown key 'Bogus'");
 	bad("Name=org.x.Echo\n", "/d/org.x.Echo.service:1: assignment outside [Service]");
 	bad("[Service]\nName=org.x.Echo\n",
 	    "/d/org.x.Echo.service:2: Name= and SystemdService= are required");

@@ -25,6 +25,7 @@
 #include "client/bus-object.h"
 #include "client/filter.h"
 #include "client/msg.h"
+#include "protocol/dbus-marshal.h"
 
 static void dispatch_call(brokerd_bus *bus, brokerd_msg *msg)
 {
@@ -218,6 +219,57 @@ static void fail_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t s
 	}
 }
 
+/*
+ * The receiver of b's calls with this id ended, as the seq-th control
+ * datagram said, and brokerd revoked its RECV at revoked_at (CLOCK_MONOTONIC):
+ * the calls it may have taken, sent before both, will never be answered
+ * (a call sent later went to the receivers left). But a reply it sent
+ * before it ended may already wait in our inbox, and must win: so those
+ * calls are only marked here, and fail at the end of this dispatch pass,
+ * after the inbox was read (bus-loop.c, deadlines).
+ */
+static void mark_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t id, uint64_t seq,
+				   uint64_t revoked_at)
+{
+	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
+		if (s->type == SLOT_CALL && s->serial && s->bname == b && !s->queued && s->ctrl_seq < seq &&
+		    s->sent < revoked_at) {
+			s->ended_receiver = id;
+			s->deadline = 1; /* due now */
+		}
+	bus_kick(bus);
+}
+
+void bus_dispatch_receiver_ended(brokerd_bus *bus, struct brokerd_slot *s)
+{
+	char receiver[CTRL_UNIQUE_NAME_MAX], text[160];
+	uint8_t body[4 + sizeof(text)];
+	struct chmsg m = {
+		.type = CHMSG_ERROR,
+		.byte_order = DBUS_NATIVE_ENDIAN,
+		.serial = 1,
+		.reply_serial = s->serial,
+		.error_name = BROKERD_ERROR_NO_REPLY,
+		.signature = "s",
+		.body = body,
+	};
+	brokerd_msg *msg;
+	uint32_t n;
+
+	BUG_ON(!s->ended_receiver);
+	ctrl_unique_name_format(s->ended_receiver, receiver);
+	n = (uint32_t)snprintf(text, sizeof(text), "receiver ended: %s, a receiver of %s, ended before it replied",
+			       receiver, s->name ? s->name : "?");
+	if (n >= sizeof(text))
+		n = sizeof(text) - 1;
+	memcpy(body, &n, 4);
+	memcpy(body + 4, text, n + 1);
+	m.body_len = 4 + n + 1;
+	msg = msg_new(bus, &m, NULL, s->name ? s->name : "");
+	bus_call_complete(s, msg, msg ? -EREMOTEIO : -ECONNRESET);
+	brokerd_msg_unref(msg);
+}
+
 static void dispatch_name_owner_changed(brokerd_bus *bus, const char *name, const char *old_owner,
 					const char *new_owner, uint64_t seq)
 {
@@ -300,7 +352,7 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 		break;
 	}
 	case CTRL_SIGNAL_CALL_RECEIVER_LOST:
-		/* a receiver of the name's calls died: any call sent before may have been its */
+		/* an older brokerd's: a receiver of the name's calls died, any call sent before may have been its */
 		if (ctrl_read_string(&r, &a, NULL) >= 0) {
 			struct bname *b = bname_get(bus, a, false);
 
@@ -308,6 +360,19 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 				fail_calls_sent_before(bus, b, seq);
 		}
 		break;
+	case CTRL_SIGNAL_CALL_RECEIVER_ENDED: {
+		/* one of the name's receivers ended, others remain: its calls fail, replies first */
+		uint64_t id, revoked_at;
+
+		if (ctrl_read_string(&r, &a, NULL) >= 0 && ctrl_read_string(&r, &n, NULL) >= 0 &&
+		    ctrl_read_u64(&r, &revoked_at) >= 0 && ctrl_unique_name_parse(n, &id) >= 0) {
+			struct bname *b = bname_get(bus, a, false);
+
+			if (b)
+				mark_calls_sent_before(bus, b, id, seq, revoked_at);
+		}
+		break;
+	}
 	case CTRL_SIGNAL_SIGNAL_CHANNEL:
 		/* a name appeared that a match rule without a sender may hear */
 		if (ctrl_read_string(&r, &a, NULL) >= 0) {

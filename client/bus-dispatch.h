@@ -17,4 +17,8 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c);
 int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds, unsigned int n_fds,
 		      uint64_t seq);
 
+/* Fails the call s, which a receiver that ended may have taken
+ * (s->ended_receiver), with a NoReply error. */
+void bus_dispatch_receiver_ended(brokerd_bus *bus, struct brokerd_slot *s);
+
 #endif

@@ -169,6 +169,7 @@ struct brokerd_slot {
 	/* calls: the encoded call, until the name's call chan is open */
 	struct bus_out *queued;
 	bool reopened;			     /* calls: its chan was reopened once for it (revoked) */
+	uint64_t ended_receiver;	     /* calls: a receiver that may have taken it ended (its id) */
 	const struct brokerd_vtable *vtable; /* objects: the caller's */
 };
 

@@ -47,7 +47,10 @@ static int bus_process_timeouts(brokerd_bus *bus)
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
 		if (s->type == SLOT_CALL && s->serial && s->deadline <= now) {
-			bus_call_complete(s, NULL, -ETIMEDOUT);
+			if (s->ended_receiver)
+				bus_dispatch_receiver_ended(bus, s);
+			else
+				bus_call_complete(s, NULL, -ETIMEDOUT);
 			n++;
 			/* the handler may have freed any slot: start over */
 			next = bus->slots;

@@ -245,6 +245,25 @@ static int on_reply(brokerd_msg *msg, int error, void *userdata)
 	return 0;
 }
 
+/* A reply the library made itself (NoReply): no sender, no credentials. */
+static int on_local_reply(brokerd_msg *msg, int error, void *userdata)
+{
+	struct seen *s = userdata;
+	struct brokerd_creds creds;
+	const void *body;
+	size_t size;
+
+	s->n++;
+	s->error = error;
+	ASSERT(msg);
+	ASSERT(strcmp(brokerd_msg_get_sender(msg), "") == 0);
+	ASSERT_INT(brokerd_msg_get_creds(msg, &creds), ==, -ENODATA);
+	snprintf(s->member, sizeof(s->member), "%s", brokerd_msg_get_member(msg));
+	ASSERT_INT(brokerd_msg_get_body(msg, &body, &size), ==, 0);
+	snprintf(s->body, sizeof(s->body), "%.*s", (int)size, (const char *)body);
+	return 0;
+}
+
 static struct seen noc;
 static char noc_old[64], noc_new[64];
 
@@ -791,6 +810,68 @@ static void test_ctrl(struct fixture *f)
 	ctrl_writer_deinit(&w);
 	ASSERT_INT(pending.n, ==, 1);
 	ASSERT_INT(pending.error, ==, -ECONNRESET);
+
+	/*
+	 * CallReceiverEnded: the calls sent before it are marked, not failed,
+	 * so that a reply already in the inbox still wins; the rest fail at
+	 * the end of the pass with a NoReply error naming the receiver. A
+	 * call sent after it keeps waiting.
+	 */
+	{
+		struct seen won = { 0 }, lost = { 0 }, later = { 0 }, after = { 0 };
+		struct chmsg r = { .type = CHMSG_REPLY, .serial = 300, .member = "", .destination = ":1.1" };
+		static uint8_t body[64];
+		brokerd_slot *won_slot, *lost_slot, *later_slot, *after_slot;
+		uint32_t won_serial;
+
+		f->svc->receivers[0] = PEER_BADGE;
+		f->svc->n_receivers = 1;
+		f->svc->receivers_usec = now_usec();
+		ASSERT_INT(brokerd_bus_call_async(f->bus, &won_slot, SVC, "Hang", NULL, 0, 0, on_reply, &won), ==,
+			   0);
+		won_serial = last_sent().serial;
+		ASSERT_INT(brokerd_bus_call_async(f->bus, &lost_slot, SVC, "Hang", NULL, 0, 0, on_local_reply,
+						  &lost),
+			   ==, 0);
+		/* brokerd revoked the receiver now; unread, the signal waits behind a call sent after */
+		ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0), ==, 0);
+		ctrl_write_string(&w, SVC);
+		ctrl_write_string(&w, PEER_NAME);
+		ctrl_write_u64(&w, now_usec());
+		ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+		usleep(1000);
+		ASSERT_INT(brokerd_bus_call_async(f->bus, &after_slot, SVC, "Hang", NULL, 0, 0, on_reply, &after),
+			   ==, 0);
+		ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
+		ctrl_writer_deinit(&w);
+		ASSERT_INT(brokerd_bus_call_async(f->bus, &later_slot, SVC, "Hang", NULL, 0, 0, on_reply, &later),
+			   ==, 0);
+		ASSERT_INT(won.n + lost.n + later.n + after.n, ==, 0);
+		ASSERT(won_slot->ended_receiver == PEER_BADGE && lost_slot->ended_receiver == PEER_BADGE);
+		ASSERT(won_slot->deadline <= now_usec() && lost_slot->deadline <= now_usec());
+		ASSERT(!later_slot->ended_receiver && later_slot->deadline > now_usec());
+		ASSERT(!after_slot->ended_receiver && after_slot->deadline > now_usec());
+
+		/* the reply read in the same pass wins */
+		set_bytes(&r, "ay", "pong", body);
+		r.reply_serial = won_serial;
+		deliver(f->bus, f->inbox, &r);
+		ASSERT_INT(won.n, ==, 1);
+		ASSERT_INT(won.error, ==, 0);
+		ASSERT(strcmp(won.body, "pong") == 0);
+
+		/* the end of the pass: the deadline that came due */
+		bus_dispatch_receiver_ended(f->bus, lost_slot);
+		ASSERT_INT(lost.n, ==, 1);
+		ASSERT_INT(lost.error, ==, -EREMOTEIO);
+		ASSERT(strcmp(lost.member, BROKERD_ERROR_NO_REPLY) == 0);
+		ASSERT(strncmp(lost.body, "receiver ended: " PEER_NAME ",", strlen("receiver ended: " PEER_NAME ",")) == 0);
+		ASSERT_INT(later.n + after.n, ==, 0);
+		brokerd_slot_free(after_slot);
+		brokerd_slot_free(won_slot);
+		brokerd_slot_free(lost_slot);
+		brokerd_slot_free(later_slot);
+	}
 	brokerd_slot_free(watch);
 }
 

@@ -127,6 +127,9 @@ static const struct ctrl_op_info signals[] = {
 	[CTRL_SIGNAL_REPLY_CAPABILITY] = {
 		.name = "ReplyCapability", .reply_sig = "ss", .min_len = 6, .max_reply_fds = 1,
 	},
+	[CTRL_SIGNAL_CALL_RECEIVER_ENDED] = {
+		.name = "CallReceiverEnded", .reply_sig = "sst", .min_len = 14,
+	},
 };
 _Static_assert(ELEMENTSOF(signals) == _CTRL_SIGNAL_MAX, "every signal needs an entry in signals[]");
 

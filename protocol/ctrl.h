@@ -67,10 +67,12 @@ enum ctrl_signal {
 	CTRL_SIGNAL_MONITOR_CHANNEL,
 	CTRL_SIGNAL_CAPABILITY_RENEWED, /* reserved: brokerd no longer sends it */
 	CTRL_SIGNAL_CAPABILITY_REVOKED,
-	CTRL_SIGNAL_CALL_RECEIVER_LOST,
+	CTRL_SIGNAL_CALL_RECEIVER_LOST, /* reserved: brokerd now sends CallReceiverEnded */
 	CTRL_SIGNAL_SIGNAL_CHANNEL = 8, /* a name's signal RECV cap for a watcher */
 	/* a SEND cap to a caller's inbox, for replies (protocol/README.md, Reply capabilities) */
 	CTRL_SIGNAL_REPLY_CAPABILITY = 10,
+	/* a receiver of a name's calls ended: its callers' calls fail (protocol/README.md, Worker pools) */
+	CTRL_SIGNAL_CALL_RECEIVER_ENDED,
 	_CTRL_SIGNAL_MAX,
 };
 

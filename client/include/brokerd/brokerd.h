@@ -211,13 +211,17 @@ int brokerd_bus_add_match(brokerd_bus *bus, brokerd_slot **ret_slot, const char 
 #define BROKERD_ERROR_ACCESS_DENIED  "org.brokerd.Error.AccessDenied"
 /* a call the service had taken when it closed its connection */
 #define BROKERD_ERROR_DISCONNECTED "org.brokerd.Error.Disconnected"
+/* a call a receiver (a pool's worker) may have taken when its connection ended */
+#define BROKERD_ERROR_NO_REPLY "org.freedesktop.DBus.Error.NoReply"
 
 /*
  * Synchronous call. On a reply returns 0 and *ret_reply. On an error reply
  * returns -EREMOTEIO and *ret_reply holds the error (ret_reply may be NULL).
  * -ETIMEDOUT after timeout_usec (0: 25 s default), -ECONNRESET when the
- * service went away mid-call or brokerd restarted, -ENXIO when nobody owns
- * the name, -EACCES when policy refuses the call.
+ * service went away mid-call or brokerd restarted, -EREMOTEIO with a
+ * BROKERD_ERROR_NO_REPLY error made by the library when one of several
+ * receivers of the name ended mid-call, -ENXIO when nobody owns the name,
+ * -EACCES when policy refuses the call.
  */
 int brokerd_bus_call(brokerd_bus *bus, const char *name, const char *member, const void *body, size_t size,
 		     uint64_t timeout_usec, brokerd_msg **ret_reply);

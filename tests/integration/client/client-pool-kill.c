@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * client-pool-kill - a worker of a pool killed with SIGKILL while it serves
- * a call: the caller gets -ECONNRESET at once (brokerd tells the callers of
- * the name that one of its call receivers is gone: CallReceiverLost,
- * protocol/README.md), never its timeout, and the workers that remain serve
+ * a call: the caller gets a NoReply error (-EREMOTEIO) at once (brokerd tells
+ * the callers of the name that one of its call receivers is gone:
+ * CallReceiverEnded, protocol/README.md), never its timeout, and the workers that remain serve
  * the calls that follow. Three workers request org.brokerd.test.PoolKill
  * with BROKERD_NAME_POOL (worker 1 is the primary owner). First a queued
  * worker takes a call and is killed (nothing changes hands: only the new
@@ -80,7 +80,7 @@ static int kill_mid_call(brokerd_bus *bus, const char *body, pid_t *pids)
 			     victim);
 		t_log("%s: the caller got %d (%s) %llu ms after the kill", body, r.error, strerror(-r.error),
 		      (unsigned long long)(now_usec() - t0) / 1000);
-		CHECK_R(r.error, -ECONNRESET);
+		CHECK_R(r.error, -EREMOTEIO); /* NoReply: the other workers still serve the name */
 		CHECK(now_usec() - t0 < 5000000);
 	}
 	CHECK(victim);

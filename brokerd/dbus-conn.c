@@ -1,0 +1,924 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dbus-conn.c - D-Bus connections on brokerd's stream socket: accepting
+ * (per-uid connection quota), the SASL handshake, reading whole messages
+ * with their fds, writing with a per-connection limit, and routing what
+ * clients send: to the driver, to one connection by unique or well-known
+ * name, or as a broadcast signal to every connection with a matching rule.
+ * Calls are remembered until their reply, so that only the callee can
+ * answer a call and a callee that goes away answers NoReply for itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "brokerd/bus-state.h"
+#include "brokerd/dbus-front.h"
+#include "brokerd/log.h"
+#include "brokerd/policy.h"
+#include "brokerd/quota.h"
+#include "brokerd/registry.h"
+#include "util/macro.h"
+#include "util/socket.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+#define READ_CHUNK (64U * 1024U)
+/* fds received and not yet claimed by a message: one message's worth and a bit. */
+#define IN_FDS_MAX (2U * DBUS_MESSAGE_FDS_MAX)
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static void out_free(struct dbus_out *o)
+{
+	if (!o)
+		return;
+	close_fds(o->fds, o->n_fds);
+	free(o->fds);
+	free(o->data);
+	free(o);
+}
+
+static void conn_update_events(struct dbus_conn *c)
+{
+	if (c->dead || !c->src)
+		return;
+	(void)sd_event_source_set_io_events(c->src, EPOLLIN | (c->out_head ? EPOLLOUT : 0));
+}
+
+static void schedule_reap(struct dbus_front *f);
+
+void dbus_conn_kill(struct dbus_conn *c, const char *why)
+{
+	if (c->dead)
+		return;
+	log_full(LOG_INFO, c->name, c->cred.uid, "D-Bus connection %s (uid %u) closed: %s", c->name,
+		 (unsigned int)c->cred.uid, why);
+	c->dead = true;
+	c->src = sd_event_source_disable_unref(c->src);
+	c->hello_timer = sd_event_source_disable_unref(c->hello_timer);
+	schedule_reap(c->front);
+}
+
+/* Write what is queued as far as the socket takes it. */
+static int conn_flush(struct dbus_conn *c)
+{
+	while (c->out_head) {
+		struct dbus_out *o = c->out_head;
+		struct iovec iov = { .iov_base = o->data + o->pos, .iov_len = o->len - o->pos };
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int) * DBUS_MESSAGE_FDS_MAX)];
+		} control;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t n;
+
+		/* The fds go with the first byte of their message. */
+		if (o->pos == 0 && o->n_fds) {
+			struct cmsghdr *cm;
+
+			memset(&control, 0, sizeof(control));
+			mh.msg_control = &control;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * o->n_fds);
+			cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * o->n_fds);
+			memcpy(CMSG_DATA(cm), o->fds, sizeof(int) * o->n_fds);
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			dbus_conn_kill(c, strerror(errno));
+			return -errno;
+		}
+		if (o->pos == 0 && o->n_fds) {
+			close_fds(o->fds, o->n_fds);
+			c->out_fds -= o->n_fds;
+			o->n_fds = 0;
+		}
+		o->pos += (size_t)n;
+		c->out_bytes -= (size_t)n;
+		if (o->pos < o->len)
+			break;
+		c->out_head = o->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		out_free(o);
+	}
+	conn_update_events(c);
+	return 0;
+}
+
+int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsigned int n_fds)
+{
+	struct dbus_out *o;
+
+	if (c->dead) {
+		close_fds(fds, n_fds);
+		free(fds);
+		free(data);
+		return -ECONNRESET;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		close_fds(fds, n_fds);
+		free(fds);
+		free(data);
+		return -ENOMEM;
+	}
+	o->data = data;
+	o->len = len;
+	o->fds = fds;
+	o->n_fds = n_fds;
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	c->out_bytes += len;
+	c->out_fds += n_fds;
+	/* A reader that does not keep up must not make brokerd hold its backlog. */
+	if (c->out_bytes > DBUS_CONN_OUT_BYTES_MAX || c->out_fds > DBUS_CONN_OUT_FDS_MAX) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "slow reader: %zu bytes and %u fds queued (limits %u, %u)",
+			 c->out_bytes, c->out_fds, DBUS_CONN_OUT_BYTES_MAX, DBUS_CONN_OUT_FDS_MAX);
+		log_full(LOG_WARNING, c->name, c->cred.uid, "D-Bus connection %s of uid %u: %s", c->name,
+			 (unsigned int)c->cred.uid, why);
+		dbus_conn_kill(c, why);
+		return -ENOBUFS;
+	}
+	return conn_flush(c);
+}
+
+int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len)
+{
+	void *data;
+	size_t len;
+	int r;
+
+	if (c->dead)
+		return -ECONNRESET;
+	h->serial = ++c->front->serial ? c->front->serial : ++c->front->serial;
+	h->sender = DBUS_DRIVER_NAME;
+	if (!h->destination && c->peer)
+		h->destination = c->name;
+	r = dbus_message_write(h, body, body_len, &data, &len);
+	if (r < 0)
+		return r;
+	return dbus_conn_queue(c, data, len, NULL, 0);
+}
+
+pid_t dbus_conn_pid(struct dbus_conn *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+
+	/* As conn_pid(): a pid is reported only while the pidfd says its process runs. */
+	if (c->pidfd < 0 || poll(&p, 1, 0) != 0)
+		return 0;
+	return c->cred.pid;
+}
+
+struct dbus_conn *dbus_front_conn_by_name(struct dbus_front *f, const char *name)
+{
+	struct registry_peer *p = registry_peer_resolve(f->registry, name);
+	struct dbus_conn *c = p ? p->userdata : NULL;
+
+	return c && !c->dead ? c : NULL;
+}
+
+/* ---- Routing ----------------------------------------------------------------- */
+
+static int *fds_dup(const int *fds, unsigned int n)
+{
+	int *d;
+
+	if (!n)
+		return NULL;
+	d = calloc(n, sizeof(int));
+	if (!d)
+		return NULL;
+	for (unsigned int i = 0; i < n; i++) {
+		d[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+		if (d[i] < 0) {
+			close_fds(d, i);
+			free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+/* Deliver a (stamped) message to c, copying it and its fds. */
+static int deliver_copy(struct dbus_conn *c, const struct dbus_message *m, const int *fds)
+{
+	void *data;
+	int *d = NULL;
+
+	if (m->h.n_fds && !c->sasl.fds_agreed)
+		return -EOPNOTSUPP;
+	data = malloc(m->len);
+	if (!data)
+		return -ENOMEM;
+	memcpy(data, m->data, m->len);
+	if (m->h.n_fds && !(d = fds_dup(fds, m->h.n_fds))) {
+		free(data);
+		return -ENOMEM;
+	}
+	return dbus_conn_queue(c, data, m->len, d, m->h.n_fds);
+}
+
+static bool conn_matches(struct dbus_front *f, struct dbus_conn *c, const struct dbus_match_message *mm,
+			 struct registry_peer *sender_peer)
+{
+	for (struct dbus_match *x = c->matches; x; x = x->next) {
+		struct dbus_match_message m = *mm;
+
+		/* A rule's well-known sender matches the messages of its current owner. */
+		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0) {
+			struct registry_peer *owner = registry_name_owner(f->registry, x->rule.sender);
+
+			if (!owner || owner != sender_peer)
+				continue;
+			m.sender_name = x->rule.sender;
+		}
+		if (dbus_match_rule_matches(&x->rule, &m))
+			return true;
+	}
+	return false;
+}
+
+/* A signal without destination: to every connection with a rule that matches it. */
+static void broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+		      struct registry_peer *sender_peer)
+{
+	struct dbus_match_message mm = {
+		.type = m->h.type,
+		.sender = m->h.sender,
+		.interface = m->h.interface,
+		.member = m->h.member,
+		.path = m->h.path,
+		.destination = m->h.destination,
+		.signature = m->h.signature ? m->h.signature : "",
+		.body = m->body,
+		.body_len = m->body_len,
+		.byte_order = m->byte_order,
+	};
+
+	if (!strcmp(m->h.sender, DBUS_DRIVER_NAME))
+		mm.sender_name = DBUS_DRIVER_NAME;
+	for (struct dbus_conn *c = f->conns; c; c = c->next) {
+		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer))
+			continue;
+		(void)deliver_copy(c, m, fds);
+	}
+}
+
+void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, const char *member,
+			      const char *signature, const void *body, size_t body_len)
+{
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_SIGNAL,
+		.path = DBUS_DRIVER_PATH,
+		.interface = DBUS_DRIVER_INTERFACE,
+		.member = member,
+		.signature = signature,
+		.sender = DBUS_DRIVER_NAME,
+	};
+	struct dbus_message m;
+	void *data;
+	size_t len;
+
+	if (dest) {
+		h.destination = dest->name;
+		(void)dbus_conn_send_driver(dest, &h, body, body_len);
+		return;
+	}
+	h.serial = ++f->serial ? f->serial : ++f->serial;
+	if (dbus_message_write(&h, body, body_len, &data, &len) < 0)
+		return;
+	if (dbus_message_parse(&m, data, len, 0) == 0)
+		broadcast(f, &m, NULL, NULL);
+	dbus_message_deinit(&m);
+}
+
+static struct dbus_reply **reply_find(struct dbus_front *f, struct dbus_conn *caller,
+				      struct dbus_conn *callee, uint32_t serial)
+{
+	for (struct dbus_reply **p = &f->replies; *p; p = &(*p)->next)
+		if ((*p)->caller == caller && (*p)->callee == callee && (*p)->serial == serial)
+			return p;
+	return NULL;
+}
+
+/* Answer a call from the driver with an error, naming why it went nowhere. */
+static void refuse(struct dbus_conn *c, const struct dbus_message *m, const char *error, const char *fmt,
+		   const char *arg)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), fmt, arg);
+	(void)dbus_driver_reply_error(c, m, error, text);
+}
+
+/* Route to one connection; *fds is taken when the message is queued. */
+static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
+{
+	struct dbus_front *f = c->front;
+	const char *dest = m->h.destination;
+	struct dbus_conn *t = dbus_front_conn_by_name(f, dest);
+	struct dbus_reply *rep;
+
+	if (!t) {
+		if (registry_peer_resolve(f->bus->registry, dest))
+			refuse(c, m, "org.freedesktop.DBus.Error.NotSupported",
+			       "%s is a native brokerd client; calls between D-Bus and native clients are not supported yet",
+			       dest);
+		else
+			refuse(c, m, "org.freedesktop.DBus.Error.ServiceUnknown", "The name %s has no owner",
+			       dest);
+		return 0;
+	}
+	if (dest[0] != ':' &&
+	    !policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, dest, NULL, 0)) {
+		refuse(c, m, "org.freedesktop.DBus.Error.AccessDenied",
+		       "Sending to %s is not allowed by policy", dest);
+		return 0;
+	}
+	if (m->h.n_fds && !t->sasl.fds_agreed) {
+		refuse(c, m, "org.freedesktop.DBus.Error.NotSupported", "%s does not accept file descriptors",
+		       dest);
+		return 0;
+	}
+
+	switch (m->h.type) {
+	case DBUS_MESSAGE_METHOD_CALL:
+		if (m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED)
+			break;
+		if (c->n_replies >= DBUS_CONN_REPLIES_MAX) {
+			refuse(c, m, "org.freedesktop.DBus.Error.LimitsExceeded", "%s",
+			       "Too many calls waiting for a reply");
+			return 0;
+		}
+		rep = calloc(1, sizeof(*rep));
+		if (!rep)
+			return -ENOMEM;
+		rep->caller = c;
+		rep->callee = t;
+		rep->serial = m->h.serial;
+		rep->next = f->replies;
+		f->replies = rep;
+		c->n_replies++;
+		break;
+	case DBUS_MESSAGE_METHOD_RETURN:
+	case DBUS_MESSAGE_ERROR: {
+		struct dbus_reply **p = reply_find(f, t, c, m->h.reply_serial);
+
+		if (!p) {
+			/* Nobody asked c for this: a forged or late reply. */
+			f->unsolicited++;
+			log_full(LOG_DEBUG, c->name, c->cred.uid,
+				 "unsolicited reply from %s to %s (serial %u) refused", c->name, t->name,
+				 m->h.reply_serial);
+			return 0;
+		}
+		rep = *p;
+		*p = rep->next;
+		rep->caller->n_replies--;
+		free(rep);
+		break;
+	}
+	}
+	/* Queued or, if t cannot take it, freed by dbus_conn_queue(): either way not ours any more. */
+	(void)dbus_conn_queue(t, TAKE_PTR(m->data), m->len, TAKE_PTR(*fds), m->h.n_fds);
+	return 0;
+}
+
+/* A whole message from c with its fds (taken). Returns <0 to drop c. */
+static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
+{
+	bool to_driver = !m->h.destination || !strcmp(m->h.destination, DBUS_DRIVER_NAME);
+	int r = 0;
+
+	if (!c->peer &&
+	    !(to_driver && m->h.type == DBUS_MESSAGE_METHOD_CALL && !strcmp(m->h.member, "Hello"))) {
+		dbus_conn_kill(c, "a message before Hello");
+		r = -EPROTO;
+		goto out;
+	}
+	if (c->peer) {
+		r = dbus_message_stamp(m, c->name);
+		if (r < 0) {
+			dbus_conn_kill(c, "cannot stamp the sender");
+			goto out;
+		}
+	}
+	if (!m->h.destination && m->h.type == DBUS_MESSAGE_SIGNAL) {
+		broadcast(c->front, m, fds, c->peer);
+		goto out;
+	}
+	if (to_driver) {
+		/* Replies to the driver: it never calls anybody, so they answer nothing. */
+		if (m->h.type == DBUS_MESSAGE_METHOD_CALL)
+			r = dbus_driver_dispatch(c, m);
+		goto out;
+	}
+	r = route_unicast(c, m, &fds);
+out:
+	if (fds)
+		close_fds(fds, m->h.n_fds);
+	free(fds);
+	return r;
+}
+
+/* ---- Input ------------------------------------------------------------------- */
+
+static int in_reserve(struct dbus_conn *c, size_t need)
+{
+	uint8_t *p;
+	size_t cap = c->in_cap ? c->in_cap : READ_CHUNK;
+
+	if (need <= c->in_cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(c->in, cap);
+	if (!p)
+		return -ENOMEM;
+	c->in = p;
+	c->in_cap = cap;
+	return 0;
+}
+
+static void in_consume(struct dbus_conn *c, size_t n)
+{
+	memmove(c->in, c->in + n, c->in_len - n);
+	c->in_len -= n;
+}
+
+/* Handle what is buffered: SASL lines, then whole messages. */
+static void conn_process(struct dbus_conn *c)
+{
+	while (!c->dead && c->sasl.state != DBUS_SASL_DONE && c->in_len) {
+		char out[DBUS_SASL_REPLY_MAX * (DBUS_SASL_COMMANDS_MAX + 1)];
+		size_t consumed, out_len = 0;
+		int r = dbus_sasl_feed(&c->sasl, c->in, c->in_len, &consumed, out, sizeof(out), &out_len);
+
+		in_consume(c, consumed);
+		if (out_len) {
+			void *d = malloc(out_len);
+
+			if (d) {
+				memcpy(d, out, out_len);
+				(void)dbus_conn_queue(c, d, out_len, NULL, 0);
+			}
+		}
+		if (r < 0) {
+			dbus_conn_kill(c, r == -EPROTO	 ? "authentication protocol violated" :
+					  r == -EMSGSIZE ? "authentication line too long" :
+							   "authentication failed");
+			return;
+		}
+		if (r == 0)
+			return;
+	}
+	while (!c->dead && c->sasl.state == DBUS_SASL_DONE) {
+		struct dbus_message m;
+		size_t size;
+		uint8_t *data;
+		int *fds = NULL;
+		int r = dbus_message_frame_size(c->in, c->in_len, &size);
+
+		if (r == -EAGAIN)
+			return;
+		if (r < 0) {
+			dbus_conn_kill(c, "invalid message header");
+			return;
+		}
+		/* The buffer grows as bytes come, not as the header announces: announcing is free. */
+		if (c->in_len < size)
+			return;
+		data = malloc(size);
+		if (!data) {
+			dbus_conn_kill(c, "out of memory");
+			return;
+		}
+		memcpy(data, c->in, size);
+		in_consume(c, size);
+		if (dbus_message_parse(&m, data, size, (uint32_t)c->n_in_fds) < 0) {
+			dbus_message_deinit(&m);
+			dbus_conn_kill(c, "invalid message");
+			return;
+		}
+		/* This message's fds are the first that came; any others with it are strays. */
+		if (m.h.n_fds) {
+			fds = calloc(m.h.n_fds, sizeof(int));
+			if (!fds) {
+				dbus_message_deinit(&m);
+				dbus_conn_kill(c, "out of memory");
+				return;
+			}
+			memcpy(fds, c->in_fds, m.h.n_fds * sizeof(int));
+			memmove(c->in_fds, c->in_fds + m.h.n_fds, (c->n_in_fds - m.h.n_fds) * sizeof(int));
+			c->n_in_fds -= m.h.n_fds;
+		}
+		if (!c->in_len && c->n_in_fds) {
+			close_fds(c->in_fds, c->n_in_fds);
+			c->n_in_fds = 0;
+		}
+		(void)conn_dispatch(c, &m, fds);
+		dbus_message_deinit(&m);
+	}
+}
+
+static void conn_read(struct dbus_conn *c)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * DBUS_MESSAGE_FDS_MAX)];
+	} control;
+	struct iovec iov;
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control)
+	};
+	ssize_t n;
+
+	if (in_reserve(c, c->in_len + READ_CHUNK) < 0) {
+		dbus_conn_kill(c, "out of memory");
+		return;
+	}
+	iov.iov_base = c->in + c->in_len;
+	iov.iov_len = READ_CHUNK;
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			dbus_conn_kill(c, strerror(errno));
+		return;
+	}
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t k;
+		int *got;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		got = (int *)CMSG_DATA(cm);
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		/* Without NEGOTIATE_UNIX_FD, or too many: closed, never passed on. */
+		if (!c->sasl.fds_agreed || c->n_in_fds + k > IN_FDS_MAX) {
+			close_fds(got, k);
+			continue;
+		}
+		if (!c->in_fds)
+			c->in_fds = calloc(IN_FDS_MAX, sizeof(int));
+		if (!c->in_fds) {
+			close_fds(got, k);
+			continue;
+		}
+		memcpy(c->in_fds + c->n_in_fds, got, k * sizeof(int));
+		c->n_in_fds += k;
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		dbus_conn_kill(c, "too many fds in one message");
+		return;
+	}
+	if (n == 0) {
+		dbus_conn_kill(c, "disconnected");
+		return;
+	}
+	c->in_len += (size_t)n;
+	conn_process(c);
+}
+
+static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct dbus_conn *c = userdata;
+
+	if (revents & EPOLLOUT)
+		(void)conn_flush(c);
+	if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		conn_read(c);
+	return 0;
+}
+
+static int on_hello_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct dbus_conn *c = userdata;
+
+	c->hello_timer = sd_event_source_disable_unref(c->hello_timer);
+	if (!c->peer)
+		dbus_conn_kill(c, "no Hello in time");
+	return 0;
+}
+
+/* ---- Connections ------------------------------------------------------------- */
+
+static void conn_free(struct dbus_conn *c)
+{
+	struct dbus_front *f = c->front;
+
+	while (c->out_head) {
+		struct dbus_out *o = c->out_head;
+
+		c->out_head = o->next;
+		out_free(o);
+	}
+	while (c->matches) {
+		struct dbus_match *x = c->matches;
+
+		c->matches = x->next;
+		dbus_match_rule_deinit(&x->rule);
+		free(x->text);
+		free(x);
+	}
+	close_fds(c->in_fds, c->n_in_fds);
+	free(c->in_fds);
+	free(c->in);
+	free(c->gids);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	sd_event_source_disable_unref(c->src);
+	sd_event_source_disable_unref(c->hello_timer);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->charged)
+		quota_release(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		f->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+}
+
+/* A dead connection leaves: calls waiting on it fail with NoReply, its names go. */
+static void conn_gone(struct dbus_conn *c)
+{
+	struct dbus_front *f = c->front;
+
+	for (struct dbus_reply **p = &f->replies; *p;) {
+		struct dbus_reply *rep = *p;
+
+		if (rep->caller != c && rep->callee != c) {
+			p = &rep->next;
+			continue;
+		}
+		*p = rep->next;
+		rep->caller->n_replies--;
+		if (rep->callee == c && !rep->caller->dead) {
+			struct dbus_header h = {
+				.type = DBUS_MESSAGE_ERROR,
+				.error_name = "org.freedesktop.DBus.Error.NoReply",
+				.reply_serial = rep->serial,
+				.signature = "s",
+			};
+			struct dbus_writer w;
+			void *body = NULL;
+			size_t len = 0;
+			char text[160];
+
+			snprintf(text, sizeof(text), "%s disconnected before it replied", c->name);
+			if (dbus_writer_init(&w, "s") == 0) {
+				dbus_writer_append_basic(&w, 's', text);
+				if (dbus_writer_finish(&w, &body, &len) == 0)
+					(void)dbus_conn_send_driver(rep->caller, &h, body, len);
+				dbus_writer_deinit(&w);
+				free(body);
+			}
+		}
+		free(rep);
+	}
+	if (c->peer)
+		dbus_driver_conn_gone(c);
+}
+
+static int on_reap(sd_event_source *s, void *userdata)
+{
+	struct dbus_front *f = userdata;
+	bool again = true;
+
+	/* Leaving may make others leave (a slow reader of NameOwnerChanged): until none is left. */
+	while (again) {
+		again = false;
+		for (struct dbus_conn *c = f->conns, *next; c; c = next) {
+			next = c->next;
+			if (!c->dead)
+				continue;
+			conn_gone(c);
+			conn_free(c);
+			again = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void schedule_reap(struct dbus_front *f)
+{
+	sd_event_source *s;
+
+	if (sd_event_add_defer(f->event, &s, on_reap, f) >= 0)
+		(void)sd_event_source_set_floating(s, true);
+	sd_event_source_unref(s);
+}
+
+static void conn_creds(struct dbus_conn *c)
+{
+	socklen_t l = sizeof(c->cred);
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &l) < 0) {
+		c->cred.uid = (uid_t)-1;
+		c->cred.gid = (gid_t)-1;
+	}
+	for (size_t ng = 32; ng <= 65536; ng *= 4) {
+		gid_t *g = calloc(ng, sizeof(*g));
+
+		if (!g)
+			break;
+		l = (socklen_t)(ng * sizeof(*g));
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) == 0) {
+			c->gids = g;
+			c->n_gids = l / sizeof(*g);
+			break;
+		}
+		free(g);
+		if (errno != ERANGE)
+			break;
+	}
+	/* At least the primary group (a process may have no supplementary ones). */
+	if (!c->n_gids) {
+		free(c->gids);
+		c->gids = calloc(1, sizeof(gid_t));
+	}
+	if (!c->n_gids && c->gids) {
+		c->gids[0] = c->cred.gid;
+		c->n_gids = 1;
+	}
+	l = sizeof(c->pidfd);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &l) < 0)
+		c->pidfd = -1;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct dbus_front *f = userdata;
+	struct dbus_conn *c;
+	int cfd;
+
+	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (cfd < 0)
+		return 0;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(cfd);
+		return 0;
+	}
+	c->front = f;
+	c->fd = cfd;
+	c->pidfd = -1;
+	c->name = "(no hello)";
+	conn_creds(c);
+	c->next = f->conns;
+	if (f->conns)
+		f->conns->prev = c;
+	f->conns = c;
+	/* The same per-uid budget as native connections: one uid cannot exhaust brokerd either way. */
+	if (quota_charge(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1) < 0) {
+		if (log_ratelimit_test(&f->refusal_log))
+			log_quota(
+				NULL, c->cred.uid, quota_kind_to_string(QUOTA_CONNECTIONS),
+				(unsigned long long)quota_used(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS),
+				(unsigned long long)quota_limit_uid(f->bus->quota, c->cred.uid,
+								    QUOTA_CONNECTIONS));
+		c->dead = true;
+		schedule_reap(f);
+		return 0;
+	}
+	c->charged = true;
+	dbus_sasl_init(&c->sasl, c->cred.uid, true, f->guid);
+	if (sd_event_add_io(f->event, &c->src, cfd, EPOLLIN, on_conn_io, c) < 0 ||
+	    /* Authentication and Hello within the native HELLO deadline: it holds a quota slot meanwhile. */
+	    sd_event_add_time_relative(f->event, &c->hello_timer, CLOCK_MONOTONIC,
+				       quota_bus_limit(f->bus->quota, QUOTA_BUS_HELLO_TIMEOUT_MS) * 1000ULL,
+				       0, on_hello_timeout, c) < 0) {
+		dbus_conn_kill(c, "out of memory");
+		return 0;
+	}
+	log_full(LOG_DEBUG, NULL, c->cred.uid, "D-Bus connection from uid %u pid %d",
+		 (unsigned int)c->cred.uid, (int)c->cred.pid);
+	return 0;
+}
+
+/* ---- The front end ----------------------------------------------------------- */
+
+int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
+{
+	struct dbus_front *f;
+	uint8_t id[16];
+	int r;
+
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->bus = bus;
+	f->event = sd_event_ref(event);
+	f->listen_fd = -1;
+	f->refusal_log = (struct log_ratelimit){ .what = "D-Bus connection refusal",
+						 .interval_usec = 10 * 1000000ULL,
+						 .burst = 10 };
+	r = registry_new(&f->registry, &dbus_driver_registry_ops, f);
+	if (r < 0) {
+		dbus_front_free(f);
+		return r;
+	}
+	/* The bus id (GetId, the SASL OK line): new for every brokerd, as dbus-daemon's. */
+	if (getrandom(id, sizeof(id), 0) != sizeof(id)) {
+		dbus_front_free(f);
+		return -EIO;
+	}
+	for (size_t i = 0; i < sizeof(id); i++)
+		snprintf(f->guid + 2 * i, 3, "%02x", id[i]);
+	*ret = f;
+	return 0;
+}
+
+struct dbus_front *dbus_front_free(struct dbus_front *f)
+{
+	if (!f)
+		return NULL;
+	while (f->replies) {
+		struct dbus_reply *rep = f->replies;
+
+		f->replies = rep->next;
+		free(rep);
+	}
+	while (f->conns) {
+		struct dbus_conn *c = f->conns;
+
+		if (c->peer)
+			registry_peer_remove(f->registry, c->peer);
+		c->peer = NULL;
+		c->dead = true;
+		conn_free(c);
+	}
+	registry_free(f->registry);
+	sd_event_source_disable_unref(f->listen_src);
+	if (f->listen_fd >= 0)
+		close(f->listen_fd);
+	sd_event_unref(f->event);
+	free(f);
+	return NULL;
+}
+
+int dbus_front_listen(struct dbus_front *f, int fd)
+{
+	int r;
+
+	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+		log_error("the D-Bus socket is not a listening AF_UNIX SOCK_STREAM socket");
+		close(fd);
+		return -EINVAL;
+	}
+	f->listen_fd = fd;
+	r = sd_event_add_io(f->event, &f->listen_src, fd, EPOLLIN, on_accept, f);
+	return r < 0 ? r : 0;
+}
+
+int dbus_front_listen_address(struct dbus_front *f, const char *address)
+{
+	const char *path;
+	int fd;
+
+	/* Only what a local bus needs; abstract sockets, tcp and guids are not offered. */
+	if (strncmp(address, "unix:path=", 10) != 0 || !address[10] || strchr(address + 10, ',')) {
+		log_error("unsupported D-Bus address '%s' (only unix:path=PATH)", address);
+		return -EINVAL;
+	}
+	path = address + 10;
+	(void)unlink(path);
+	fd = unix_listen(path, SOCK_STREAM | SOCK_NONBLOCK, SOMAXCONN);
+	if (fd < 0 || chmod(path, 0666) < 0) {
+		log_error("cannot listen on %s: %s", path, strerror(fd < 0 ? -fd : errno));
+		if (fd >= 0)
+			close(fd);
+		return fd < 0 ? fd : -errno;
+	}
+	log_info("D-Bus clients: listening on %s", address);
+	return dbus_front_listen(f, fd);
+}

@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dbus-driver.c - org.freedesktop.DBus, the bus driver of the D-Bus front
+ * end: Hello, names (RequestName, ReleaseName, the queues, NameOwnerChanged,
+ * NameAcquired, NameLost), what the bus knows of a connection (uid, pid,
+ * credentials), match rules, and the standard Peer, Introspectable and
+ * Properties interfaces on the bus object. One table, one handler a method.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brokerd/bus-state.h"
+#include "brokerd/conn.h"
+#include "brokerd/dbus-front.h"
+#include "brokerd/policy.h"
+#include "brokerd/quota.h"
+#include "brokerd/registry.h"
+#include "protocol/ctrl.h"
+#include "util/macro.h"
+
+#define ERR(x) "org.freedesktop.DBus.Error." x
+
+/* ---- Registry callbacks -------------------------------------------------------- */
+
+static void signal_s(struct dbus_front *f, struct dbus_conn *dest, const char *member, const char *sig,
+		     const char *a, const char *b, const char *c)
+{
+	struct dbus_writer w;
+	void *body = NULL;
+	size_t len = 0;
+
+	if (dbus_writer_init(&w, sig) < 0)
+		return;
+	dbus_writer_append_basic(&w, 's', a);
+	if (b)
+		dbus_writer_append_basic(&w, 's', b);
+	if (c)
+		dbus_writer_append_basic(&w, 's', c);
+	if (dbus_writer_finish(&w, &body, &len) == 0)
+		dbus_front_driver_signal(f, dest, member, sig, body, len);
+	dbus_writer_deinit(&w);
+	free(body);
+}
+
+static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
+			     struct registry_peer *new, struct registry_peer *requester)
+{
+	struct dbus_front *f = userdata;
+	struct dbus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
+
+	if (oc && !oc->dead)
+		signal_s(f, oc, "NameLost", "s", name, NULL, NULL);
+	signal_s(f, NULL, "NameOwnerChanged", "sss", name, old ? old->unique_name : "",
+		 new ? new->unique_name : "");
+	if (nc && !nc->dead)
+		signal_s(f, nc, "NameAcquired", "s", name, NULL, NULL);
+}
+
+static void on_entry_changed(void *userdata, struct registry_peer *p, const char *name, int delta)
+{
+	struct dbus_front *f = userdata;
+
+	/* RequestName checked the limit before it asked the registry. */
+	if (delta > 0)
+		(void)quota_charge_restored(f->bus->quota, p->uid, QUOTA_NAMES, 1);
+	else
+		quota_release(f->bus->quota, p->uid, QUOTA_NAMES, 1);
+}
+
+const struct registry_ops dbus_driver_registry_ops = {
+	.owner_changed = on_owner_changed,
+	.entry_changed = on_entry_changed,
+};
+
+void dbus_driver_conn_gone(struct dbus_conn *c)
+{
+	struct dbus_front *f = c->front;
+
+	registry_peer_remove(f->registry, c->peer);
+	c->peer = NULL;
+	signal_s(f, NULL, "NameOwnerChanged", "sss", c->unique, c->unique, "");
+}
+
+/* ---- Replies -------------------------------------------------------------------- */
+
+int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, const char *name,
+			    const char *text)
+{
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_ERROR,
+		.error_name = name,
+		.reply_serial = m->h.serial,
+		.signature = "s",
+	};
+	struct dbus_writer w;
+	void *body = NULL;
+	size_t len = 0;
+	int r;
+
+	log_full(LOG_DEBUG, c->name, c->cred.uid, "%s: %s: %s", c->name, name, text);
+	if (m->h.type != DBUS_MESSAGE_METHOD_CALL || (m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED))
+		return 0;
+	r = dbus_writer_init(&w, "s");
+	if (r < 0)
+		return r;
+	dbus_writer_append_basic(&w, 's', text);
+	r = dbus_writer_finish(&w, &body, &len);
+	dbus_writer_deinit(&w);
+	if (r == 0)
+		r = dbus_conn_send_driver(c, &h, body, len);
+	free(body);
+	return r;
+}
+
+/* One call being handled: its arguments, its reply, an fd to go with it. */
+struct call {
+	struct dbus_conn *c;
+	const struct dbus_message *m;
+	struct dbus_reader r;
+	struct dbus_writer w;
+	int fd;
+	const char *error, *error_text;
+	char text[256];
+};
+
+/* A handler sets an error this way and returns 1. */
+static int fail(struct call *k, const char *error, const char *fmt, const char *arg)
+{
+	k->error = error;
+	snprintf(k->text, sizeof(k->text), fmt, arg ? arg : "");
+	k->error_text = k->text;
+	return 1;
+}
+
+static const char *arg_s(struct call *k)
+{
+	const char *s = NULL;
+
+	(void)dbus_reader_read_basic(&k->r, 's', &s);
+	return s ? s : "";
+}
+
+/* ---- Peers as the bus knows them, D-Bus or native ---------------------------- */
+
+struct creds {
+	uid_t uid;
+	pid_t pid;
+	const gid_t *gids;
+	size_t n_gids;
+	int pidfd;
+};
+
+static int creds_of(struct call *k, const char *name, struct creds *cr)
+{
+	struct dbus_front *f = k->c->front;
+	struct dbus_conn *d;
+	struct registry_peer *p;
+
+	memset(cr, 0, sizeof(*cr));
+	cr->pidfd = -1;
+	if (!strcmp(name, DBUS_DRIVER_NAME)) {
+		cr->uid = getuid();
+		cr->pid = getpid();
+		return 0;
+	}
+	d = dbus_front_conn_by_name(f, name);
+	if (d) {
+		cr->uid = d->cred.uid;
+		cr->pid = dbus_conn_pid(d);
+		cr->gids = d->gids;
+		cr->n_gids = d->n_gids;
+		cr->pidfd = cr->pid ? d->pidfd : -1;
+		return 0;
+	}
+	p = registry_peer_resolve(f->bus->registry, name);
+	if (p && p->userdata) {
+		struct bus_conn *n = p->userdata;
+
+		cr->uid = n->cred.uid;
+		cr->pid = conn_pid(n);
+		cr->gids = n->gids;
+		cr->n_gids = n->n_gids;
+		cr->pidfd = cr->pid ? n->pidfd : -1;
+		return 0;
+	}
+	return fail(k, ERR("NameHasNoOwner"), "Could not get the credentials of %s: no such name", name);
+}
+
+/* The unique name owning name (D-Bus, native, or the driver), or NULL. */
+static const char *owner_of(struct dbus_front *f, const char *name)
+{
+	struct registry_peer *p;
+
+	if (!strcmp(name, DBUS_DRIVER_NAME))
+		return DBUS_DRIVER_NAME;
+	if (name[0] == ':') {
+		struct dbus_conn *d = dbus_front_conn_by_name(f, name);
+
+		if (d)
+			return d->name;
+	} else if ((p = registry_name_owner(f->registry, name))) {
+		return p->unique_name;
+	}
+	p = registry_peer_resolve(f->bus->registry, name);
+	return p ? p->unique_name : NULL;
+}
+
+/* ---- org.freedesktop.DBus ----------------------------------------------------- */
+
+static int method_hello(struct call *k)
+{
+	struct dbus_conn *c = k->c;
+	struct dbus_front *f = c->front;
+	struct registry_peer *tmp, *p;
+	uint64_t id;
+	int r;
+
+	if (c->peer)
+		return fail(k, ERR("Failed"), "%s", "Already handled an Hello message");
+	/* The id comes from the native registry: no unique name is ever given twice, whatever the protocol. */
+	r = registry_peer_add(f->bus->registry, c->cred.uid, &tmp);
+	if (r < 0)
+		return r;
+	id = tmp->id;
+	registry_peer_remove(f->bus->registry, tmp);
+	r = registry_peer_restore(f->registry, c->cred.uid, id, &p);
+	if (r < 0)
+		return r;
+	p->userdata = c;
+	c->peer = p;
+	snprintf(c->unique, sizeof(c->unique), "%s", p->unique_name);
+	c->name = c->unique;
+	c->hello_timer = sd_event_source_disable_unref(c->hello_timer);
+	log_full(LOG_DEBUG, c->name, c->cred.uid, "D-Bus Hello from uid %u: %s", (unsigned int)c->cred.uid,
+		 c->name);
+	return dbus_writer_append_basic(&k->w, 's', c->name);
+}
+
+static int method_request_name(struct call *k)
+{
+	struct dbus_conn *c = k->c;
+	struct dbus_front *f = c->front;
+	const char *name = arg_s(k);
+	uint32_t flags = 0, result;
+	struct quota *q = f->bus->quota;
+	int r;
+
+	(void)dbus_reader_read_basic(&k->r, 'u', &flags);
+	if (!ctrl_name_is_valid_wellknown(name))
+		return fail(k, ERR("InvalidArgs"),
+			    "Cannot acquire a service named '%s': not a well-known name", name);
+	if (!strcmp(name, DBUS_DRIVER_NAME))
+		return fail(k, ERR("InvalidArgs"), "Connection is not allowed to own the service %s", name);
+	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_OWN, name, NULL, 0))
+		return fail(k, ERR("AccessDenied"),
+			    "Connection is not allowed to own the service %s by policy", name);
+	if (registry_name_owner(f->bus->registry, name))
+		return fail(
+			k, ERR("NotSupported"),
+			"%s is owned by a native brokerd client; D-Bus and native owners cannot share a name yet",
+			name);
+	if (registry_name_entry_flags(f->registry, c->peer, name) < 0) {
+		if (quota_charge(q, c->cred.uid, QUOTA_NAMES, 1) < 0)
+			return fail(k, ERR("LimitsExceeded"), "The names quota of this uid is used up (%s)",
+				    quota_kind_to_string(QUOTA_NAMES));
+		quota_release(q, c->cred.uid, QUOTA_NAMES, 1);
+	}
+	/* Only the three flags of the specification; the native pool flag is not D-Bus's. */
+	r = registry_name_request(
+		f->registry, c->peer, name,
+		flags & (CTRL_NAME_ALLOW_REPLACEMENT | CTRL_NAME_REPLACE_EXISTING | CTRL_NAME_DO_NOT_QUEUE));
+	if (r < 0)
+		return fail(k, ERR("InvalidArgs"), "Cannot acquire %s", name);
+	result = (uint32_t)r;
+	return dbus_writer_append_basic(&k->w, 'u', &result);
+}
+
+static int method_release_name(struct call *k)
+{
+	const char *name = arg_s(k);
+	uint32_t result;
+	int r;
+
+	if (!ctrl_name_is_valid_wellknown(name) || !strcmp(name, DBUS_DRIVER_NAME))
+		return fail(k, ERR("InvalidArgs"), "Cannot release the name '%s'", name);
+	r = registry_name_release(k->c->front->registry, k->c->peer, name);
+	if (r < 0)
+		return fail(k, ERR("InvalidArgs"), "Cannot release the name '%s'", name);
+	result = (uint32_t)r;
+	return dbus_writer_append_basic(&k->w, 'u', &result);
+}
+
+static int method_list_queued_owners(struct call *k)
+{
+	struct dbus_front *f = k->c->front;
+	const char *name = arg_s(k);
+	struct registry *reg = f->registry;
+	_cleanup_free_ struct registry_peer **q = NULL;
+	size_t n;
+
+	if (!strcmp(name, DBUS_DRIVER_NAME)) {
+		dbus_writer_open(&k->w, 'a', "s");
+		dbus_writer_append_basic(&k->w, 's', DBUS_DRIVER_NAME);
+		return dbus_writer_close(&k->w);
+	}
+	if (name[0] == ':') {
+		const char *o = owner_of(f, name);
+
+		if (!o)
+			return fail(k, ERR("NameHasNoOwner"), "Could not get the owners of %s: no such name",
+				    name);
+		dbus_writer_open(&k->w, 'a', "s");
+		dbus_writer_append_basic(&k->w, 's', o);
+		return dbus_writer_close(&k->w);
+	}
+	if (!registry_name_owner(reg, name))
+		reg = f->bus->registry;
+	n = registry_name_queue(reg, name, NULL, 0);
+	if (!n)
+		return fail(k, ERR("NameHasNoOwner"), "Could not get the owners of %s: no such name", name);
+	q = calloc(n, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	n = registry_name_queue(reg, name, q, n);
+	dbus_writer_open(&k->w, 'a', "s");
+	for (size_t i = 0; i < n; i++)
+		dbus_writer_append_basic(&k->w, 's', q[i]->unique_name);
+	return dbus_writer_close(&k->w);
+}
+
+/* Every name of reg: unique names of its peers, well-known names with an owner. */
+static int append_names(struct dbus_writer *w, struct registry *reg)
+{
+	_cleanup_free_ const char **names = NULL;
+	size_t n;
+
+	for (struct registry_peer *p = registry_peer_next(reg, NULL); p; p = registry_peer_next(reg, p))
+		dbus_writer_append_basic(w, 's', p->unique_name);
+	n = registry_names_list(reg, NULL, 0);
+	if (!n)
+		return 0;
+	names = calloc(n, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	n = registry_names_list(reg, names, n);
+	for (size_t i = 0; i < n; i++)
+		dbus_writer_append_basic(w, 's', names[i]);
+	return 0;
+}
+
+static int method_list_names(struct call *k)
+{
+	struct dbus_front *f = k->c->front;
+	int r;
+
+	dbus_writer_open(&k->w, 'a', "s");
+	dbus_writer_append_basic(&k->w, 's', DBUS_DRIVER_NAME);
+	r = append_names(&k->w, f->registry);
+	/* One bus: the native clients and their names are listed too. */
+	if (r == 0)
+		r = append_names(&k->w, f->bus->registry);
+	if (r < 0)
+		return r;
+	return dbus_writer_close(&k->w);
+}
+
+static int method_list_activatable_names(struct call *k)
+{
+	/* Activation through the D-Bus socket is not there yet (README): only the driver is "activatable". */
+	dbus_writer_open(&k->w, 'a', "s");
+	dbus_writer_append_basic(&k->w, 's', DBUS_DRIVER_NAME);
+	return dbus_writer_close(&k->w);
+}
+
+static int method_name_has_owner(struct call *k)
+{
+	int has = owner_of(k->c->front, arg_s(k)) != NULL;
+
+	return dbus_writer_append_basic(&k->w, 'b', &has);
+}
+
+static int method_get_name_owner(struct call *k)
+{
+	const char *name = arg_s(k);
+	const char *o = owner_of(k->c->front, name);
+
+	if (!o)
+		return fail(k, ERR("NameHasNoOwner"), "Could not get the owner of name '%s': no such name",
+			    name);
+	return dbus_writer_append_basic(&k->w, 's', o);
+}
+
+static int method_get_unix_user(struct call *k)
+{
+	struct creds cr;
+	uint32_t uid;
+	int r = creds_of(k, arg_s(k), &cr);
+
+	if (r)
+		return r;
+	uid = cr.uid;
+	return dbus_writer_append_basic(&k->w, 'u', &uid);
+}
+
+static int method_get_unix_pid(struct call *k)
+{
+	const char *name = arg_s(k);
+	struct creds cr;
+	uint32_t pid;
+	int r = creds_of(k, name, &cr);
+
+	if (r)
+		return r;
+	if (!cr.pid)
+		return fail(k, ERR("UnixProcessIdUnknown"), "The process of %s is not known or has exited",
+			    name);
+	pid = (uint32_t)cr.pid;
+	return dbus_writer_append_basic(&k->w, 'u', &pid);
+}
+
+static void dict_u(struct dbus_writer *w, const char *key, uint32_t v)
+{
+	dbus_writer_open(w, '{', "sv");
+	dbus_writer_append_basic(w, 's', key);
+	dbus_writer_open(w, 'v', "u");
+	dbus_writer_append_basic(w, 'u', &v);
+	dbus_writer_close(w);
+	dbus_writer_close(w);
+}
+
+static int method_get_credentials(struct call *k)
+{
+	struct creds cr;
+	int r = creds_of(k, arg_s(k), &cr);
+
+	if (r)
+		return r;
+	dbus_writer_open(&k->w, 'a', "{sv}");
+	dict_u(&k->w, "UnixUserID", cr.uid);
+	if (cr.n_gids) {
+		dbus_writer_open(&k->w, '{', "sv");
+		dbus_writer_append_basic(&k->w, 's', "UnixGroupIDs");
+		dbus_writer_open(&k->w, 'v', "au");
+		dbus_writer_open(&k->w, 'a', "u");
+		for (size_t i = 0; i < cr.n_gids; i++) {
+			uint32_t g = cr.gids[i];
+
+			dbus_writer_append_basic(&k->w, 'u', &g);
+		}
+		dbus_writer_close(&k->w);
+		dbus_writer_close(&k->w);
+		dbus_writer_close(&k->w);
+	}
+	if (cr.pid)
+		dict_u(&k->w, "ProcessID", (uint32_t)cr.pid);
+	/* A pidfd only to a caller that takes fds; it names the process for good, unlike a pid. */
+	if (cr.pidfd >= 0 && k->c->sasl.fds_agreed) {
+		k->fd = fcntl(cr.pidfd, F_DUPFD_CLOEXEC, 3);
+		if (k->fd >= 0) {
+			uint32_t idx = 0;
+
+			dbus_writer_open(&k->w, '{', "sv");
+			dbus_writer_append_basic(&k->w, 's', "ProcessFD");
+			dbus_writer_open(&k->w, 'v', "h");
+			dbus_writer_append_basic(&k->w, 'h', &idx);
+			dbus_writer_close(&k->w);
+			dbus_writer_close(&k->w);
+		}
+	}
+	return dbus_writer_close(&k->w);
+}
+
+static int method_add_match(struct call *k)
+{
+	struct dbus_conn *c = k->c;
+	const char *text = arg_s(k);
+	struct dbus_match *x;
+	int r;
+
+	if (c->n_matches >= DBUS_CONN_MATCHES_MAX)
+		return fail(k, ERR("LimitsExceeded"), "%s", "Too many match rules on this connection");
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	r = dbus_match_rule_parse(&x->rule, text);
+	if (r == 0)
+		r = dbus_match_rule_format(&x->rule, &x->text);
+	if (r < 0) {
+		dbus_match_rule_deinit(&x->rule);
+		free(x);
+		if (r == -ENOMEM)
+			return r;
+		return fail(k, ERR("MatchRuleInvalid"), "Invalid match rule '%s'", text);
+	}
+	x->next = c->matches;
+	c->matches = x;
+	c->n_matches++;
+	return 0;
+}
+
+static int method_remove_match(struct call *k)
+{
+	struct dbus_conn *c = k->c;
+	const char *text = arg_s(k);
+	struct dbus_match_rule rule;
+	_cleanup_free_ char *canon = NULL;
+	int r;
+
+	r = dbus_match_rule_parse(&rule, text);
+	if (r == 0)
+		r = dbus_match_rule_format(&rule, &canon);
+	dbus_match_rule_deinit(&rule);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return fail(k, ERR("MatchRuleInvalid"), "Invalid match rule '%s'", text);
+	for (struct dbus_match **p = &c->matches; *p; p = &(*p)->next) {
+		struct dbus_match *x = *p;
+
+		if (strcmp(x->text, canon) != 0)
+			continue;
+		*p = x->next;
+		dbus_match_rule_deinit(&x->rule);
+		free(x->text);
+		free(x);
+		c->n_matches--;
+		return 0;
+	}
+	return fail(k, ERR("MatchRuleNotFound"), "The match rule '%s' was not added", text);
+}
+
+static int method_get_id(struct call *k)
+{
+	return dbus_writer_append_basic(&k->w, 's', k->c->front->guid);
+}
+
+/* ---- Peer, Introspectable, Properties ------------------------------------------ */
+
+static int method_ping(struct call *k)
+{
+	return 0;
+}
+
+static int method_get_machine_id(struct call *k)
+{
+	char id[64] = "";
+	FILE *fp = fopen("/etc/machine-id", "re");
+
+	if (fp) {
+		if (!fgets(id, sizeof(id), fp))
+			id[0] = 0;
+		fclose(fp);
+	}
+	id[strcspn(id, "\n")] = 0;
+	if (strlen(id) != 32)
+		return fail(k, ERR("Failed"), "%s", "No machine id (/etc/machine-id)");
+	return dbus_writer_append_basic(&k->w, 's', id);
+}
+
+static const char introspection[] =
+	"<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"
+	"\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
+	"<node>\n"
+	" <interface name=\"org.freedesktop.DBus\">\n"
+	"  <method name=\"Hello\"><arg direction=\"out\" type=\"s\"/></method>\n"
+	"  <method name=\"RequestName\"><arg direction=\"in\" type=\"s\"/><arg direction=\"in\" type=\"u\"/>"
+	"<arg direction=\"out\" type=\"u\"/></method>\n"
+	"  <method name=\"ReleaseName\"><arg direction=\"in\" type=\"s\"/><arg direction=\"out\" type=\"u\"/></method>\n"
+	"  <method name=\"ListQueuedOwners\"><arg direction=\"in\" type=\"s\"/><arg direction=\"out\" type=\"as\"/></method>\n"
+	"  <method name=\"ListNames\"><arg direction=\"out\" type=\"as\"/></method>\n"
+	"  <method name=\"ListActivatableNames\"><arg direction=\"out\" type=\"as\"/></method>\n"
+	"  <method name=\"NameHasOwner\"><arg direction=\"in\" type=\"s\"/><arg direction=\"out\" type=\"b\"/></method>\n"
+	"  <method name=\"GetNameOwner\"><arg direction=\"in\" type=\"s\"/><arg direction=\"out\" type=\"s\"/></method>\n"
+	"  <method name=\"GetConnectionUnixUser\"><arg direction=\"in\" type=\"s\"/><arg direction=\"out\" type=\"u\"/></method>\n"
+	"  <method name=\"GetConnectionUnixProcessID\"><arg direction=\"in\" type=\"s\"/>"
+	"<arg direction=\"out\" type=\"u\"/></method>\n"
+	"  <method name=\"GetConnectionCredentials\"><arg direction=\"in\" type=\"s\"/>"
+	"<arg direction=\"out\" type=\"a{sv}\"/></method>\n"
+	"  <method name=\"AddMatch\"><arg direction=\"in\" type=\"s\"/></method>\n"
+	"  <method name=\"RemoveMatch\"><arg direction=\"in\" type=\"s\"/></method>\n"
+	"  <method name=\"GetId\"><arg direction=\"out\" type=\"s\"/></method>\n"
+	"  <signal name=\"NameOwnerChanged\"><arg type=\"s\"/><arg type=\"s\"/><arg type=\"s\"/></signal>\n"
+	"  <signal name=\"NameLost\"><arg type=\"s\"/></signal>\n"
+	"  <signal name=\"NameAcquired\"><arg type=\"s\"/></signal>\n"
+	"  <property name=\"Features\" type=\"as\" access=\"read\"/>\n"
+	"  <property name=\"Interfaces\" type=\"as\" access=\"read\"/>\n"
+	" </interface>\n"
+	" <interface name=\"org.freedesktop.DBus.Properties\">\n"
+	"  <method name=\"Get\"><arg direction=\"in\" type=\"s\"/><arg direction=\"in\" type=\"s\"/>"
+	"<arg direction=\"out\" type=\"v\"/></method>\n"
+	"  <method name=\"GetAll\"><arg direction=\"in\" type=\"s\"/><arg direction=\"out\" type=\"a{sv}\"/></method>\n"
+	" </interface>\n"
+	" <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
+	"  <method name=\"Introspect\"><arg direction=\"out\" type=\"s\"/></method>\n"
+	" </interface>\n"
+	" <interface name=\"org.freedesktop.DBus.Peer\">\n"
+	"  <method name=\"Ping\"/>\n"
+	"  <method name=\"GetMachineId\"><arg direction=\"out\" type=\"s\"/></method>\n"
+	" </interface>\n"
+	"</node>\n";
+
+static int method_introspect(struct call *k)
+{
+	return dbus_writer_append_basic(&k->w, 's', introspection);
+}
+
+/* Features and Interfaces: brokerd claims none of the optional ones it does not implement. */
+static const char *const properties[] = { "Features", "Interfaces" };
+
+static int method_properties_get(struct call *k)
+{
+	const char *iface = arg_s(k), *prop = arg_s(k);
+
+	if (strcmp(iface, DBUS_DRIVER_INTERFACE) != 0)
+		return fail(k, ERR("UnknownInterface"), "No interface %s on the bus object", iface);
+	for (size_t i = 0; i < ELEMENTSOF(properties); i++)
+		if (!strcmp(prop, properties[i])) {
+			dbus_writer_open(&k->w, 'v', "as");
+			dbus_writer_open(&k->w, 'a', "s");
+			dbus_writer_close(&k->w);
+			return dbus_writer_close(&k->w);
+		}
+	return fail(k, ERR("UnknownProperty"), "No property %s on org.freedesktop.DBus", prop);
+}
+
+static int method_properties_get_all(struct call *k)
+{
+	const char *iface = arg_s(k);
+
+	dbus_writer_open(&k->w, 'a', "{sv}");
+	if (!strcmp(iface, DBUS_DRIVER_INTERFACE) || !*iface)
+		for (size_t i = 0; i < ELEMENTSOF(properties); i++) {
+			dbus_writer_open(&k->w, '{', "sv");
+			dbus_writer_append_basic(&k->w, 's', properties[i]);
+			dbus_writer_open(&k->w, 'v', "as");
+			dbus_writer_open(&k->w, 'a', "s");
+			dbus_writer_close(&k->w);
+			dbus_writer_close(&k->w);
+			dbus_writer_close(&k->w);
+		}
+	return dbus_writer_close(&k->w);
+}
+
+/* ---- The table ------------------------------------------------------------------ */
+
+struct method {
+	const char *interface, *member, *in, *out;
+	int (*handle)(struct call *k);
+};
+
+#define DBUS  DBUS_DRIVER_INTERFACE
+#define PEER  "org.freedesktop.DBus.Peer"
+#define INTRO "org.freedesktop.DBus.Introspectable"
+#define PROPS "org.freedesktop.DBus.Properties"
+
+static const struct method methods[] = {
+	{ DBUS, "Hello", "", "s", method_hello },
+	{ DBUS, "RequestName", "su", "u", method_request_name },
+	{ DBUS, "ReleaseName", "s", "u", method_release_name },
+	{ DBUS, "ListQueuedOwners", "s", "as", method_list_queued_owners },
+	{ DBUS, "ListNames", "", "as", method_list_names },
+	{ DBUS, "ListActivatableNames", "", "as", method_list_activatable_names },
+	{ DBUS, "NameHasOwner", "s", "b", method_name_has_owner },
+	{ DBUS, "GetNameOwner", "s", "s", method_get_name_owner },
+	{ DBUS, "GetConnectionUnixUser", "s", "u", method_get_unix_user },
+	{ DBUS, "GetConnectionUnixProcessID", "s", "u", method_get_unix_pid },
+	{ DBUS, "GetConnectionCredentials", "s", "a{sv}", method_get_credentials },
+	{ DBUS, "AddMatch", "s", "", method_add_match },
+	{ DBUS, "RemoveMatch", "s", "", method_remove_match },
+	{ DBUS, "GetId", "", "s", method_get_id },
+	{ PEER, "Ping", "", "", method_ping },
+	{ PEER, "GetMachineId", "", "s", method_get_machine_id },
+	{ INTRO, "Introspect", "", "s", method_introspect },
+	{ PROPS, "Get", "ss", "v", method_properties_get },
+	{ PROPS, "GetAll", "s", "a{sv}", method_properties_get_all },
+};
+
+static const struct method *method_find(const struct dbus_message *m)
+{
+	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
+		if (!strcmp(methods[i].member, m->h.member) &&
+		    (!m->h.interface || !strcmp(methods[i].interface, m->h.interface)))
+			return &methods[i];
+	return NULL;
+}
+
+static int send_reply(struct call *k, const struct method *md)
+{
+	struct dbus_conn *c = k->c;
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_METHOD_RETURN,
+		.reply_serial = k->m->h.serial,
+		.signature = md->out,
+		.n_fds = k->fd >= 0,
+		.sender = DBUS_DRIVER_NAME,
+		.destination = c->name,
+	};
+	void *body = NULL, *data;
+	size_t body_len = 0, len;
+	int *fds = NULL, r;
+
+	r = dbus_writer_finish(&k->w, &body, &body_len);
+	if (r < 0)
+		return r;
+	h.serial = ++c->front->serial ? c->front->serial : ++c->front->serial;
+	r = dbus_message_write(&h, body, body_len, &data, &len);
+	free(body);
+	if (r < 0)
+		return r;
+	if (k->fd >= 0) {
+		fds = malloc(sizeof(int));
+		if (!fds) {
+			free(data);
+			return -ENOMEM;
+		}
+		fds[0] = TAKE_FD(k->fd);
+	}
+	(void)dbus_conn_queue(c, data, len, fds, fds ? 1 : 0);
+	return 0;
+}
+
+int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
+{
+	const struct method *md = method_find(m);
+	struct call k = { .c = c, .m = m, .fd = -1 };
+	int r;
+
+	if (!md) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "%s.%s is not a method of org.freedesktop.DBus",
+			 m->h.interface ? m->h.interface : "(no interface)", m->h.member);
+		return dbus_driver_reply_error(c, m, ERR("UnknownMethod"), text);
+	}
+	if (strcmp(m->h.signature ? m->h.signature : "", md->in) != 0) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "%s takes arguments of signature '%s', not '%s'", md->member,
+			 md->in, m->h.signature ? m->h.signature : "");
+		return dbus_driver_reply_error(c, m, ERR("InvalidArgs"), text);
+	}
+	r = dbus_reader_init(&k.r, md->in, m->body, m->body_len, m->byte_order, m->h.n_fds);
+	if (r == 0)
+		r = dbus_writer_init(&k.w, md->out);
+	if (r < 0)
+		return r;
+	r = md->handle(&k);
+	if (r == 0 && k.w.error)
+		r = k.w.error;
+	if (r == 1)
+		r = dbus_driver_reply_error(c, m, k.error, k.error_text);
+	else if (r == 0 && !(m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED))
+		r = send_reply(&k, md);
+	else if (r < 0)
+		(void)dbus_driver_reply_error(c, m, ERR("Failed"), strerror(-r));
+	dbus_writer_deinit(&k.w);
+	if (k.fd >= 0)
+		close(k.fd);
+	/* The new connection learns its name first, then the others hear of it. */
+	if (md->handle == method_hello && c->peer && r >= 0) {
+		signal_s(c->front, c, "NameAcquired", "s", c->name, NULL, NULL);
+		signal_s(c->front, NULL, "NameOwnerChanged", "sss", c->name, "", c->name);
+	}
+	return r < 0 ? 0 : r;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dbus-front.h - brokerd's D-Bus front end: D-Bus clients on an AF_UNIX
+ * stream socket (/run/brokerd/dbus_socket), next to the native control
+ * socket and served by the same process and event loop. dbus-conn.c is the
+ * transport and the routing (SASL, buffering, fds, SENDER, unicast and
+ * matched broadcast, reply tracking), dbus-driver.c the org.freedesktop.DBus
+ * driver. Both include this header; the daemon calls only the four
+ * functions at the end.
+ *
+ * One bus, two protocols, as far as it goes today (brokerd/README.md,
+ * "D-Bus clients"): unique ids come from the native registry so that no
+ * unique name is ever given twice, quotas and the own/send policy are the
+ * native ones, ListNames shows both; D-Bus names have their own queues and
+ * a message between a D-Bus and a native client is refused with
+ * org.freedesktop.DBus.Error.NotSupported.
+ */
+#ifndef BROKERD_DBUS_FRONT_H
+#define BROKERD_DBUS_FRONT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <systemd/sd-event.h>
+
+#include "brokerd/log.h"
+#include "protocol/dbus-match.h"
+#include "protocol/dbus-message.h"
+#include "protocol/dbus-sasl.h"
+
+#define DBUS_SOCKET_PATH      "/run/brokerd/dbus_socket"
+#define DBUS_DRIVER_NAME      "org.freedesktop.DBus"
+#define DBUS_DRIVER_PATH      "/org/freedesktop/DBus"
+#define DBUS_DRIVER_INTERFACE "org.freedesktop.DBus"
+
+/* Per connection: what it may have queued in brokerd before it is dropped as a slow reader. */
+#define DBUS_CONN_OUT_BYTES_MAX (16U << 20)
+#define DBUS_CONN_OUT_FDS_MAX	1024U
+/* Per connection: match rules, and calls waiting for a reply from it or to it. */
+#define DBUS_CONN_MATCHES_MAX 1024U
+#define DBUS_CONN_REPLIES_MAX 4096U
+
+struct bus;
+struct registry;
+struct registry_peer;
+
+struct dbus_out {
+	uint8_t *data;
+	size_t len, pos;
+	int *fds;
+	unsigned int n_fds;
+	struct dbus_out *next;
+};
+
+struct dbus_match {
+	char *text; /* canonical, to find it again for RemoveMatch */
+	struct dbus_match_rule rule;
+	struct dbus_match *next;
+};
+
+struct dbus_conn {
+	struct dbus_front *front;
+	int fd;
+	sd_event_source *src, *hello_timer;
+	struct ucred cred;
+	gid_t *gids;
+	size_t n_gids;
+	int pidfd;
+	struct dbus_sasl sasl;
+	struct registry_peer *peer; /* after Hello */
+	const char *name;	    /* unique name after Hello, else "(no hello)" */
+	char unique[32];	    /* the unique name, kept after the peer is gone */
+	bool charged;		    /* QUOTA_CONNECTIONS */
+	/* input: bytes and fds not yet part of a whole message */
+	uint8_t *in;
+	size_t in_len, in_cap;
+	int *in_fds;
+	size_t n_in_fds;
+	/* output */
+	struct dbus_out *out_head, *out_tail;
+	size_t out_bytes;
+	unsigned int out_fds;
+	struct dbus_match *matches;
+	unsigned int n_matches;
+	unsigned int n_replies; /* calls it made that wait for a reply */
+	bool dead;
+	struct dbus_conn *prev, *next;
+};
+
+/* A method call waiting for its reply: only that reply may pass (unsolicited ones are refused). */
+struct dbus_reply {
+	struct dbus_conn *caller, *callee;
+	uint32_t serial; /* the caller's */
+	struct dbus_reply *next;
+};
+
+struct dbus_front {
+	struct bus *bus;
+	sd_event *event;
+	int listen_fd;
+	sd_event_source *listen_src;
+	struct registry *registry; /* D-Bus well-known names and their queues */
+	struct dbus_conn *conns;
+	struct dbus_reply *replies;
+	char guid[33];
+	uint32_t serial;		  /* the driver's */
+	unsigned long unsolicited;	  /* replies refused */
+	struct log_ratelimit refusal_log; /* connections over quota: a flood must not flood the journal */
+};
+
+/* ---- dbus-conn.c ----------------------------------------------------------- */
+
+/* Queue a message (taken: data and fds, freed on failure) for c; a slow reader over its limit is killed. */
+int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsigned int n_fds);
+/* Write a message from the driver to c (sender org.freedesktop.DBus); h->serial is filled in. */
+int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len);
+/* A signal from the driver to every connection with a matching rule (destination NULL) or to one. */
+void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, const char *member,
+			      const char *signature, const void *body, size_t body_len);
+void dbus_conn_kill(struct dbus_conn *c, const char *why);
+struct dbus_conn *dbus_front_conn_by_name(struct dbus_front *f, const char *name);
+/* The pid of the process that connected while it runs (pidfd), else 0. */
+pid_t dbus_conn_pid(struct dbus_conn *c);
+
+/* ---- dbus-driver.c --------------------------------------------------------- */
+
+/* The registry callbacks: NameOwnerChanged, NameLost, NameAcquired, the names quota. */
+extern const struct registry_ops dbus_driver_registry_ops;
+/* A message to org.freedesktop.DBus (sender stamped). Returns <0 to drop the connection. */
+int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m);
+/* A connection goes: its names and what others see of it. */
+void dbus_driver_conn_gone(struct dbus_conn *c);
+/* An error reply to m from the driver (if m wants one). */
+int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, const char *name,
+			    const char *text);
+
+/* ---- the daemon ------------------------------------------------------------ */
+
+int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event);
+struct dbus_front *dbus_front_free(struct dbus_front *f);
+/* Serve a listening AF_UNIX SOCK_STREAM socket (taken; -EINVAL if it is not one). */
+int dbus_front_listen(struct dbus_front *f, int fd);
+/* Bind and serve a D-Bus address ("unix:path=PATH", the path replaced if it exists, mode 0666). */
+int dbus_front_listen_address(struct dbus_front *f, const char *address);
+
+#endif

@@ -1,0 +1,963 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-dbus.c - the D-Bus front end end to end: starts the real brokerd
+ * (argv[1]) with --dbus-address on a temp socket and talks to it with
+ * libsystemd's sd-bus, the client most system services use, and with a raw
+ * socket for what sd-bus would never send. Host test (meson) and guest test
+ * (brokerd-dbus, argv[1] = "--system": the system brokerd's socket).
+ *
+ * A server process owns org.brokerdtest.Echo and answers Echo (s), ReadFd
+ * (h: reads the pipe), Emit (sends a signal Other and then Ping) and Die
+ * (exits without answering); the parent is the client.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "brokerd/dbus-front.h"
+#include "brokerd/test-client.h"
+#include "protocol/dbus-message.h"
+#include "util/macro.h"
+#include "util/socket.h"
+#include "util/test.h"
+
+#define NAME  "org.brokerdtest.Echo"
+#define PATH  "/org/brokerdtest"
+#define IFACE "org.brokerdtest.I"
+
+static char address[300], sock_path[256];
+static int n_tests;
+
+static void ok(const char *what)
+{
+	printf("ok %d - %s\n", ++n_tests, what);
+	fflush(stdout);
+}
+
+static sd_bus *connect_bus(void)
+{
+	sd_bus *b = NULL;
+
+	ASSERT_INT(sd_bus_new(&b), ==, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_negotiate_fds(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(b), >=, 0);
+	return b;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- The server ------------------------------------------------------------ */
+
+static int on_echo(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *s;
+	int r = sd_bus_message_read(m, "s", &s);
+
+	return r < 0 ? r : sd_bus_reply_method_return(m, "s", s);
+}
+
+static int on_read_fd(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	char buf[64] = "";
+	int fd, r = sd_bus_message_read(m, "h", &fd);
+	ssize_t n;
+
+	if (r < 0)
+		return r;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n > 0)
+		buf[n] = 0;
+	return sd_bus_reply_method_return(m, "s", buf);
+}
+
+static int on_emit(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	sd_bus *b = sd_bus_message_get_bus(m);
+
+	(void)sd_bus_emit_signal(b, PATH, IFACE, "Other", "s", "not for you");
+	(void)sd_bus_emit_signal(b, PATH, IFACE, "Ping", "u", 42U);
+	return sd_bus_reply_method_return(m, "");
+}
+
+static int on_die(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	_exit(0);
+}
+
+static const sd_bus_vtable vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD("Echo", "s", "s", on_echo, 0),
+	SD_BUS_METHOD("ReadFd", "h", "s", on_read_fd, 0),
+	SD_BUS_METHOD("Emit", "", "", on_emit, 0),
+	SD_BUS_METHOD("Die", "", "", on_die, 0),
+	SD_BUS_VTABLE_END,
+};
+
+static pid_t start_server(void)
+{
+	pid_t pid = fork();
+
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		sd_bus *b;
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing behind */
+		b = connect_bus();
+
+		ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, IFACE, vtable, NULL), >=, 0);
+		ASSERT_INT(sd_bus_request_name(b, NAME, 0), >=, 0);
+		for (;;) {
+			int r = sd_bus_process(b, NULL);
+
+			if (r < 0)
+				_exit(2);
+			if (r == 0 && sd_bus_wait(b, UINT64_MAX) < 0)
+				_exit(3);
+		}
+	}
+	return pid;
+}
+
+/* ---- The client ------------------------------------------------------------ */
+
+static unsigned int pings, others, unsolicited;
+static char order[16];
+
+static int filter(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	uint64_t cookie;
+
+	if (sd_bus_message_is_signal(m, DBUS_DRIVER_INTERFACE, "NameOwnerChanged")) {
+		const char *name, *old, *new;
+
+		if (sd_bus_message_read(m, "sss", &name, &old, &new) >= 0 &&
+		    !strcmp(name, "org.brokerdtest.Order") && strlen(order) < sizeof(order) - 1)
+			order[strlen(order)] = *new ? 'N' : 'L';
+		(void)sd_bus_message_rewind(m, true);
+	}
+	if (sd_bus_message_is_signal(m, IFACE, "Hi") && strlen(order) < sizeof(order) - 1)
+		order[strlen(order)] = 'H';
+
+	if (sd_bus_message_is_signal(m, IFACE, "Other"))
+		others++;
+	if (sd_bus_message_get_type(m, &(uint8_t){ 0 }) >= 0 &&
+	    sd_bus_message_get_reply_cookie(m, &cookie) >= 0 && cookie == 999)
+		unsolicited++;
+	return 0;
+}
+
+static int on_ping(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	pings++;
+	return 0;
+}
+
+/* Wait until name has an owner (or none, if owned is false). */
+static void wait_owner(sd_bus *b, const char *name, bool owned)
+{
+	for (int i = 0; i < 500; i++) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		sd_bus_message *reply = NULL;
+		int has = 0;
+
+		if (sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				       "NameHasOwner", &e, &reply, "s", name) >= 0)
+			(void)sd_bus_message_read(reply, "b", &has);
+		sd_bus_message_unref(reply);
+		sd_bus_error_free(&e);
+		if (!!has == owned)
+			return;
+		usleep(10000);
+	}
+	fprintf(stderr, "%s never got %s\n", name, owned ? "an owner" : "ownerless");
+	exit(1);
+}
+
+static bool list_has(char **l, const char *s)
+{
+	for (; l && *l; l++)
+		if (!strcmp(*l, s))
+			return true;
+	return false;
+}
+
+static void test_names(sd_bus *b)
+{
+	char **names = NULL;
+	const char *unique;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *owner;
+	uint32_t uid;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &unique), ==, 0);
+	ASSERT(unique[0] == ':');
+	ASSERT_INT(sd_bus_list_names(b, &names, NULL), >=, 0);
+	ASSERT(list_has(names, DBUS_DRIVER_NAME));
+	ASSERT(list_has(names, NAME));
+	ASSERT(list_has(names, unique));
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetNameOwner", &e, &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &owner), >=, 0);
+	ASSERT(owner[0] == ':' && strcmp(owner, unique) != 0);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionUnixUser", &e, &reply, "s", unique),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &uid), >=, 0);
+	ASSERT_INT(uid, ==, getuid());
+	reply = sd_bus_message_unref(reply);
+
+	/* the server holds the name: a second owner queues, then gives up its place */
+	ASSERT_INT(sd_bus_request_name(b, NAME, SD_BUS_NAME_QUEUE), ==, 0); /* 0: queued */
+	ASSERT_INT(sd_bus_release_name(b, NAME), >=, 0);
+	ASSERT_INT(sd_bus_request_name(b, NAME, 0), ==, -EEXIST);
+	/* the driver's own name is nobody's */
+	ASSERT_INT(sd_bus_request_name(b, DBUS_DRIVER_NAME, 0), <, 0);
+	/* unknown driver methods */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "NoSuchMethod", &e, NULL, ""),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownMethod"));
+	sd_bus_error_free(&e);
+	ok("names: unique name, ListNames, GetNameOwner, queueing, UnknownMethod");
+
+	/* what the bus knows of us */
+	uint32_t got_uid = UINT32_MAX, got_pid = 0;
+	bool got_fd = false, got_gids = false;
+	const char *key;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionCredentials", &e, &reply, "s", unique),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'a', "{sv}"), >, 0);
+	while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+		ASSERT_INT(sd_bus_message_read(reply, "s", &key), >, 0);
+		if (!strcmp(key, "UnixUserID"))
+			ASSERT_INT(sd_bus_message_read(reply, "v", "u", &got_uid), >, 0);
+		else if (!strcmp(key, "ProcessID"))
+			ASSERT_INT(sd_bus_message_read(reply, "v", "u", &got_pid), >, 0);
+		else if (!strcmp(key, "ProcessFD")) {
+			int pfd;
+
+			ASSERT_INT(sd_bus_message_read(reply, "v", "h", &pfd), >, 0);
+			got_fd = pfd >= 0;
+		} else {
+			got_gids |= !strcmp(key, "UnixGroupIDs");
+			ASSERT_INT(sd_bus_message_skip(reply, "v"), >, 0);
+		}
+		ASSERT_INT(sd_bus_message_exit_container(reply), >, 0);
+	}
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(got_uid, ==, getuid());
+	ASSERT_INT(got_pid, ==, getpid());
+	ASSERT(got_gids);
+	printf("# GetConnectionCredentials: uid %u pid %u, %s\n", got_uid, got_pid,
+	       got_fd ? "with ProcessFD" : "no ProcessFD (kernel without SO_PEERPIDFD)");
+	ok("GetConnectionCredentials: uid, groups, pid (and ProcessFD where the kernel has pidfds)");
+}
+
+static void test_calls(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *s;
+	int p[2];
+
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", &e, &reply, "s", "hello"), >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "hello");
+	reply = sd_bus_message_unref(reply);
+	ok("a method call between two sd-bus connections");
+
+	/* A figure for the log, not a test: round trips through brokerd. */
+	uint64_t t0 = now_ms();
+	for (int i = 0; i < 1000; i++)
+		ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", NULL, NULL, "s", "x"), >=, 0);
+	printf("# 1000 Echo round trips through brokerd in %llu ms\n", (unsigned long long)(now_ms() - t0));
+
+	ASSERT_INT(pipe(p), ==, 0);
+	ASSERT_INT(write(p[1], "through a pipe", 14), ==, 14);
+	close(p[1]);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "ReadFd", &e, &reply, "h", p[0]), >=, 0);
+	close(p[0]);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "through a pipe");
+	reply = sd_bus_message_unref(reply);
+	ok("an fd passed with a call");
+
+	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Nobody", PATH, IFACE, "Echo", &e, NULL, "s", "x"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
+	sd_bus_error_free(&e);
+	ok("a call to a name nobody owns: ServiceUnknown");
+}
+
+static void test_signals(sd_bus *b)
+{
+	sd_bus_slot *slot = NULL;
+	uint64_t end;
+
+	/* the sender as a well-known name: brokerd resolves it to the owner's messages */
+	ASSERT_INT(sd_bus_match_signal(b, &slot, NAME, PATH, IFACE, "Ping", on_ping, NULL), >=, 0);
+	/* a rule for Other from a name nobody owns must not let Other through */
+	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',sender='org.brokerdtest.Nobody',member='Other'",
+				    NULL, NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
+	end = now_ms() + 5000;
+	while (!pings && now_ms() < end) {
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	}
+	ASSERT_INT(pings, ==, 1);
+	/* Other was sent before Ping and matches no rule of ours: it never came */
+	ASSERT_INT(others, ==, 0);
+	ok("a broadcast signal reaches a matching rule (well-known sender), not an unmatched one");
+
+	/* rules on the body and the path: arg0 of another value and another namespace keep Other out... */
+	ASSERT_INT(sd_bus_add_match(b, NULL,
+				    "type='signal',member='Other',arg0='for you',path_namespace='/org'", NULL,
+				    NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_add_match(b, NULL,
+				    "type='signal',member='Other',arg0='not for you',path_namespace='/net'",
+				    NULL, NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
+	end = now_ms() + 5000;
+	while (pings < 2 && now_ms() < end)
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	ASSERT_INT(pings, ==, 2);
+	ASSERT_INT(others, ==, 0);
+	/* ... the right ones let it in */
+	ASSERT_INT(
+		sd_bus_add_match(
+			b, NULL,
+			"type='signal',member='Other',arg0='not for you',path_namespace='/org/brokerdtest',"
+			"arg0namespace='not for you'",
+			NULL, NULL),
+		<, 0); /* arg0 twice: invalid */
+	ASSERT_INT(
+		sd_bus_add_match(
+			b, NULL,
+			"type='signal',member='Other',arg0='not for you',path_namespace='/org/brokerdtest'",
+			NULL, NULL),
+		>=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Emit", NULL, NULL, ""), >=, 0);
+	end = now_ms() + 5000;
+	while (pings < 3 && now_ms() < end)
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	ASSERT_INT(pings, ==, 3);
+	ASSERT_INT(others, ==, 1);
+	sd_bus_slot_unref(slot);
+	ok("match rules on arg0 and path_namespace, read from the forwarded body");
+}
+
+/* ---- A raw client, for what sd-bus would not send -------------------------- */
+
+/* Authenticate (EXTERNAL with our uid, hex-encoded) and, if fds, negotiate fd passing. */
+static int raw_connect_fds(bool fds)
+{
+	char buf[512] = "", uid[16], cmd[128];
+	int fd = unix_connect(sock_path, SOCK_STREAM);
+	size_t have = 0, n;
+
+	ASSERT(fd >= 0);
+	snprintf(uid, sizeof(uid), "%u", (unsigned int)getuid());
+	n = (size_t)snprintf(cmd, sizeof(cmd), "AUTH EXTERNAL ");
+	for (const char *p = uid; *p; p++)
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%02x", *p);
+	snprintf(cmd + n, sizeof(cmd) - n, "\r\n%s", fds ? "NEGOTIATE_UNIX_FD\r\n" : "");
+	ASSERT_INT(write(fd, "\0", 1), ==, 1);
+	ASSERT_INT(write(fd, cmd, strlen(cmd)), ==, (ssize_t)strlen(cmd));
+	while (!strstr(buf, fds ? "AGREE_UNIX_FD\r\n" : "\r\n")) {
+		ssize_t got = read(fd, buf + have, sizeof(buf) - 1 - have);
+
+		ASSERT(got > 0);
+		have += (size_t)got;
+		buf[have] = 0;
+	}
+	ASSERT(!memcmp(buf, "OK ", 3));
+	ASSERT_INT(write(fd, "BEGIN\r\n", 7), ==, 7);
+	return fd;
+}
+
+static int raw_connect(void)
+{
+	return raw_connect_fds(false);
+}
+
+static void read_exact(int fd, void *buf, size_t len)
+{
+	for (size_t have = 0; have < len;) {
+		ssize_t n = read(fd, (char *)buf + have, len - have);
+
+		ASSERT(n > 0);
+		have += (size_t)n;
+	}
+}
+
+/* Read messages (exactly, so nothing of the next is read) until the reply to serial. */
+static void raw_reply(int fd, uint32_t serial, struct dbus_message *m)
+{
+	for (;;) {
+		uint8_t head[DBUS_HEADER_FIXED_SIZE];
+		size_t size;
+		uint8_t *data;
+
+		read_exact(fd, head, sizeof(head));
+		ASSERT_INT(dbus_message_frame_size(head, sizeof(head), &size), ==, 0);
+		data = malloc(size);
+		ASSERT(data);
+		memcpy(data, head, sizeof(head));
+		read_exact(fd, data + sizeof(head), size - sizeof(head));
+		ASSERT_INT(dbus_message_parse(m, data, size, 0), ==, 0);
+		if (m->h.reply_serial == serial)
+			return;
+		dbus_message_deinit(m);
+	}
+}
+
+static unsigned int count_fds(pid_t pid)
+{
+	char path[64];
+	unsigned int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	ASSERT(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void raw_send(int fd, const struct dbus_header *h, const void *body, size_t len)
+{
+	void *data;
+	size_t n;
+
+	ASSERT_INT(dbus_message_write(h, body, len, &data, &n), ==, 0);
+	ASSERT_INT(write(fd, data, n), ==, (ssize_t)n);
+	free(data);
+}
+
+static void test_raw(sd_bus *b)
+{
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
+				     .serial = 1,
+				     .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE,
+				     .member = "Hello",
+				     .destination = DBUS_DRIVER_NAME };
+	const char *unique;
+	char buf[4096];
+	int fd;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &unique), ==, 0);
+
+	/* a message before Hello: the connection is closed */
+	fd = raw_connect();
+	hello.member = "ListNames";
+	raw_send(fd, &hello, NULL, 0);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+	ok("a message before Hello closes the connection");
+
+	/* authenticated but no Hello: closed at the HELLO deadline (1 s here; the system's 5 s) */
+	if (sock_path[0] && strcmp(sock_path, DBUS_SOCKET_PATH) != 0) {
+		uint64_t t0 = now_ms(), waited;
+
+		fd = raw_connect();
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		waited = now_ms() - t0;
+		close(fd);
+		printf("# closed %llu ms after connecting without Hello\n", (unsigned long long)waited);
+		ASSERT(waited >= 900 && waited < 5000);
+		ok("no Hello: closed at the HELLO deadline");
+	}
+
+	/* an unsolicited reply is refused */
+	fd = raw_connect();
+	hello.member = "Hello";
+	raw_send(fd, &hello, NULL, 0);
+	struct dbus_header reply = {
+		.type = DBUS_MESSAGE_METHOD_RETURN, .serial = 2, .reply_serial = 999, .destination = unique
+	};
+	raw_send(fd, &reply, NULL, 0);
+	/* a round trip of b's after it: the forged reply would have come before */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer",
+				      "Ping", NULL, NULL, ""),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", NULL, NULL, "s", "sync"), >=, 0);
+	while (sd_bus_process(b, NULL) > 0)
+		;
+	ASSERT_INT(unsolicited, ==, 0);
+	ok("an unsolicited reply is refused");
+
+	/* garbage after Hello: closed, and brokerd serves on */
+	ASSERT_INT(write(fd, "lxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 33), ==, 33);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", NULL, NULL, "s", "still"), >=, 0);
+	ok("an invalid message closes its connection only");
+}
+
+static void raw_hello(int fd)
+{
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
+				     .serial = 1,
+				     .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE,
+				     .member = "Hello",
+				     .destination = DBUS_DRIVER_NAME };
+	struct dbus_message m;
+
+	raw_send(fd, &hello, NULL, 0);
+	raw_reply(fd, 1, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	dbus_message_deinit(&m);
+}
+
+/* brokerd's pid, as the driver tells it (the system brokerd's, in the guest). */
+static pid_t driver_pid(sd_bus *b)
+{
+	sd_bus_message *reply = NULL;
+	uint32_t pid = 0;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionUnixProcessID", NULL, &reply, "s", DBUS_DRIVER_NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &pid), >=, 0);
+	sd_bus_message_unref(reply);
+	ASSERT(pid > 1);
+	return (pid_t)pid;
+}
+
+/* A message carrying more fds than UNIX_FDS says: the first is passed on, brokerd closes the other. */
+static void test_stray_fds(pid_t daemon)
+{
+	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = 2,
+				    .path = PATH,
+				    .interface = IFACE,
+				    .member = "ReadFd",
+				    .destination = NAME,
+				    .signature = "h",
+				    .n_fds = 1 };
+	struct dbus_message m;
+	uint32_t idx = 0;
+	unsigned int before, after;
+	const char *s;
+	void *data;
+	size_t len;
+	int fd, p[2], fds[2];
+
+	fd = raw_connect_fds(true);
+	raw_hello(fd);
+	before = count_fds(daemon);
+	ASSERT_INT(pipe(p), ==, 0);
+	ASSERT_INT(write(p[1], "raw", 3), ==, 3);
+	close(p[1]);
+	fds[0] = p[0];
+	fds[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT(fds[1] >= 0);
+	ASSERT_INT(dbus_message_write(&call, &idx, 4, &data, &len), ==, 0);
+	ASSERT_INT(unix_send_fds(fd, data, len, fds, 2, 0), ==, 0);
+	free(data);
+	close(fds[0]);
+	close(fds[1]);
+	raw_reply(fd, 2, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	s = (const char *)m.body + 4;
+	ASSERT_STR(s, "raw");
+	dbus_message_deinit(&m);
+	after = count_fds(daemon);
+	printf("# brokerd fds: %u before, %u after a message with a stray fd\n", before, after);
+	ASSERT_INT(after, ==, before);
+	close(fd);
+	ok("one set of fds per message: the first passed on, a stray one closed");
+}
+
+/* A connection that subscribes to everything and never reads is dropped, alone. */
+static void test_slow_reader(sd_bus *b)
+{
+	static char payload[4096];
+	unsigned int sent = 0;
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	fd = raw_connect();
+	raw_hello(fd);
+	struct dbus_header add = { .type = DBUS_MESSAGE_METHOD_CALL,
+				   .serial = 2,
+				   .path = DBUS_DRIVER_PATH,
+				   .interface = DBUS_DRIVER_INTERFACE,
+				   .member = "AddMatch",
+				   .destination = DBUS_DRIVER_NAME,
+				   .signature = "s" };
+	struct dbus_writer w;
+	struct dbus_message m;
+	void *body;
+	size_t len;
+
+	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 's', "type='signal',interface='org.brokerdtest.Flood'"), ==,
+		   0);
+	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
+	dbus_writer_deinit(&w);
+	raw_send(fd, &add, body, len);
+	free(body);
+	raw_reply(fd, 2, &m);
+	dbus_message_deinit(&m);
+
+	/* 24 MiB of signals, past the 16 MiB brokerd holds for one reader (and the socket's buffer) */
+	memset(payload, 'x', sizeof(payload) - 1);
+	for (; sent < 6 * 1024; sent++) {
+		ASSERT_INT(sd_bus_emit_signal(b, PATH, "org.brokerdtest.Flood", "Data", "s", payload), >=, 0);
+		if (sent % 256 == 0)
+			ASSERT_INT(sd_bus_flush(b), >=, 0);
+	}
+	ASSERT_INT(sd_bus_flush(b), >=, 0);
+	/* brokerd answers b at once, while the reader is cut off: it reads what was sent, then EOF */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer",
+				      "Ping", NULL, NULL, ""),
+		   >=, 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	ASSERT_INT(n, ==, 0);
+	close(fd);
+	ok("a reader that does not keep up is disconnected, the bus serves on");
+}
+
+/* NameOwnerChanged comes before anything the new owner sends after RequestName, the loss after its last. */
+static void test_owner_order(sd_bus *b)
+{
+	uint64_t end;
+	pid_t pid;
+	int status;
+
+	ASSERT_INT(sd_bus_add_match(b, NULL,
+				    "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',"
+				    "arg0='org.brokerdtest.Order'",
+				    NULL, NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_add_match(b, NULL, "type='signal',interface='" IFACE "',member='Hi'", NULL, NULL),
+		   >=, 0);
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		sd_bus *o = connect_bus();
+
+		ASSERT_INT(sd_bus_request_name(o, "org.brokerdtest.Order", 0), >=, 0);
+		ASSERT_INT(sd_bus_emit_signal(o, PATH, IFACE, "Hi", ""), >=, 0);
+		sd_bus_flush_close_unref(o);
+		_exit(0);
+	}
+	end = now_ms() + 10000;
+	while (strlen(order) < 3 && now_ms() < end)
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_STR(order, "NHL");
+	ok("NameOwnerChanged before the new owner's first signal, and after its last");
+}
+
+/* The driver's other calls, as a D-Bus client sees them. */
+static void test_driver(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *s;
+	char **owners = NULL;
+	uint32_t u;
+
+	/* queued owners: the server first, then us */
+	ASSERT_INT(sd_bus_request_name(b, NAME, SD_BUS_NAME_QUEUE), ==, 0);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ListQueuedOwners", &e, &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read_strv(reply, &owners), >=, 0);
+	reply = sd_bus_message_unref(reply);
+	ASSERT(owners && owners[0] && owners[1] && !owners[2]);
+	ASSERT_INT(sd_bus_get_unique_name(b, &s), ==, 0);
+	ASSERT_STR(owners[1], s);
+	for (char **p = owners; *p; p++)
+		free(*p);
+	free(owners);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ReleaseName", &e, &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
+	ASSERT_INT(u, ==, 1); /* released (from the queue) */
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ReleaseName", &e, &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
+	ASSERT_INT(u, ==, 3); /* not an owner */
+	reply = sd_bus_message_unref(reply);
+
+	/* match rules: an invalid one, removing one never added */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "AddMatch", &e, NULL, "s", "type='nonsense'"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.MatchRuleInvalid"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "RemoveMatch", &e, NULL, "s", "member='Never'"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.MatchRuleNotFound"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "AddMatch", &e, NULL, "s", "member='Once',type='signal'"),
+		   >=, 0);
+	/* the same rule written otherwise is the same rule */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "RemoveMatch", &e, NULL, "s", "type=signal,member=Once"),
+		   >=, 0);
+
+	/* wrong arguments, the standard interfaces of the bus object */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetNameOwner", &e, NULL, "u", 1U),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.InvalidArgs"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply, ""),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT(strstr(s, "<method name=\"RequestName\">") != NULL);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
+				      DBUS_DRIVER_INTERFACE, "Features"),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'v', "as"), >, 0);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
+				      DBUS_DRIVER_INTERFACE, "Nothing"),
+		   <, 0);
+	sd_bus_error_free(&e);
+	ok("driver: ListQueuedOwners, ReleaseName, AddMatch/RemoveMatch errors, InvalidArgs, Introspect, Properties");
+}
+
+/* A native client's name: listed, its owner known, but messages across are NotSupported for now. */
+static void test_native(sd_bus *b, const char *ctrl)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	struct tc c;
+	struct tc_msg m;
+	char **names = NULL;
+	const char *owner;
+
+	ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
+	ASSERT_INT(tc_call(&c, CTRL_OP_REQUEST_NAME, &m, "su", "org.brokerdtest.Native", 0), ==, 0);
+	ASSERT_INT(m.m.hdr.type, ==, CTRL_TYPE_REPLY);
+	tc_msg_close_fds(&m);
+	ASSERT_INT(sd_bus_list_names(b, &names, NULL), >=, 0);
+	ASSERT(list_has(names, "org.brokerdtest.Native"));
+	ASSERT(list_has(names, c.unique));
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetNameOwner", &e, &reply, "s", "org.brokerdtest.Native"),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &owner), >=, 0);
+	ASSERT_STR(owner, c.unique);
+	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_call_method(b, "org.brokerdtest.Native", PATH, IFACE, "Echo", &e, NULL, "s", "x"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NotSupported"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Native", 0), <, 0);
+	close(c.fd);
+	ok("a native client's name: in ListNames, GetNameOwner; calls and RequestName across: NotSupported");
+}
+
+static bool dbus_connect_works(void)
+{
+	sd_bus *b = NULL;
+	bool ok;
+
+	ASSERT_INT(sd_bus_new(&b), >=, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ok = sd_bus_start(b) >= 0 &&
+	     sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer", "Ping",
+				NULL, NULL, "") >= 0;
+	sd_bus_flush_close_unref(b);
+	return ok;
+}
+
+/*
+ * One budget per uid for both protocols: with "connections 2" for uid 2003,
+ * a native and a D-Bus connection use it up, a third of either kind is
+ * refused, and closing one makes room again.
+ */
+static void test_quota(const char *ctrl)
+{
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct tc c;
+		sd_bus *b;
+		bool again = false;
+
+		ASSERT_INT(setgroups(0, NULL), ==, 0);
+		ASSERT_INT(setgid(2003), ==, 0);
+		ASSERT_INT(setuid(2003), ==, 0);
+		ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
+		b = connect_bus();
+		ASSERT(!dbus_connect_works());
+		ASSERT(tc_connect_hello(&(struct tc){ .fd = -1 }, ctrl, 0) != 0);
+		close(c.fd);
+		for (int i = 0; i < 200 && !again; i++) {
+			again = dbus_connect_works();
+			if (!again)
+				usleep(10000);
+		}
+		ASSERT(again);
+		sd_bus_flush_close_unref(b);
+		_exit(0);
+	}
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ok("one connections quota per uid for native and D-Bus connections");
+}
+
+static void test_noreply(sd_bus *b, pid_t server)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	uint64_t t0 = now_ms();
+	int status;
+
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Die", &e, NULL, ""), <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NoReply"));
+	ASSERT(now_ms() - t0 < 10000);
+	printf("# NoReply %llu ms after the call\n", (unsigned long long)(now_ms() - t0));
+	sd_bus_error_free(&e);
+	ASSERT_INT(waitpid(server, &status, 0), ==, server);
+	wait_owner(b, NAME, false);
+	ok("a callee that exits in a call: NoReply, and its name is released");
+}
+
+int main(int argc, char **argv)
+{
+	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300], policy_file[400];
+	pid_t daemon = -1, server;
+	sd_bus *b;
+
+	/* No argument: the guest test, against the system brokerd. */
+	if (argc < 2 || !strcmp(argv[1], "--system")) {
+		snprintf(sock_path, sizeof(sock_path), "%s", DBUS_SOCKET_PATH);
+	} else {
+		ASSERT(mkdtemp(tmpdir));
+		ASSERT_INT(chmod(tmpdir, 0755), ==, 0); /* test_quota() connects as uid 2003 */
+		snprintf(sock_path, sizeof(sock_path), "%s/dbus", tmpdir);
+		snprintf(ctrl, sizeof(ctrl), "%s/socket", tmpdir);
+		snprintf(policy, sizeof(policy), "%s/policy.d", tmpdir);
+		snprintf(services, sizeof(services), "%s/services", tmpdir);
+		ASSERT(mkdir(policy, 0755) == 0 && mkdir(services, 0755) == 0);
+		/* Whoever runs the test may own and call its names (root may anyway). */
+		snprintf(policy_file, sizeof(policy_file), "%s/50-test.conf", policy);
+		FILE *fp = fopen(policy_file, "we");
+		ASSERT(fp);
+		fputs("[default]\nallow * org.brokerdtest.*\n[limits]\nhello_timeout_ms 1000\n"
+		      "[limits user 2003]\nconnections 2\n",
+		      fp);
+		ASSERT_INT(fclose(fp), ==, 0);
+		daemon = fork();
+		ASSERT(daemon >= 0);
+		if (daemon == 0) {
+			char dbus_arg[400];
+
+			(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+			snprintf(dbus_arg, sizeof(dbus_arg), "--dbus-address=unix:path=%s", sock_path);
+			execl(argv[1], argv[1], "--state", "", "--address", ctrl, "--policy-dir", policy,
+			      "--service-dir", services, "--no-channels", dbus_arg, (char *)NULL);
+			_exit(127);
+		}
+		for (int i = 0; i < 500 && access(sock_path, F_OK) < 0; i++)
+			usleep(10000);
+	}
+	snprintf(address, sizeof(address), "unix:path=%s", sock_path);
+
+	server = start_server();
+	b = connect_bus();
+	ASSERT_INT(sd_bus_add_filter(b, NULL, filter, NULL), >=, 0);
+	wait_owner(b, NAME, true);
+	test_names(b);
+	test_calls(b);
+	test_signals(b);
+	test_raw(b);
+	test_driver(b);
+	if (daemon > 0)
+		test_native(b, ctrl);
+	if (daemon > 0 && getuid() == 0)
+		test_quota(ctrl);
+	test_owner_order(b);
+	test_slow_reader(b);
+	if (daemon > 0)
+		ASSERT_INT(driver_pid(b), ==, daemon);
+	test_stray_fds(daemon > 0 ? daemon : driver_pid(b));
+	test_noreply(b, server);
+	sd_bus_flush_close_unref(b);
+
+	if (daemon > 0) {
+		int status;
+
+		/* brokerd survived all of it */
+		ASSERT_INT(waitpid(daemon, &status, WNOHANG), ==, 0);
+		kill(daemon, SIGTERM);
+		ASSERT_INT(waitpid(daemon, &status, 0), ==, daemon);
+		ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		unlink(sock_path);
+		unlink(ctrl);
+		unlink(policy_file);
+		rmdir(policy);
+		rmdir(services);
+		rmdir(tmpdir);
+	}
+	printf("1..%d\n", n_tests);
+	return 0;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client-restart-fallback - a `systemctl restart brokerd` whose hand-over
+ * cannot be taken (brokerd/README.md, "Restart": the ring's keeper killed
+ * with SIGKILL after the old brokerd stored its state, before the new one
+ * took the ring, as a crash in the middle of the restart leaves it) falls
+ * back to the reconnect path of a brokerd crash: the new brokerd starts
+ * with an empty bus, and every client sees it and comes back.
+ *
+ * A service owns org.brokerd.test.Fallback, a subscriber listens to its
+ * Tick signals, and this process has a call in flight that the service
+ * never answers. After the failed restart:
+ *
+ * - every loss is reported to its client: the call in flight fails with
+ *   -ECONNRESET, every bus's state handler says DISCONNECTED, then
+ *   CONNECTED, and the service's unique name has changed;
+ * - the service owns its name again, the subscriber is subscribed again,
+ *   and calls and signals flow as before; nobody is told NOT_RESTORED
+ *   (all was restored).
+ *
+ * The keeper lives a few hundred ms; when the new brokerd took the ring
+ * before the kill, the restart succeeded (no disconnect) and the test
+ * tries again, up to ATTEMPTS times.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+
+#include "tests/integration/client/testlib.h"
+
+#define NAME	 "org.brokerd.test.Fallback"
+#define ATTEMPTS 8
+
+static int ready[2], ticks[2], states[2];
+
+static const struct t_method methods[] = {
+	{ "Ping", t_on_ping }, { "Emit", t_on_tick }, { "Hang", t_on_hang }, { NULL, NULL }
+};
+
+static void on_state(brokerd_bus *bus, int state, void *u)
+{
+	t_say(states[1], "%s %s", (const char *)u,
+	      state == BROKERD_STATE_CONNECTED	  ? "connected" :
+	      state == BROKERD_STATE_NOT_RESTORED ? "not-restored" :
+						    "disconnected");
+}
+
+static int service(void *arg)
+{
+	brokerd_bus *bus = t_open();
+
+	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, "service"), 0);
+	for (const struct t_method *m = methods; m->member; m++)
+		CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, m->member, m->handler, bus), 0);
+	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
+	t_say(ready[1], "service");
+	return brokerd_bus_run(bus) < 0;
+}
+
+static int subscriber(void *arg)
+{
+	brokerd_bus *bus = t_open();
+
+	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, "subscriber"), 0);
+	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_say_body, (void *)(intptr_t)ticks[1]), 0);
+	t_say(ready[1], "subscriber");
+	return brokerd_bus_run(bus) < 0;
+}
+
+/* The pid of a process named brokerd-keeper, 0 if none. */
+static pid_t keeper_find(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	CHECK(d);
+	while (!found && (e = readdir(d))) {
+		char path[300], comm[32] = "";
+		int fd;
+		ssize_t n;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n > 0 && strncmp(comm, "brokerd-keeper\n", (size_t)n) == 0 && n == 15)
+			found = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+static volatile bool disconnected, reconnected;
+static int main_states;
+
+static void on_main_state(brokerd_bus *bus, int state, void *u)
+{
+	main_states = main_states * 10 + state + 1; /* 1 disconnected, 2 connected: 12 */
+	if (state == BROKERD_STATE_DISCONNECTED)
+		disconnected = true;
+	if (state == BROKERD_STATE_CONNECTED)
+		reconnected = true;
+}
+
+static char seen[32][64];
+static int n_seen;
+
+/* Waits for the line "who state" (the processes' lines interleave). */
+static void expect_state(const char *who, const char *state, int timeout_ms)
+{
+	char want[64], line[64];
+	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
+
+	snprintf(want, sizeof(want), "%s %s", who, state);
+	for (;;) {
+		for (int i = 0; i < n_seen; i++)
+			if (strcmp(seen[i], want) == 0)
+				return;
+		if (now_usec() >= end)
+			FAIL("no \"%s\" within %d ms", want, timeout_ms);
+		if (t_hear(states[0], line, sizeof(line), 200) < 0)
+			continue;
+		t_log("state: %s", line);
+		CHECK(n_seen < 32);
+		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", line);
+	}
+}
+
+/* The service's unique name, as it answers Ping. */
+static void service_id(brokerd_bus *bus, char *buf, size_t size, int ms)
+{
+	brokerd_msg *reply = t_call_retry(bus, NAME, "Ping", "", ms);
+	const void *body;
+	size_t n;
+
+	brokerd_msg_get_body(reply, &body, &n);
+	snprintf(buf, size, "%.*s", (int)n, (const char *)body);
+	brokerd_msg_unref(reply);
+}
+
+int main(void)
+{
+	brokerd_bus *bus = t_open();
+	struct t_reply hang = { 0 };
+	char before[64], after[64], line[64];
+	pid_t ps, pu, keeper = 0;
+	uint64_t t0 = 0;
+	bool got = false;
+	int attempt;
+
+	if (system("systemctl --version >/dev/null 2>&1") != 0)
+		SKIP("no systemctl");
+	CHECK_R(keeper_find(), 0); /* no keeper left over from other tests */
+	t_pipe(ready);
+	t_pipe(ticks);
+	t_pipe(states);
+	ps = t_fork(service, NULL);
+	t_expect(ready[0], "service", 10000);
+	pu = t_fork(subscriber, NULL);
+	t_expect(ready[0], "subscriber", 10000);
+	CHECK_R(brokerd_bus_set_state_handler(bus, on_main_state, NULL), 0);
+
+	service_id(bus, before, sizeof(before), 2000);
+	brokerd_msg_unref(t_call_retry(bus, NAME, "Emit", "before", 2000));
+	t_expect(ticks[0], "before", 5000);
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 120000000, t_on_reply, &hang), 0);
+	brokerd_msg_unref(t_call_retry(bus, NAME, "Ping", "", 2000)); /* Hang has reached the service */
+
+	for (attempt = 1; attempt <= ATTEMPTS && !disconnected; attempt++) {
+		pid_t old = t_brokerd_pid(), now = 0;
+		uint64_t end;
+
+		CHECK(old > 0);
+		CHECK_R(system("systemctl restart --no-block brokerd.service"), 0);
+		for (end = now_usec() + 20000000; !(keeper = keeper_find()) && now_usec() < end;)
+			usleep(1000);
+		if (!keeper)
+			FAIL("attempt %d: no brokerd-keeper within 20 s of the restart", attempt);
+		t0 = now_usec();
+		(void)kill(keeper, SIGKILL);
+		t_log("attempt %d: killed the ring's keeper (pid %d)", attempt, (int)keeper);
+		/* the new brokerd running: it took the ring (a restart) or fell back (the disconnect) */
+		for (end = now_usec() + 30000000; (now <= 0 || now == old) && now_usec() < end;) {
+			(void)brokerd_bus_process(bus);
+			usleep(20000);
+			now = t_brokerd_pid();
+		}
+		CHECK(now > 0 && now != old);
+		(void)t_pump(bus, &disconnected, 3000);
+		if (!disconnected) {
+			CHECK(!hang.done);
+			t_log("attempt %d: the new brokerd (pid %d) had taken the ring already: a restart", attempt,
+			      (int)now);
+		}
+	}
+	if (!disconnected)
+		FAIL("in %d restarts the keeper was never killed in time", ATTEMPTS);
+
+	CHECK(t_pump(bus, &hang.done, 5000));
+	t_log("the call in flight ended with %d (%s)", hang.error, strerror(-hang.error));
+	CHECK_R(hang.error, -ECONNRESET);
+	expect_state("service", "disconnected", 10000);
+	expect_state("subscriber", "disconnected", 10000);
+	CHECK(t_pump(bus, &reconnected, 15000));
+	CHECK_R(main_states, 12);
+	expect_state("service", "connected", 15000);
+	expect_state("subscriber", "connected", 15000);
+	t_log("every bus reconnected %llu ms after the keeper's kill", (unsigned long long)(now_usec() - t0) / 1000);
+
+	service_id(bus, after, sizeof(after), 10000);
+	t_log("service was %s, is %s", before, after);
+	CHECK(strncmp(after, ":1.", 3) == 0 && strcmp(after, before) != 0);
+	for (int i = 0; i < 50 && !got; i++) {
+		brokerd_msg_unref(t_call_retry(bus, NAME, "Emit", "after", 5000));
+		while (t_hear(ticks[0], line, sizeof(line), 200) == 0)
+			if (strcmp(line, "after") == 0)
+				got = true;
+	}
+	if (!got)
+		FAIL("the subscriber does not hear the service's signals after the fallback");
+	while (t_hear(states[0], line, sizeof(line), 200) == 0) {
+		t_log("state: %s", line);
+		CHECK(n_seen < 32);
+		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", line);
+	}
+	for (int i = 0; i < n_seen; i++)
+		if (strstr(seen[i], "not-restored"))
+			FAIL("%s: all was restored", seen[i]);
+	CHECK_R(main_states, 12);
+
+	t_kill(pu);
+	t_kill(ps);
+	brokerd_bus_close(bus);
+	printf("ok\n");
+	return 0;
+}
