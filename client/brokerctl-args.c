@@ -7,12 +7,14 @@
  * unit-tested on the host without a bus (test-brokerctl-args.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/brokerctl-args.h"
 #include "client/json.h"
@@ -168,9 +170,16 @@ static int append_basic(struct args *a, char type)
 		v.d = strtod(s, &end);
 		k = !*s || *end || errno ? -EINVAL : 0;
 		break;
-	case 'h':
-		/* brokerctl has no descriptors to pass along */
-		return args_error(a, "unix fds (type 'h') cannot be passed from the command line");
+	case 'h': {
+		/* as busctl: the argument names a file, passed opened read-only */
+		int fd = open(s, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+		if (fd < 0)
+			return args_error(a, "cannot open \"%s\": %s", s, strerror(errno));
+		k = brokerd_msg_append_basic(a->m, 'h', &fd); /* the message keeps a duplicate */
+		close(fd);
+		return k < 0 ? args_error(a, "cannot append \"%s\": %s", s, strerror(-k)) : 0;
+	}
 	case 's':
 	case 'o':
 	case 'g':

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "client/brokerctl-args.h"
 #include "client/brokerctl.h"
@@ -44,6 +45,14 @@ static void print_msg_json(struct json *j, brokerd_msg *m)
 		json_member_string(j, "destination", brokerd_msg_get_destination(m));
 	json_member_string(j, "signature", brokerd_msg_get_signature(m));
 	json_member_uint(j, "serial", brokerd_msg_get_serial(m));
+	if (m->n_fds) {
+		/* as this process received them: the h values of the body index these */
+		json_key(j, "fds");
+		json_begin_array(j);
+		for (unsigned int i = 0; i < m->n_fds; i++)
+			json_int(j, m->fds[i]);
+		json_end_array(j);
+	}
 	if (t == BROKERD_MSG_REPLY || t == BROKERD_MSG_ERROR)
 		json_member_uint(j, "reply_serial", m->reply_serial);
 	json_key(j, "body");
@@ -263,6 +272,31 @@ static bool monitor_wants(brokerd_msg *m, const char *name, unsigned int kind)
 	return false;
 }
 
+/* " (kind kind ...)": what the fds a monitored message carried are, as fstat() sees them here. */
+static const char *monitor_fds_text(brokerd_msg *m)
+{
+	static char text[256];
+	size_t n = 0;
+
+	text[0] = 0;
+	for (unsigned int i = 0; i < m->n_fds && n + 16 < sizeof(text); i++) {
+		struct stat st;
+		const char *kind = "?";
+
+		if (fstat(m->fds[i], &st) == 0)
+			kind = S_ISREG(st.st_mode)    ? "file"
+			       : S_ISFIFO(st.st_mode) ? "pipe"
+			       : S_ISSOCK(st.st_mode) ? "socket"
+			       : S_ISCHR(st.st_mode)  ? "chardev"
+			       : S_ISDIR(st.st_mode)  ? "dir"
+						      : "other";
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s", i ? "," : " (", kind);
+	}
+	if (n)
+		(void)snprintf(text + n, sizeof(text) - n, ")");
+	return text;
+}
+
 static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m, int error,
 		       void *userdata)
 {
@@ -287,12 +321,12 @@ static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, br
 		(void)brokerd_msg_get_creds(m, &cr);
 		(void)brokerd_msg_get_body(m, &body, &size);
 		printf("%-6s %-30s type=%d sender=%s uid=%u pid=%d path=%s interface=%s member=%s "
-		       "destination=%s serial=%" PRIu64 " reply_serial=%u signature=%s body=%.*s\n",
+		       "destination=%s serial=%" PRIu64 " reply_serial=%u signature=%s fds=%u%s body=%.*s\n",
 		       k, name, brokerd_msg_get_type(m), brokerd_msg_get_sender(m), (unsigned int)cr.uid,
 		       (int)cr.pid, brokerd_msg_get_path(m), brokerd_msg_get_interface(m),
 		       brokerd_msg_get_member(m), brokerd_msg_get_destination(m), brokerd_msg_get_serial(m),
-		       (unsigned int)m->reply_serial, brokerd_msg_get_signature(m),
-		       (int)(size > 200 ? 200 : size), (const char *)body);
+		       (unsigned int)m->reply_serial, brokerd_msg_get_signature(m), m->n_fds,
+		       monitor_fds_text(m), (int)(size > 200 ? 200 : size), (const char *)body);
 		fflush(stdout);
 	}
 	if (arg_count > 0 && ++monitor_seen >= arg_count)

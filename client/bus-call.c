@@ -26,8 +26,7 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 	BUG_ON(s->type != SLOT_CALL || !s->serial);
 	s->serial = 0; /* done: no longer pending */
 	s->deadline = 0;
-	free(s->queued); /* never sent */
-	s->queued = NULL;
+	s->queued = bus_out_free(s->queued); /* never sent */
 	if (floating)
 		slot_destroy(s);
 	if (h)
@@ -139,15 +138,16 @@ static void call_flush_queued(brokerd_bus *bus, struct bname *b, int error)
 	/* handlers run here and may free any slot: b stays until the end */
 	b->flushing = true;
 	while (!b->opening && (s = call_oldest_queued(bus, b))) {
-		_cleanup_free_ uint8_t *data = TAKE_PTR(s->queued);
+		struct bus_out *data = TAKE_PTR(s->queued);
 		int k = error;
 
 		if (error < 0) {
+			bus_out_free(data);
 			call_sent(s, error); /* brokerd's verdict */
 			continue;
 		}
 		s->ctrl_seq = bus->ctrl_seq; /* it goes out only now (bus-dispatch.c) */
-		k = b->call_send ? chan_send(&bus->ring, b->call_send, data, s->queued_len) : -ENOTCONN;
+		k = b->call_send ? bus_out_send(bus, b->call_send, data) : -ENOTCONN;
 		if ((k == -EACCES || k == -ENOENT || k == -EPIPE) && !s->reopened) {
 			/* revoked or gone while it opened: once more, then brokerd's verdict */
 			chan_close(&bus->ring, b->call_send);
@@ -159,6 +159,7 @@ static void call_flush_queued(brokerd_bus *bus, struct bname *b, int error)
 				break;
 			data = TAKE_PTR(s->queued);
 		}
+		bus_out_free(data);
 		call_sent(s, k < 0 ? k : 0);
 	}
 	b->flushing = false;
@@ -200,10 +201,10 @@ static int call_open_async(brokerd_bus *bus, struct bname *b)
 static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name, struct chmsg *m,
 		     uint64_t timeout_usec, brokerd_reply_handler_t handler, void *userdata)
 {
-	_cleanup_free_ uint8_t *data = NULL;
+	_cleanup_(bus_out_freep) struct bus_out *data = NULL;
 	struct brokerd_slot *s;
 	struct bname *b;
-	int k, len;
+	int k;
 
 	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name))
 		return -EINVAL;
@@ -239,15 +240,16 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 	s->sent = now_usec();
 	s->ctrl_seq = bus->ctrl_seq;
 	s->deadline = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
-	data = malloc(CHMSG_MAX);
-	len = data ? chmsg_encode(m, data, CHMSG_MAX) : -ENOMEM;
-	if (len < 0) {
+	data = malloc(sizeof(*data));
+	k = data ? bus_out_encode(bus, m, data) : -ENOMEM;
+	if (k < 0) {
+		free(TAKE_PTR(data)); /* nothing in it to free */
 		slot_destroy(s);
-		return len;
+		return k;
 	}
 	k = -EAGAIN;
 	if (b->call_send && !b->opening) {
-		k = chan_send(&bus->ring, b->call_send, data, (size_t)len);
+		k = bus_out_send(bus, b->call_send, data);
 		if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
 			/* capability revoked or channel gone: open it afresh, once */
 			chan_close(&bus->ring, b->call_send);
@@ -261,7 +263,6 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 		k = call_open_async(bus, b);
 		if (k >= 0) {
 			s->queued = TAKE_PTR(data);
-			s->queued_len = (size_t)len;
 			if (!handler) {
 				/* nobody waits for it: the bus frees it once sent */
 				if (ret_slot)
@@ -308,7 +309,9 @@ _public_ int brokerd_bus_call_method_async(brokerd_bus *bus, brokerd_slot **ret_
 			   .body_len = (uint32_t)size };
 
 	/* the rest of the message is checked when it is encoded */
-	if (!path || !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+	if (!path || !ctrl_name_is_valid_member(member) || (size && !body))
 		return -EINVAL;
+	if (size > CHMSG_BODY_MAX)
+		return -EMSGSIZE;
 	return call_send(bus, ret_slot, name, &m, timeout_usec, handler, userdata);
 }

@@ -6,8 +6,10 @@
  * its kind and owner (bus-internal.h); this file does not look inside.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "client/bus-chan.h"
@@ -37,18 +39,124 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 	return 0;
 }
 
-int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
+/* --- Encoding: inline, or the body in a sealed memfd --------------------------- */
+
+#define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+/* A memfd holding body (len bytes), sealed so that no one can change it any more. */
+static int body_memfd(const void *body, size_t len)
 {
-	uint8_t *buf;
+	_cleanup_close_ int fd = -1;
+	size_t done = 0;
+
+	fd = memfd_create("brokerd-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	while (done < len) {
+		ssize_t n = write(fd, (const uint8_t *)body + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, BODY_SEALS) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+void bus_out_deinit(struct bus_out *o)
+{
+	if (!o)
+		return;
+	for (unsigned int i = 0; i < o->n_fds; i++)
+		close(o->fds[i]);
+	o->n_fds = 0;
+	free(o->buf);
+	o->buf = NULL;
+}
+
+struct bus_out *bus_out_free(struct bus_out *o)
+{
+	bus_out_deinit(o);
+	free(o);
+	return NULL;
+}
+
+int bus_out_encode(brokerd_bus *bus, const struct chmsg *msg, struct bus_out *o)
+{
+	struct chmsg m = *msg;
 	int k;
 
-	buf = malloc(CHMSG_MAX);
-	if (!buf)
-		return -ENOMEM;
-	k = chmsg_encode(m, buf, CHMSG_MAX);
-	if (k >= 0)
-		k = chan_send(&bus->ring, c, buf, (size_t)k);
-	free(buf);
+	*o = (struct bus_out){ 0 };
+	/* the fds of the typed message being sent, if any: ours to pass, once */
+	for (unsigned int i = 0; i < bus->n_send_fds; i++) {
+		int fd = fcntl(bus->send_fds[i], F_DUPFD_CLOEXEC, 3);
+
+		if (fd < 0) {
+			k = -errno;
+			goto fail;
+		}
+		o->fds[o->n_fds++] = fd;
+	}
+	bus->send_fds = NULL;
+	bus->n_send_fds = 0;
+	m.n_fds = o->n_fds;
+	m.body_in_fd = false;
+
+	o->buf = malloc(CHMSG_MAX);
+	if (!o->buf) {
+		k = -ENOMEM;
+		goto fail;
+	}
+	k = chmsg_encode(&m, o->buf, BUS_INLINE_MAX);
+	if (k == -EMSGSIZE && m.body_len > 0) {
+		/* too large for a slot: the header goes alone, the body in a memfd */
+		if (m.body_len > CHMSG_BODY_MAX || o->n_fds >= CHMSG_FDS_MAX) {
+			k = -EMSGSIZE;
+			goto fail;
+		}
+		m.body_in_fd = true;
+		m.n_fds++;
+		/* a valid message first: no memfd for one that will be refused */
+		k = chmsg_encode(&m, o->buf, BUS_INLINE_MAX);
+		if (k >= 0) {
+			int fd = body_memfd(m.body, m.body_len);
+
+			if (fd < 0) {
+				k = fd;
+				goto fail;
+			}
+			o->fds[o->n_fds++] = fd;
+		}
+	}
+	if (k < 0)
+		goto fail;
+	o->len = (size_t)k;
+	return 0;
+fail:
+	bus_out_deinit(o);
+	return k;
+}
+
+int bus_out_send(brokerd_bus *bus, struct chan *c, const struct bus_out *o)
+{
+	if (!o->n_fds)
+		return chan_send(&bus->ring, c, o->buf, o->len);
+	return chan_send_fds(&bus->ring, c, o->buf, o->len, o->fds, o->n_fds);
+}
+
+int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
+{
+	struct bus_out o;
+	int k;
+
+	k = bus_out_encode(bus, m, &o);
+	if (k < 0)
+		return k;
+	k = bus_out_send(bus, c, &o);
+	bus_out_deinit(&o);
 	return k < 0 ? k : 0;
 }
 
@@ -59,8 +167,10 @@ int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_d
 	int k;
 
 	*ret_data = NULL;
-	if ((size && !bytes) || size > CHMSG_MAX)
+	if (size && !bytes)
 		return -EINVAL;
+	if (size > DBUS_ARRAY_MAX)
+		return -EMSGSIZE; /* an "ay" holds at most 64 MiB */
 	if (size == 0)
 		return 0; /* no body at all, as a D-Bus method without arguments */
 	k = dbus_writer_init(&w, "ay");

@@ -13,13 +13,25 @@
  * with a receive armed if it receives. */
 int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int kind, void *owner,
 		    struct chan **ret);
+/*
+ * Encodes m (with the typed message's fds, bus->send_fds, dup'ed) into o:
+ * inline when it fits BUS_INLINE_MAX, else the header with the body in a
+ * sealed memfd passed as the last fd. 0, -EINVAL, -EMSGSIZE (a body over
+ * CHMSG_BODY_MAX), -ENOMEM, or memfd's errors. bus_out_deinit() frees it.
+ */
+int bus_out_encode(brokerd_bus *bus, const struct chmsg *m, struct bus_out *o);
+void bus_out_deinit(struct bus_out *o);
+struct bus_out *bus_out_free(struct bus_out *o);
+DEFINE_FREE_FUNC(struct bus_out, bus_out_free);
+/* Sends o on c (its fds too): bytes sent or -errno. */
+int bus_out_send(brokerd_bus *bus, struct chan *c, const struct bus_out *o);
 /* Encodes m and sends it on c: 0 or -errno. */
 int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
 /*
  * Makes bytes (size of them) the body of m as the byte-oriented API sends
  * them: signature "ay", or no body for no bytes. *ret_data (free it) holds
- * the body m points to. 0, -EINVAL (bytes NULL with a size, or more than
- * CHMSG_MAX) or -ENOMEM.
+ * the body m points to. 0, -EINVAL (bytes NULL with a size), -EMSGSIZE (more
+ * than DBUS_ARRAY_MAX, what an "ay" holds) or -ENOMEM.
  */
 int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_data);
 /* The next message serial (never 0). */

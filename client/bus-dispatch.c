@@ -114,14 +114,10 @@ static void dispatch_monitor(brokerd_bus *bus, struct monitor_chan *mc, brokerd_
 /* A receive completed on c: decode, re-arm, dispatch. */
 void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 {
-	const struct ioipc_msg_info *info;
-	const void *payload;
 	struct bname *b = NULL;
 	struct monitor_chan *mc = NULL;
 	const char *name = "";
 	brokerd_msg *msg = NULL;
-	struct chmsg m;
-	size_t len;
 	int k;
 
 	if (c->kind == CHAN_CALL_RECV || c->kind == CHAN_SIGNAL_RECV) {
@@ -133,16 +129,9 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		BUG_ON(!mc);
 		name = mc->name;
 	}
-	k = chan_message(c, &info, &payload, &len);
-	if (k >= 0)
-		k = chmsg_decode(&m, payload, len);
+	k = msg_receive(bus, c, name, &msg);
 	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
 		(void)chan_arm(&bus->ring, c); /* a malformed call: take the next one */
-	if (k >= 0) {
-		msg = msg_new(bus, &m, info, name);
-		if (!msg)
-			k = -ENOMEM;
-	}
 	if (c->res < 0 && c->res != -EINTR && c->res != -ETIME) {
 		/* detached, revoked or unsupported: re-arming would fail the same way */
 		if (mc)
@@ -178,7 +167,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 	if (k < 0) {
 		/* malformed or truncated: the sender's bug, not ours; drop it */
 		if (c->res >= 0 && k != -ENOMEM)
-			bus->counters[BROKERD_COUNTER_INVALID]++;
+			bus->counters[k == -EMFILE ? BROKERD_COUNTER_FDS_LOST : BROKERD_COUNTER_INVALID]++;
 		if (mc)
 			dispatch_monitor(bus, mc, NULL, k);
 		return;

@@ -39,6 +39,20 @@ enum {
 #define BUS_RECONNECT_MIN_MSEC	 50
 #define BUS_RECONNECT_MAX_MSEC	 2000
 #define BNAME_RECEIVERS_MAX	 32
+/*
+ * Largest message sent inline: the max_msg_size of the channels brokerd
+ * creates. A message whose header and body do not fit goes as its header,
+ * with the body in a sealed memfd (BODY_FD, protocol/README.md 7.2).
+ */
+#define BUS_INLINE_MAX 8192
+
+/* A message encoded for chan_send_fds(): its bytes and the fds to pass (owned). */
+struct bus_out {
+	uint8_t *buf;
+	size_t len;
+	unsigned int n_fds;
+	int fds[CHMSG_FDS_MAX];
+};
 
 /* State per well-known name this bus uses. */
 struct bname {
@@ -153,8 +167,7 @@ struct brokerd_slot {
 	uint64_t sent;	   /* calls: when, CLOCK_MONOTONIC usec */
 	uint64_t ctrl_seq; /* calls: control datagrams read before it was sent */
 	/* calls: the encoded call, until the name's call chan is open */
-	uint8_t *queued;
-	size_t queued_len;
+	struct bus_out *queued;
 	bool reopened;			     /* calls: its chan was reopened once for it (revoked) */
 	uint64_t ended_receiver;	     /* calls: a receiver that may have taken it ended (its id) */
 	const struct brokerd_vtable *vtable; /* objects: the caller's */
@@ -218,6 +231,14 @@ struct brokerd_bus {
 	void *event_source; /* sd_event_source */
 	void *event;	    /* sd_event */
 
+	/*
+	 * The fds of the typed message being sent (msg-typed.c): the public
+	 * byte-and-signature functions it sends through take no fds, so the
+	 * next message encoded (bus_out_encode()) takes these, once.
+	 */
+	const int *send_fds;
+	unsigned int n_send_fds;
+
 	/* messages dropped, by BROKERD_COUNTER_* (brokerd_bus_get_counter()) */
 	uint64_t counters[_BROKERD_COUNTER_MAX];
 
@@ -241,6 +262,12 @@ struct brokerd_msg {
 	/* the dbus1 body, in native byte order */
 	void *data;
 	size_t data_len;
+	/* a body that came in a memfd: data points into this private read-only mapping */
+	void *map;
+	size_t map_len;
+	/* the fds 'h' values index: received (installed O_CLOEXEC) or dup'ed by append; owned */
+	int *fds;
+	unsigned int n_fds;
 	/* what the byte API sees: an "ay" body's bytes, an "s" body's text, else data */
 	void *body;
 	size_t body_len;

@@ -74,8 +74,10 @@ _public_ int brokerd_msg_reply_data(brokerd_msg *call, const char *signature, co
 		.type = CHMSG_REPLY, .signature = signature, .body = body, .body_len = (uint32_t)size
 	};
 
-	if (!call || (size && !body) || size > CHMSG_MAX)
+	if (!call || (size && !body))
 		return -EINVAL;
+	if (size > CHMSG_BODY_MAX)
+		return -EMSGSIZE;
 	return msg_send_reply(call, &m);
 }
 

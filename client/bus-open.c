@@ -54,11 +54,7 @@ static void bus_drain_calls(brokerd_bus *bus)
 {
 	for (struct bname *b = bus->names; b; b = b->next) {
 		struct chan *c = b->call_recv;
-		const struct ioipc_msg_info *info;
-		const void *payload;
-		brokerd_msg *msg;
-		struct chmsg m;
-		size_t len;
+		brokerd_msg *msg = NULL;
 
 		if (!c)
 			continue;
@@ -66,11 +62,9 @@ static void bus_drain_calls(brokerd_bus *bus)
 		if (!c->ready)
 			continue;
 		ring_unready(&bus->ring, c);
-		if (chan_message(c, &info, &payload, &len) < 0 || chmsg_decode(&m, payload, len) < 0 ||
-		    m.type != CHMSG_CALL)
+		if (msg_receive(bus, c, b->name, &msg) < 0)
 			continue;
-		msg = msg_new(bus, &m, info, b->name);
-		if (msg)
+		if (msg->type == CHMSG_CALL)
 			(void)brokerd_msg_reply_error(msg, BROKERD_ERROR_DISCONNECTED,
 						      "the service closed its connection");
 		brokerd_msg_unref(msg);

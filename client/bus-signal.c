@@ -60,8 +60,10 @@ _public_ int brokerd_bus_emit(brokerd_bus *bus, const char *name, const char *pa
 			   .body_len = (uint32_t)size };
 
 	/* the rest is checked when the message is encoded */
-	if (!path || !interface || !member || (size && !body) || size > CHMSG_MAX)
+	if (!path || !interface || !member || (size && !body))
 		return -EINVAL;
+	if (size > CHMSG_BODY_MAX)
+		return -EMSGSIZE;
 	return emit(bus, name, &m);
 }
 
@@ -77,8 +79,10 @@ _public_ int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, 
 
 	if (!bus || bus->closed || !destination ||
 	    (!ctrl_name_is_valid_wellknown(destination) && !ctrl_name_is_valid_unique(destination)) ||
-	    !ctrl_name_is_valid_member(member) || (size && !body) || size > CHMSG_MAX)
+	    !ctrl_name_is_valid_member(member) || (size && !body))
 		return -EINVAL;
+	if (size > CHMSG_BODY_MAX)
+		return -EMSGSIZE;
 	if (!bus->connected)
 		return -ENOTCONN;
 	k = bus_bytes_body(&m, body, size, &data);

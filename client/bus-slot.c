@@ -64,7 +64,7 @@ void slot_destroy(struct brokerd_slot *s)
 
 	if (!bus) {
 		/* orphaned by brokerd_bus_close(): only the memory is left */
-		free(s->queued);
+		s->queued = bus_out_free(s->queued);
 		free(s->name);
 		free(s->member);
 		free(s);
@@ -79,7 +79,7 @@ void slot_destroy(struct brokerd_slot *s)
 		bus_match_slot_gone(bus, s->match);
 	s->bname = NULL;
 	bname_gc(bus, b);
-	free(s->queued);
+	s->queued = bus_out_free(s->queued);
 	free(s->name);
 	free(s->member);
 	free(s);

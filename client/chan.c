@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * chan.c - io_uring channel I/O for the client library. Every receive is a
- * single-shot IPC_RECV with IOIPC_RECV_WAIT | IOIPC_RECV_INFO: it parks in the
- * kernel until a message arrives (nothing busy-polls) and the kernel writes
- * the sender's credentials in front of the payload. The ring's eventfd is what
+ * single-shot IPC_RECV with IOIPC_RECV_WAIT | IOIPC_RECV_INFO | IOIPC_RECV_FDS:
+ * it parks in the kernel until a message arrives (nothing busy-polls) and the
+ * kernel writes the sender's credentials and the fds it installed for us
+ * (O_CLOEXEC) in front of the payload. The ring's eventfd is what
  * the bus's epoll fd watches.
  */
 #include <errno.h>
@@ -51,10 +52,44 @@ int ring_init(struct ring *r, unsigned int entries)
 	return 0;
 }
 
+/* Where the payload starts in c's buffer, after the info and fds headers. */
+static size_t payload_offset(const struct chan *c)
+{
+	const struct ioipc_fds_hdr *h;
+
+	if (!c->want_fds)
+		return sizeof(struct ioipc_msg_info);
+	if (c->res < 0 || (size_t)c->res < sizeof(struct ioipc_msg_info) + sizeof(*h))
+		return SIZE_MAX;
+	h = (const struct ioipc_fds_hdr *)(c->buf + sizeof(struct ioipc_msg_info));
+	if (h->nr > IOIPC_MAX_FDS || sizeof(struct ioipc_msg_info) + ioipc_fds_size(h->nr) > (size_t)c->res)
+		return SIZE_MAX;
+	return sizeof(struct ioipc_msg_info) + ioipc_fds_size(h->nr);
+}
+
+const struct ioipc_fds_hdr *chan_take_fds(struct chan *c)
+{
+	if (!c->want_fds || c->fds_taken || payload_offset(c) == SIZE_MAX)
+		return NULL;
+	c->fds_taken = true;
+	return (const struct ioipc_fds_hdr *)(c->buf + sizeof(struct ioipc_msg_info));
+}
+
+/* Closes the fds of the last receive nobody took. */
+static void chan_drop_fds(struct chan *c)
+{
+	const struct ioipc_fds_hdr *h = chan_take_fds(c);
+
+	for (uint32_t i = 0; h && i < h->nr; i++)
+		if (h->fds[i] >= 0)
+			close(h->fds[i]);
+}
+
 static void chan_free(struct chan *c)
 {
 	if (!c)
 		return;
+	chan_drop_fds(c);
 	free(c->buf);
 	free(c);
 }
@@ -163,12 +198,20 @@ int ring_reap(struct ring *r)
 			struct chan *c = p;
 
 			c->armed = false;
+			c->res = cqe->res;
+			c->fds_taken = false;
 			if (c->closing) {
 				zombie_remove(r, c);
 				chan_free(c);
 				continue;
 			}
 			c->res = cqe->res;
+			if (c->res == -EINVAL && c->want_fds) {
+				/* a kernel without fds on channels refuses IOIPC_RECV_FDS: do without */
+				c->want_fds = false;
+				if (chan_arm(r, c) == 0)
+					continue;
+			}
 			ready_push(r, c);
 		}
 	}
@@ -214,7 +257,9 @@ int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_siz
 	if (!c)
 		return -ENOMEM;
 	if (recv_size) {
-		c->buf_size = sizeof(struct ioipc_msg_info) + recv_size;
+		/* room for every fd a message may carry, so none is ever cut off */
+		c->want_fds = true;
+		c->buf_size = sizeof(struct ioipc_msg_info) + ioipc_fds_size(IOIPC_MAX_FDS) + recv_size;
 		c->buf = malloc(c->buf_size);
 		if (!c->buf) {
 			free(c);
@@ -246,10 +291,13 @@ int chan_arm(struct ring *r, struct chan *c)
 		return -EINVAL;
 	if (c->armed || c->ready)
 		return 0;
+	chan_drop_fds(c); /* the buffer is about to be reused */
 	sqe = ring_get_sqe(r);
 	if (!sqe)
 		return -EBUSY;
-	ioipc_prep_recv(sqe, c->sub_id, c->buf, (unsigned int)c->buf_size, IOIPC_RECV_WAIT | IOIPC_RECV_INFO);
+	ioipc_prep_recv(sqe, c->sub_id, c->buf, (unsigned int)c->buf_size,
+			IOIPC_RECV_WAIT | IOIPC_RECV_INFO |
+				(c->want_fds ? IOIPC_RECV_FDS | IOIPC_RECV_FDS_CLOEXEC : 0));
 	io_uring_sqe_set_data64(sqe, (uintptr_t)c | TAG_RECV);
 	c->armed = true;
 	k = io_uring_submit(&r->uring);
@@ -262,16 +310,25 @@ int chan_arm(struct ring *r, struct chan *c)
 
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 {
+	return chan_send_fds(r, c, buf, len, NULL, 0);
+}
+
+int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n)
+{
 	struct send_op op = { 0 };
 	struct io_uring_sqe *sqe;
 	int k;
 
-	if (!c || !(c->rights & IOIPC_SUB_SEND) || !buf || len > UINT32_MAX)
+	if (!c || !(c->rights & IOIPC_SUB_SEND) || !buf || len > UINT32_MAX || n > IOIPC_MAX_FDS ||
+	    (n && !fds))
 		return -EINVAL;
 	sqe = ring_get_sqe(r);
 	if (!sqe)
 		return -EBUSY;
-	ioipc_prep_send(sqe, c->sub_id, buf, (unsigned int)len, 0);
+	if (n)
+		ioipc_prep_send_fds(sqe, c->sub_id, buf, (unsigned int)len, 0, fds, n);
+	else
+		ioipc_prep_send(sqe, c->sub_id, buf, (unsigned int)len, 0);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)&op | TAG_SEND);
 	/* a send never waits in the kernel: its completion comes right away */
 	while (!op.done) {
@@ -338,11 +395,24 @@ int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, c
 		 size_t *ret_len)
 {
 	const struct ioipc_msg_info *info;
-	size_t got;
+	size_t got, off;
 
 	if (c->res < 0)
 		return c->res;
 	info = (const struct ioipc_msg_info *)c->buf;
+	if (c->want_fds) {
+		/* our own receives: res counts the info, the fds header and the payload */
+		off = payload_offset(c);
+		if (off == SIZE_MAX)
+			return -EBADMSG;
+		got = (size_t)c->res - off;
+		if (info->len > got)
+			return -EMSGSIZE;
+		*ret_info = info;
+		*ret_payload = c->buf + off;
+		*ret_len = info->len;
+		return 0;
+	}
 	/*
 	 * res counts the info header and the payload copied after it. Should a
 	 * kernel count the payload alone, info->len says so: accept both.

@@ -22,6 +22,8 @@ struct chan {
 	bool ready;	     /* on the ring's ready list */
 	bool closing;	     /* freed when its receive completes */
 	int res;	     /* result of the completed receive */
+	bool want_fds;	     /* receives ask for fds: a struct ioipc_fds_hdr follows the info */
+	bool fds_taken;	     /* the received fds are someone else's to close */
 	unsigned int kind;   /* owner's tag */
 	void *owner;	     /* owner's object */
 	struct chan *ready_next;
@@ -56,6 +58,8 @@ int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_siz
 int chan_arm(struct ring *r, struct chan *c);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
+/* The same, passing n fds (1..IOIPC_MAX_FDS); the kernel takes its own references. */
+int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n);
 /* Cancels a parked receive and waits (briefly) for its completion: after it
  * the channel is either idle or ready with a message it had already taken. */
 void chan_cancel_wait(struct ring *r, struct chan *c);
@@ -67,5 +71,12 @@ void chan_close(struct ring *r, struct chan *c);
 /* For a completed receive: the info header and payload, or -errno. */
 int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, const void **ret_payload,
 		 size_t *ret_len);
+/*
+ * The fds a completed receive installed in this process (NULL: none asked
+ * for, or the receive failed). The caller owns them from here on; fds not
+ * taken are closed when the chan is armed again or freed, so a message
+ * dropped for any reason leaks none.
+ */
+const struct ioipc_fds_hdr *chan_take_fds(struct chan *c);
 
 #endif

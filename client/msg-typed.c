@@ -8,12 +8,16 @@
  * protocol/dbus-marshal.h; this file keeps a writer and a reader per
  * message and sends what was built through the pre-marshalled API, and
  * answers a call with typed values or a formatted error in one go.
+ * Unix fds ('h') as sd-bus has them: appending duplicates the caller's fd,
+ * reading returns the message's own fd (closed with the message).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/bus-internal.h"
 #include "client/msg.h"
@@ -99,6 +103,39 @@ static int writer_grow(struct dbus_writer *w, const char *type, size_t len)
 	return 0;
 }
 
+/*
+ * An 'h': a duplicate of the caller's fd joins the message's fds, its index
+ * goes in the body. Checked and made before the signature grows, so that a
+ * refused fd leaves the message as it was.
+ */
+static int append_fd(brokerd_msg *m, int fd)
+{
+	uint32_t idx = m->n_fds;
+	int *fds, dup, k;
+
+	if (fd < 0)
+		return -EBADF;
+	/* one place stays free for the body's memfd, should the body be large */
+	if (m->n_fds >= CHMSG_FDS_MAX - 1)
+		return -ETOOMANYREFS;
+	fds = realloc(m->fds, (m->n_fds + 1) * sizeof(int));
+	if (!fds)
+		return -ENOMEM;
+	m->fds = fds;
+	dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dup < 0)
+		return -errno;
+	k = writer_grow(m->writer, "h", 1);
+	if (k >= 0)
+		k = dbus_writer_append_basic(m->writer, 'h', &idx);
+	if (k < 0) {
+		close(dup);
+		return k;
+	}
+	m->fds[m->n_fds++] = dup;
+	return 0;
+}
+
 _public_ int brokerd_msg_append_basic(brokerd_msg *m, char type, const void *value)
 {
 	int k;
@@ -107,10 +144,27 @@ _public_ int brokerd_msg_append_basic(brokerd_msg *m, char type, const void *val
 		return -EINVAL;
 	if (!m->writer)
 		return -EPERM; /* sealed or received */
+	if (type == 'h')
+		return append_fd(m, *(const int *)value);
 	k = writer_grow(m->writer, &type, 1);
 	if (k < 0)
 		return k;
 	return dbus_writer_append_basic(m->writer, type, value);
+}
+
+_public_ int brokerd_msg_append_array(brokerd_msg *m, char type, const void *values, size_t n)
+{
+	char t[3] = { 'a', type, 0 };
+	int k;
+
+	if (!m || (n && !values) || !dbus_type_is_basic(type) || dbus_type_fixed_size(type) == 0 || type == 'h')
+		return -EINVAL;
+	if (!m->writer)
+		return -EPERM;
+	k = writer_grow(m->writer, t, 2);
+	if (k < 0)
+		return k;
+	return dbus_writer_append_array(m->writer, type, values, n);
 }
 
 _public_ int brokerd_msg_open_container(brokerd_msg *m, char type, const char *contents)
@@ -252,10 +306,13 @@ static int append_one(brokerd_msg *m, const char **types, va_list *ap)
 		int32_t v = va_arg(*ap, int32_t);
 		return brokerd_msg_append_basic(m, 'i', &v);
 	}
-	case 'u':
-	case 'h': {
+	case 'u': {
 		uint32_t v = va_arg(*ap, uint32_t);
-		return brokerd_msg_append_basic(m, t[0], &v);
+		return brokerd_msg_append_basic(m, 'u', &v);
+	}
+	case 'h': {
+		int v = va_arg(*ap, int);
+		return brokerd_msg_append_basic(m, 'h', &v);
 	}
 	case 'x': {
 		int64_t v = va_arg(*ap, int64_t);
@@ -370,8 +427,8 @@ static int msg_reader(brokerd_msg *m, struct dbus_reader **ret)
 		m->reader = malloc(sizeof(*m->reader));
 		if (!m->reader)
 			return -ENOMEM;
-		if (dbus_reader_init(m->reader, m->signature, m->data, m->data_len, DBUS_NATIVE_ENDIAN, 0) <
-		    0) {
+		if (dbus_reader_init(m->reader, m->signature, m->data, m->data_len, DBUS_NATIVE_ENDIAN,
+				     m->n_fds) < 0) {
 			free(m->reader);
 			m->reader = NULL;
 			return -EBADMSG;
@@ -422,7 +479,56 @@ _public_ int brokerd_msg_read_basic(brokerd_msg *m, char type, void *ret)
 	k = msg_reader(m, &r);
 	if (k < 0)
 		return k;
+	if (type == 'h') {
+		uint32_t idx;
+
+		/* the message's own fd, valid as long as the message */
+		k = dbus_reader_read_basic(r, 'h', &idx);
+		if (k <= 0)
+			return k;
+		if (idx >= m->n_fds)
+			return -EBADMSG; /* validated against n_fds: cannot happen */
+		*(int *)ret = m->fds[idx];
+		return 1;
+	}
 	return dbus_reader_read_basic(r, type, ret);
+}
+
+_public_ int brokerd_msg_read_dup_fd(brokerd_msg *m, int *ret)
+{
+	int fd, k;
+
+	if (!ret)
+		return -EINVAL;
+	k = brokerd_msg_read_basic(m, 'h', &fd);
+	if (k <= 0)
+		return k;
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return -errno;
+	*ret = fd;
+	return 1;
+}
+
+_public_ int brokerd_msg_read_array(brokerd_msg *m, char type, const void **ret, size_t *ret_size)
+{
+	const char t[2] = { type, 0 };
+	struct dbus_reader *r;
+	size_t end;
+	int k;
+
+	if (!ret || !ret_size || !dbus_type_is_basic(type) || dbus_type_fixed_size(type) == 0 || type == 'h')
+		return -EINVAL;
+	k = brokerd_msg_enter_container(m, 'a', t);
+	if (k <= 0)
+		return k;
+	r = m->reader;
+	/* validated, native order: the elements lie in the body as the C type has them */
+	end = r->frames[r->depth].data_end;
+	*ret = end > r->pos ? r->data + r->pos : NULL;
+	*ret_size = end - r->pos;
+	k = brokerd_msg_exit_container(m);
+	return k < 0 ? k : 1;
 }
 
 _public_ int brokerd_msg_enter_container(brokerd_msg *m, char type, const char *contents)
@@ -527,22 +633,31 @@ _public_ int brokerd_bus_send(brokerd_bus *bus, brokerd_msg *m)
 	k = brokerd_msg_seal(m);
 	if (k < 0)
 		return k;
+	/* the message's fds go with it: the next message encoded takes them */
+	bus->send_fds = m->fds;
+	bus->n_send_fds = m->n_fds;
 	switch (m->type) {
 	case BROKERD_MSG_SIGNAL:
-		return brokerd_bus_emit(bus, m->name, m->path, m->interface, m->member, m->signature, m->data,
-					m->data_len);
+		k = brokerd_bus_emit(bus, m->name, m->path, m->interface, m->member, m->signature, m->data,
+				     m->data_len);
+		break;
 	case BROKERD_MSG_REPLY:
-		if (!m->call || m->call->bus != bus)
-			return -EINVAL;
-		return brokerd_msg_reply_data(m->call, m->signature, m->data, m->data_len);
+		k = -EINVAL;
+		if (m->call && m->call->bus == bus)
+			k = brokerd_msg_reply_data(m->call, m->signature, m->data, m->data_len);
+		break;
 	case BROKERD_MSG_CALL:
 		/* no handler: sent with NO_REPLY_EXPECTED */
-		return brokerd_bus_call_method_async(bus, NULL, m->name, m->path,
-						     *m->interface ? m->interface : NULL, m->member,
-						     m->signature, m->data, m->data_len, 0, NULL, NULL);
+		k = brokerd_bus_call_method_async(bus, NULL, m->name, m->path, *m->interface ? m->interface : NULL,
+						  m->member, m->signature, m->data, m->data_len, 0, NULL, NULL);
+		break;
 	default:
-		return -EINVAL;
+		k = -EINVAL;
+		break;
 	}
+	bus->send_fds = NULL; /* not taken if it failed before encoding */
+	bus->n_send_fds = 0;
+	return k;
 }
 
 _public_ int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t timeout_usec,
@@ -555,8 +670,13 @@ _public_ int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t tim
 	k = brokerd_msg_seal(m);
 	if (k < 0)
 		return k;
-	return brokerd_bus_call_method(bus, m->name, m->path, *m->interface ? m->interface : NULL, m->member,
-				       m->signature, m->data, m->data_len, timeout_usec, ret_reply);
+	bus->send_fds = m->fds;
+	bus->n_send_fds = m->n_fds;
+	k = brokerd_bus_call_method(bus, m->name, m->path, *m->interface ? m->interface : NULL, m->member,
+				    m->signature, m->data, m->data_len, timeout_usec, ret_reply);
+	bus->send_fds = NULL;
+	bus->n_send_fds = 0;
+	return k;
 }
 
 _public_ int brokerd_msg_return(brokerd_msg *call, const char *types, ...)

@@ -2,11 +2,16 @@
 /*
  * msg.c - received messages: a private copy of what arrived on a channel,
  * with the sender's unique name and credentials taken from the kernel's
- * struct ioipc_msg_info, never from the message itself.
+ * struct ioipc_msg_info, never from the message itself; the fds it carried,
+ * and a body that came in a sealed memfd, mapped read-only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "client/bus-alloc.h"
 #include "client/bus-internal.h"
@@ -50,10 +55,13 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	brokerd_msg *msg;
 	uint8_t *p;
 
+	/* a body in a memfd stays in its mapping: no copy, however large */
+	uint32_t copy_len = m->body_in_fd ? 0 : m->body_len;
+
 	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
 		size += strlen(strings[i] ? strings[i] : "") + 1;
 	/* the body first, at the 8-byte alignment its values were laid out for */
-	msg = calloc(1, sizeof(*msg) + m->body_len + 8 + size);
+	msg = calloc(1, sizeof(*msg) + copy_len + 8 + size);
 	if (!msg)
 		return NULL;
 	msg->n_ref = 1;
@@ -71,12 +79,12 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 			ctrl_unique_name_format(info->badge, msg->sender);
 	}
 	p = msg->buf;
-	msg->data = p;
+	msg->data = m->body_in_fd ? (void *)m->body : p;
 	msg->data_len = m->body_len;
-	if (m->body_len)
-		memcpy(p, m->body, m->body_len);
-	p[m->body_len] = 0; /* text bodies can be printed as they are */
-	p += m->body_len + 1;
+	if (copy_len)
+		memcpy(p, m->body, copy_len);
+	p[copy_len] = 0; /* text bodies can be printed as they are */
+	p += copy_len + 1;
 	msg->member = put_string(&p, member);
 	msg->name = put_string(&p, name);
 	msg->path = put_string(&p, m->path);
@@ -85,13 +93,116 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	msg->destination = put_string(&p, m->destination);
 	msg->signature = put_string(&p, m->signature);
 	/* decoded means validated; only the byte order may still differ */
+	if (m->body_in_fd && m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN &&
+	    mprotect((void *)m->body, m->body_len, PROT_READ | PROT_WRITE) < 0) {
+		brokerd_msg_unref(msg);
+		return NULL;
+	}
 	if (dbus_body_to_native(msg->signature, msg->data, msg->data_len,
-				m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN, m->n_fds) < 0) {
+				m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN,
+				m->body_in_fd ? m->n_fds - 1 : m->n_fds) < 0) {
 		brokerd_msg_unref(msg);
 		return NULL;
 	}
 	msg_set_byte_view(msg);
 	return msg;
+}
+
+/* The seals a body memfd must have: nobody, the sender included, can change it. */
+#define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+/* Maps the body memfd fd, which must be sealed and exactly len bytes long. */
+static int body_map(int fd, size_t len, void **ret)
+{
+	struct stat st;
+	int seals;
+	void *p;
+
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & BODY_SEALS) != BODY_SEALS)
+		return -EBADMSG; /* not a memfd, or one its sender could still change */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (size_t)st.st_size != len)
+		return -EBADMSG;
+	/* private: a byte-order conversion writes to our copy of the pages, never theirs */
+	p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	*ret = p;
+	return 0;
+}
+
+static void fds_close(int *fds, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+int msg_receive(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg **ret)
+{
+	const struct ioipc_msg_info *info;
+	const struct ioipc_fds_hdr *h;
+	_cleanup_free_ int *fds = NULL;
+	const void *payload;
+	void *map = NULL;
+	unsigned int n = 0;
+	brokerd_msg *msg;
+	struct chmsg m;
+	size_t len;
+	int k;
+
+	k = chan_message(c, &info, &payload, &len);
+	/* the fds are ours from here, whatever becomes of the message */
+	h = chan_take_fds(c);
+	if (h && h->nr) {
+		fds = malloc(h->nr * sizeof(int));
+		if (!fds) {
+			for (uint32_t i = 0; i < h->nr; i++)
+				if (h->fds[i] >= 0)
+					close(h->fds[i]);
+			return -ENOMEM;
+		}
+		n = h->nr;
+		memcpy(fds, h->fds, n * sizeof(int));
+	}
+	if (k < 0)
+		goto fail;
+	if (h && (h->flags & IOIPC_FDS_TRUNC)) {
+		/* some fd could not be installed here: the fd table is full, most likely */
+		k = -EMFILE;
+		goto fail;
+	}
+	k = chmsg_decode(&m, payload, len);
+	if (k >= 0 && m.n_fds != n)
+		k = -EBADMSG; /* the header must say how many came */
+	if (k < 0)
+		goto fail;
+	if (m.body_in_fd) {
+		k = body_map(fds[n - 1], m.body_len, &map);
+		if (k >= 0)
+			k = chmsg_decode_body(&m, map);
+		if (k < 0)
+			goto fail;
+		/* the mapping holds the pages: the fd itself is not needed any more */
+		close(fds[--n]);
+	}
+	msg = msg_new(bus, &m, info, name);
+	if (!msg) {
+		k = -ENOMEM;
+		goto fail;
+	}
+	msg->fds = n ? TAKE_PTR(fds) : NULL;
+	msg->n_fds = n;
+	msg->map = map;
+	msg->map_len = m.body_len;
+	*ret = msg;
+	return 0;
+fail:
+	if (map)
+		(void)munmap(map, m.body_len);
+	if (fds)
+		fds_close(fds, n);
+	return k;
 }
 
 _public_ brokerd_msg *brokerd_msg_ref(brokerd_msg *msg)
@@ -111,6 +222,11 @@ _public_ brokerd_msg *brokerd_msg_unref(brokerd_msg *msg)
 	free(msg->writer);
 	free(msg->reader);
 	brokerd_msg_unref(msg->call);
+	if (msg->map)
+		(void)munmap(msg->map, msg->map_len);
+	if (msg->fds)
+		fds_close(msg->fds, msg->n_fds);
+	free(msg->fds);
 	free(msg->owned_data);
 	free(msg->owned_signature);
 	free(msg);

@@ -12,6 +12,15 @@
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name);
 
+/*
+ * The message of c's completed receive: decoded, its fds (UNIX_FDS of them,
+ * else dropped: -EBADMSG), a BODY_FD body mapped and checked. Every fd that
+ * came is the message's or closed. -EMFILE when the kernel could not
+ * install every fd here (fd table full), -EBADMSG, -EMSGSIZE (truncated),
+ * -ENOMEM, or the receive's error.
+ */
+int msg_receive(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg **ret);
+
 /* Points body/body_len at what the byte API sees of data (see struct brokerd_msg). */
 void msg_set_byte_view(brokerd_msg *msg);
 

@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 #include "client/brokerctl-args.h"
 #include "util/test.h"
@@ -108,7 +111,22 @@ int main(void)
 	check_refused("as", "x", "not an element count");
 	check_refused("v", "ss a b", "not a single complete type");
 	check_refused("a{", "0", "invalid signature");
-	check_refused("h", "0", "unix fds");
+	check_refused("h", "/nonexistent/file", "cannot open");
+
+	/* 'h' as busctl takes it: a file, opened read-only and passed */
+	{
+		char herr[256] = "";
+		struct stat st;
+		int hk, fd = -1;
+		brokerd_msg *hm = build("sh", "x /dev/null", herr, sizeof(herr), &hk);
+		const char *x;
+
+		ASSERT_INT(hk, ==, 0);
+		ASSERT_INT(brokerd_msg_read(hm, "sh", &x, &fd), ==, 1);
+		ASSERT(fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3));
+		ASSERT((fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+		brokerd_msg_unref(hm);
+	}
 
 	/* pretty JSON: one value a line, tab-indented, "key" : value */
 	m = build("a{sv}", "1 k as 1 x", err, sizeof(err), &k);

@@ -76,6 +76,8 @@ _Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "at
  * lost is reported in struct ioipc_msg_info.lost.
  */
 #define IOIPC_F_LOSSY (1U << 3)
+/* Create flag: sends carrying fds fail with -EPERM (mirrored in the region's flags). */
+#define IOIPC_F_NO_FDS (1U << 4)
 
 /* Attach flags beyond the RFC's rights. */
 #define IOIPC_SUB_MONITOR (1U << 2) /* see every message, consume none */
@@ -87,7 +89,42 @@ _Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "at
 #define IOIPC_RECV_INFO	     (1U << 2) /* prefix the payload with struct ioipc_msg_info */
 #define IOIPC_RECV_ZC	     (1U << 3) /* hold the next message in the region, res = slot */
 #define IOIPC_RECV_RELEASE   (1U << 4) /* alone: release held message sqe->addr (msg_id) */
+#define IOIPC_RECV_FDS	     (1U << 5) /* install the message's fds: struct ioipc_fds_hdr */
+#define IOIPC_RECV_FDS_CLOEXEC (1U << 6) /* ... with O_CLOEXEC (only with IOIPC_RECV_FDS) */
 #define IOIPC_MAX_HELD	     16	       /* messages one subscriber may hold with _ZC */
+
+/*
+ * File descriptors on channels (kernel patch 0019, "File descriptors" in
+ * io_uring_ipc.rst). IPC_SEND with IOIPC_SEND_FDS in sqe->ioprio passes
+ * sqe->off fds from the __s32 array at sqe->addr3 (1 to IOIPC_MAX_FDS); the
+ * kernel takes its own references at issue, so the sender may close its fds
+ * once the send completed. Errors: -EINVAL (count, or a ring, capability or
+ * channel fd among them), -EBADF, -EPERM (channel made with IOIPC_F_NO_FDS),
+ * -ETOOMANYREFS (the user's files in flight would exceed RLIMIT_NOFILE).
+ *
+ * A receive with IOIPC_RECV_FDS finds, after the info header (if any), a
+ * struct ioipc_fds_hdr and nr fds of its own process (-1 for one that could
+ * not be installed), padded to 8 bytes, then the payload; cqe->res counts all
+ * of it. IOIPC_FDS_TRUNC: not every fd the message carried was installed (no
+ * room in the buffer, fd table full, LSM), as MSG_CTRUNC says. A receiver that
+ * does not ask gets the message and the kernel closes the fds for it.
+ */
+#define IOIPC_SEND_FDS	(1U << 0)
+#define IOIPC_MAX_FDS	253 /* IORING_IPC_MAX_FDS, as SCM_RIGHTS */
+#define IOIPC_FDS_TRUNC (1U << 0)
+
+struct ioipc_fds_hdr { /* struct io_uring_ipc_fds_hdr */
+	uint32_t nr;
+	uint32_t flags; /* IOIPC_FDS_* */
+	int32_t fds[];
+};
+_Static_assert(sizeof(struct ioipc_fds_hdr) == 8, "fds hdr is ABI");
+
+/* Bytes the fds header and nr entries take in a receive buffer. */
+static inline size_t ioipc_fds_size(uint32_t nr)
+{
+	return sizeof(struct ioipc_fds_hdr) + (((size_t)nr * 4 + 7) & ~(size_t)7);
+}
 
 /* Limits of create (IORING_IPC_MAX_*): larger values fail with -EINVAL. */
 #define IOIPC_MAX_ENTRIES     32768
@@ -223,6 +260,16 @@ static inline void ioipc_prep_send(struct io_uring_sqe *sqe, uint32_t id, const 
 {
 	io_uring_prep_rw(IOIPC_OP_SEND, sqe, (int)id, buf, len, 0);
 	sqe->file_index = target;
+}
+
+/* A send carrying n fds (IOIPC_SEND_FDS); fds must stay valid until it is issued. */
+static inline void ioipc_prep_send_fds(struct io_uring_sqe *sqe, uint32_t id, const void *buf, unsigned int len,
+				       uint32_t target, const int *fds, unsigned int n)
+{
+	ioipc_prep_send(sqe, id, buf, len, target);
+	sqe->ioprio = IOIPC_SEND_FDS;
+	sqe->off = n;
+	sqe->addr3 = (uint64_t)(uintptr_t)fds;
 }
 
 static inline void ioipc_prep_recv(struct io_uring_sqe *sqe, uint32_t subscriber_id, void *buf,

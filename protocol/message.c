@@ -83,7 +83,7 @@ static int chmsg_check(const struct chmsg *m)
 		return -EINVAL;
 	if (!has(m->signature) && m->body_len != 0)
 		return -EINVAL;
-	if (m->n_fds != 0) /* the kernel passes no fds on channels */
+	if (m->n_fds > CHMSG_FDS_MAX || (m->body_in_fd && (m->n_fds == 0 || m->body_len == 0)))
 		return -EINVAL;
 	return 0;
 }
@@ -98,6 +98,12 @@ static void write_field(struct dbus_writer *w, uint8_t code, char type, const vo
 	(void)dbus_writer_append_basic(w, type, value);
 	(void)dbus_writer_close(w);
 	(void)dbus_writer_close(w);
+}
+
+/* Fds the body's 'h' values may refer to: all but the body's own memfd. */
+static uint32_t body_fds(const struct chmsg *m)
+{
+	return m->body_in_fd ? m->n_fds - 1 : m->n_fds;
 }
 
 static size_t align8(size_t n)
@@ -119,11 +125,11 @@ int chmsg_encode(const struct chmsg *m, void *buf, size_t size)
 		return -EINVAL;
 	if (chmsg_check(m) < 0)
 		return -EINVAL;
-	if (m->body_len > CHMSG_MAX)
+	if (m->body_len > (m->body_in_fd ? CHMSG_BODY_MAX : CHMSG_MAX))
 		return -EMSGSIZE;
 	/* a writer sends only what every receiver accepts */
 	if (dbus_body_validate(has(m->signature) ? m->signature : "", m->body, m->body_len,
-			       DBUS_NATIVE_ENDIAN, m->n_fds) < 0)
+			       DBUS_NATIVE_ENDIAN, body_fds(m)) < 0)
 		return -EINVAL;
 
 	k = dbus_writer_init(&w, HEADER_SIGNATURE);
@@ -151,17 +157,24 @@ int chmsg_encode(const struct chmsg *m, void *buf, size_t size)
 		write_field(&w, CHMSG_FIELD_DESTINATION, 's', m->destination);
 	if (has(m->signature))
 		write_field(&w, CHMSG_FIELD_SIGNATURE, 'g', m->signature);
+	if (m->n_fds)
+		write_field(&w, CHMSG_FIELD_UNIX_FDS, 'u', &m->n_fds);
+	if (m->body_in_fd) {
+		uint32_t idx = m->n_fds - 1;
+
+		write_field(&w, CHMSG_FIELD_BODY_FD, 'u', &idx);
+	}
 	(void)dbus_writer_close(&w);
 	k = dbus_writer_finish(&w, &hdr, &hlen);
 	if (k < 0)
 		return k == -ENOMEM ? -ENOMEM : -EINVAL;
 
-	total = align8(hlen) + m->body_len;
+	total = align8(hlen) + (m->body_in_fd ? 0 : m->body_len);
 	if (total > CHMSG_MAX || total > size)
 		return -EMSGSIZE;
 	memcpy(buf, hdr, hlen);
 	memset((uint8_t *)buf + hlen, 0, align8(hlen) - hlen);
-	if (m->body_len)
+	if (m->body_len && !m->body_in_fd)
 		memcpy((uint8_t *)buf + align8(hlen), m->body, m->body_len);
 	return (int)total;
 }
@@ -180,14 +193,15 @@ static char field_type(uint8_t code)
 	static const char t[] = { [CHMSG_FIELD_PATH] = 'o',	    [CHMSG_FIELD_INTERFACE] = 's',
 				  [CHMSG_FIELD_MEMBER] = 's',	    [CHMSG_FIELD_ERROR_NAME] = 's',
 				  [CHMSG_FIELD_REPLY_SERIAL] = 'u', [CHMSG_FIELD_DESTINATION] = 's',
-				  [CHMSG_FIELD_SIGNATURE] = 'g',    [CHMSG_FIELD_UNIX_FDS] = 'u' };
+				  [CHMSG_FIELD_SIGNATURE] = 'g',    [CHMSG_FIELD_UNIX_FDS] = 'u',
+				  [CHMSG_FIELD_BODY_FD] = 'u' };
 
 	return code < ELEMENTSOF(t) ? t[code] : 0;
 }
 
 static int read_fields(struct chmsg *m, struct dbus_reader *r)
 {
-	uint32_t seen = 0;
+	uint32_t seen = 0, body_fd = 0;
 	int k;
 
 	if (dbus_reader_enter(r, 'a') != 1)
@@ -223,6 +237,9 @@ static int read_fields(struct chmsg *m, struct dbus_reader *r)
 		case CHMSG_FIELD_UNIX_FDS:
 			value = &m->n_fds;
 			break;
+		case CHMSG_FIELD_BODY_FD:
+			value = &body_fd;
+			break;
 		case CHMSG_FIELD_PATH:
 			value = &m->path;
 			break;
@@ -252,6 +269,12 @@ static int read_fields(struct chmsg *m, struct dbus_reader *r)
 	/* an empty string field is the field's absence to the rules, not a value */
 	if ((seen & (1U << CHMSG_FIELD_REPLY_SERIAL)) && m->reply_serial == 0)
 		return -EBADMSG;
+	if (seen & (1U << CHMSG_FIELD_BODY_FD)) {
+		/* the body's memfd is the last fd, so the body's 'h' values index the ones before */
+		if (m->n_fds == 0 || body_fd != m->n_fds - 1)
+			return -EBADMSG;
+		m->body_in_fd = true;
+	}
 	return 0;
 }
 
@@ -280,7 +303,8 @@ int chmsg_decode(struct chmsg *m, const void *buf, size_t len)
 		return -EBADMSG;
 	hend = CHMSG_FIXED_HEADER_SIZE + (size_t)flen;
 	boff = align8(hend);
-	if (boff > len || blen != len - boff)
+	/* with BODY_FD the body is elsewhere: read_fields() tells, so check after it too */
+	if (boff > len || (blen != len - boff && len != boff))
 		return -EBADMSG;
 	for (size_t i = hend; i < boff; i++)
 		if (p[i] != 0)
@@ -293,12 +317,23 @@ int chmsg_decode(struct chmsg *m, const void *buf, size_t len)
 		return -EBADMSG;
 	if (read_fields(m, &r) < 0)
 		return -EBADMSG;
-	m->body = p + boff;
 	m->body_len = blen;
+	if (m->body_in_fd ? (len != boff || blen > CHMSG_BODY_MAX) : blen != len - boff)
+		return -EBADMSG;
 	if (chmsg_check(m) < 0)
 		return -EBADMSG;
-	if (dbus_body_validate(has(m->signature) ? m->signature : "", m->body, m->body_len, m->byte_order,
-			       m->n_fds) < 0)
+	if (m->body_in_fd)
+		return 0; /* chmsg_decode_body() checks it once mapped */
+	return chmsg_decode_body(m, p + boff);
+}
+
+int chmsg_decode_body(struct chmsg *m, const void *body)
+{
+	if (!m || (!body && m->body_len))
+		return -EINVAL;
+	if (dbus_body_validate(has(m->signature) ? m->signature : "", body, m->body_len, m->byte_order,
+			       body_fds(m)) < 0)
 		return -EBADMSG;
+	m->body = body;
 	return 0;
 }

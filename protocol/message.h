@@ -17,7 +17,9 @@
 
 #define CHMSG_VERSION		2
 #define CHMSG_FIXED_HEADER_SIZE 16
-#define CHMSG_MAX		65536 /* largest message a receiver takes (channels allow 8192) */
+#define CHMSG_MAX		65536 /* largest message a receiver takes inline (channels allow 8192) */
+#define CHMSG_BODY_MAX		(1U << 27) /* largest body, in a memfd (BODY_FD): 128 MiB */
+#define CHMSG_FDS_MAX		253	   /* fds a message carries, the body's memfd included */
 
 enum chmsg_type {
 	CHMSG_CALL = 1,	  /* on a name's call channel */
@@ -44,7 +46,8 @@ enum chmsg_field {
 	CHMSG_FIELD_DESTINATION = 6,  /* s */
 	CHMSG_FIELD_SENDER = 7,	      /* never on a channel: the kernel's badge says who sent */
 	CHMSG_FIELD_SIGNATURE = 8,    /* g */
-	CHMSG_FIELD_UNIX_FDS = 9,     /* u */
+	CHMSG_FIELD_UNIX_FDS = 9,     /* u: fds carried, the body's memfd included */
+	CHMSG_FIELD_BODY_FD = 10,     /* u: index of the sealed memfd holding the body (the last fd) */
 };
 
 /*
@@ -64,7 +67,13 @@ struct chmsg {
 	const char *error_name;	 /* ERROR: error name (required) */
 	const char *destination; /* optional: bus name the message is for */
 	const char *signature;	 /* of the body; absent = empty body */
-	uint32_t n_fds;		 /* UNIX_FDS: 0 (channels carry no fds) */
+	uint32_t n_fds;		 /* UNIX_FDS: fds carried, the body's memfd (last) included */
+	/*
+	 * BODY_FD: the body travels in a sealed memfd, the message's last fd,
+	 * not after the header; body_len is its length all the same. On decode
+	 * body is NULL until chmsg_decode_body() checked the mapped bytes.
+	 */
+	bool body_in_fd;
 	const void *body;
 	uint32_t body_len;
 };
@@ -72,8 +81,10 @@ struct chmsg {
 /*
  * Encode m into buf (size bytes). Returns the encoded length, -EINVAL for an
  * invalid message (fields the type forbids or requires, invalid names, a
- * body that does not match its signature), -EMSGSIZE when it does not fit
- * in size or CHMSG_MAX, -ENOMEM.
+ * body that does not match its signature, more than CHMSG_FDS_MAX fds, or
+ * body_in_fd without an fd for it), -EMSGSIZE when it does not fit in size
+ * or CHMSG_MAX (a body in a memfd counts only up to CHMSG_BODY_MAX), -ENOMEM.
+ * With body_in_fd the body is validated but not written: only the header.
  */
 int chmsg_encode(const struct chmsg *m, void *buf, size_t size);
 
@@ -82,8 +93,17 @@ int chmsg_encode(const struct chmsg *m, void *buf, size_t size);
  * the body against its signature (dbus_body_validate()). The strings and
  * the body point into buf; the body stays in m->byte_order. Returns 0,
  * -EBADMSG for anything malformed, -EPROTO for another version.
+ * With BODY_FD (m->body_in_fd) the body is not in buf: m->body is NULL and
+ * the caller maps the memfd and hands it to chmsg_decode_body().
  */
 int chmsg_decode(struct chmsg *m, const void *buf, size_t len);
+
+/*
+ * The body of a decoded BODY_FD message: body_len bytes (mapped from the
+ * memfd) validated against the signature with the fds before the memfd.
+ * Sets m->body. Returns 0 or -EBADMSG.
+ */
+int chmsg_decode_body(struct chmsg *m, const void *body);
 
 const char *chmsg_type_to_string(unsigned int type);
 

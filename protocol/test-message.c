@@ -150,9 +150,12 @@ static void test_rules(void)
 	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
 	m.destination = "org.example.Peer";
 	ASSERT(chmsg_encode(&m, buf, sizeof(buf)) > 0);
-	m.n_fds = 1; /* channels carry no fds */
+	m.n_fds = CHMSG_FDS_MAX + 1; /* more than SCM_RIGHTS and the kernel take */
 	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.body_in_fd = true; /* a body in a memfd needs the fd and a body */
 	m.n_fds = 0;
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+	m.body_in_fd = false;
 	m.body = "x";
 	m.body_len = 1; /* a body needs a signature */
 	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
@@ -239,12 +242,18 @@ static void test_fields(void)
 	/* a body announced by the signature but missing */
 	n = build(buf, "g", CHMSG_FIELD_SIGNATURE, "u", 0, NULL);
 	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
-	/* UNIX_FDS other than 0 */
-	uint32_t one = 1, zero = 0;
+	/* UNIX_FDS up to what the kernel passes */
+	uint32_t one = 1, zero = 0, many = CHMSG_FDS_MAX + 1;
 	n = build(buf, "u", CHMSG_FIELD_UNIX_FDS, &one, 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, 0);
+	ASSERT_INT(d.n_fds, ==, 1);
+	n = build(buf, "u", CHMSG_FIELD_UNIX_FDS, &many, 0, NULL);
 	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
 	n = build(buf, "u", CHMSG_FIELD_UNIX_FDS, &zero, 0, NULL);
 	ASSERT_INT(chmsg_decode(&d, buf, n), ==, 0);
+	/* BODY_FD without fds */
+	n = build(buf, "u", CHMSG_FIELD_BODY_FD, &zero, 0, NULL);
+	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
 	/* a reply serial on a call */
 	n = build(buf, "u", CHMSG_FIELD_REPLY_SERIAL, &one, 0, NULL);
 	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
@@ -262,12 +271,70 @@ static void test_fields(void)
 	ASSERT_INT(chmsg_decode(&d, buf, n), ==, -EBADMSG);
 }
 
+/* UNIX_FDS and BODY_FD: 'h' values index the fds before the body's memfd. */
+static void test_fds(void)
+{
+	static const uint32_t idx[2] = { 0, 1 };
+	uint8_t buf[CHMSG_MAX], body[16];
+	struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 9, .path = "/", .interface = "org.example.I",
+			   .member = "Fds", .signature = "hh", .body = idx, .body_len = 8, .n_fds = 2 };
+	struct chmsg d;
+	int n;
+
+	/* inline body with two fds */
+	n = chmsg_encode(&m, buf, sizeof(buf));
+	ASSERT(n > 0);
+	ASSERT_INT(chmsg_decode(&d, buf, (size_t)n), ==, 0);
+	ASSERT_INT(d.n_fds, ==, 2);
+	ASSERT(!d.body_in_fd);
+	m.n_fds = 1; /* index 1 without a second fd */
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EINVAL);
+
+	/* the same body in a memfd: a third fd, the header alone on the wire */
+	m.n_fds = 3;
+	m.body_in_fd = true;
+	n = chmsg_encode(&m, buf, sizeof(buf));
+	ASSERT(n > 0);
+	ASSERT_INT(n % 8, ==, 0);
+	ASSERT_INT(chmsg_decode(&d, buf, (size_t)n), ==, 0);
+	ASSERT(d.body_in_fd);
+	ASSERT(d.body == NULL);
+	ASSERT_INT(d.body_len, ==, 8);
+	ASSERT_INT(d.n_fds, ==, 3);
+	memcpy(body, idx, 8);
+	ASSERT_INT(chmsg_decode_body(&d, body), ==, 0);
+	ASSERT(d.body == body);
+	/* the body's 'h' may not name the memfd itself */
+	body[4] = 2;
+	d.body = NULL;
+	ASSERT_INT(chmsg_decode_body(&d, body), ==, -EBADMSG);
+	/* an inline body after a BODY_FD header is malformed */
+	memset(buf + n, 0, 8);
+	ASSERT_INT(chmsg_decode(&d, buf, (size_t)n + 8), ==, -EBADMSG);
+	/* the memfd must be the last fd */
+	m.n_fds = 2;
+	m.signature = "h";
+	m.body_len = 4;
+	n = chmsg_encode(&m, buf, sizeof(buf));
+	ASSERT(n > 0);
+	ASSERT_INT(chmsg_decode(&d, buf, (size_t)n), ==, 0);
+	ASSERT_INT(d.n_fds, ==, 2);
+	/* a large body fits only in a memfd */
+	m.body_in_fd = false;
+	m.body_len = CHMSG_MAX + 1;
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EMSGSIZE);
+	m.body_in_fd = true;
+	m.body_len = CHMSG_BODY_MAX + 1;
+	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EMSGSIZE);
+}
+
 int main(void)
 {
 	test_layout();
 	test_roundtrip();
 	test_rules();
 	test_fields();
+	test_fds();
 	printf("test-message: ok\n");
 	return 0;
 }

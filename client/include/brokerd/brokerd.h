@@ -265,10 +265,11 @@ int brokerd_bus_call_method_async(brokerd_bus *bus, brokerd_slot **ret_slot, con
 /*
  * A message built value by value in the D-Bus type system (basic types as
  * in protocol/README.md section 9.1: y uint8_t, b int, n int16_t, q
- * uint16_t, i int32_t, u uint32_t, x int64_t, t uint64_t, d double, h
- * uint32_t, s o g const char *). A call to name, a signal on a name the
- * caller owns, or the reply to a received call; bus may be NULL to build a
- * message that is only read back.
+ * uint16_t, i int32_t, u uint32_t, x int64_t, t uint64_t, d double, h int
+ * (a file descriptor), s o g const char *). A call to name, a signal on a
+ * name the caller owns, or the reply to a received call; bus may be NULL to
+ * build a message that is only read back. Bodies up to 128 MiB: one too
+ * large for a channel's slot travels in a sealed memfd, unseen by the caller.
  */
 int brokerd_msg_new_call(brokerd_bus *bus, brokerd_msg **ret, const char *name, const char *path,
 			 const char *interface, const char *member);
@@ -283,6 +284,8 @@ int brokerd_msg_new_reply(brokerd_msg *call, brokerd_msg **ret);
  * appended; inside a container the signature decides.
  */
 int brokerd_msg_append_basic(brokerd_msg *m, char type, const void *value);
+/* An array of a fixed-size basic type (not h) in one go: n elements at values. */
+int brokerd_msg_append_array(brokerd_msg *m, char type, const void *values, size_t n);
 int brokerd_msg_open_container(brokerd_msg *m, char type, const char *contents);
 int brokerd_msg_close_container(brokerd_msg *m);
 /*
@@ -301,6 +304,10 @@ int brokerd_msg_seal(brokerd_msg *m);
  */
 int brokerd_msg_peek_type(brokerd_msg *m, char *type, const char **contents);
 int brokerd_msg_read_basic(brokerd_msg *m, char type, void *ret);
+/* The next 'h' as a new fd (O_CLOEXEC) of the caller's own, to keep after the message. */
+int brokerd_msg_read_dup_fd(brokerd_msg *m, int *ret);
+/* The next array of a fixed-size basic type (not h): its elements, in the message, and their bytes. */
+int brokerd_msg_read_array(brokerd_msg *m, char type, const void **ret, size_t *ret_size);
 int brokerd_msg_enter_container(brokerd_msg *m, char type, const char *contents);
 int brokerd_msg_exit_container(brokerd_msg *m);
 /* scanf-like: pointers for the values, as for append; arrays need enter_container. */
@@ -447,14 +454,17 @@ int brokerd_msg_reply_errorf(brokerd_msg *call, const char *error_name, const ch
 /*
  * Messages this connection received and dropped, by reason: invalid (the
  * header or the body failed validation), replies to no pending call, and
- * replies to a pending call from a connection that did not take the call.
- * And one that counts no drop: the control requests this bus sent brokerd.
+ * replies to a pending call from a connection that did not take the call,
+ * and messages whose fds could not all be installed in this process (its fd
+ * table full: the kernel's -EMFILE, RLIMIT_NOFILE). And one that counts no
+ * drop: the control requests this bus sent brokerd.
  */
 enum {
 	BROKERD_COUNTER_INVALID,
 	BROKERD_COUNTER_UNEXPECTED_REPLY,
 	BROKERD_COUNTER_FORGED_REPLY,
 	BROKERD_COUNTER_CONTROL_REQUESTS,
+	BROKERD_COUNTER_FDS_LOST,
 	_BROKERD_COUNTER_MAX,
 };
 uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter);

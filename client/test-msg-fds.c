@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-msg-fds.c - file descriptors and large bodies without the kernel:
+ * the typed API's 'h' (append duplicates, read returns the message's own,
+ * read_dup_fd a caller's copy, all closed with the message), arrays in one
+ * go, and the receive side of msg_receive() on a buffer laid out as the
+ * kernel lays out IOIPC_RECV_FDS receives: a body in a sealed memfd made by
+ * bus_out_encode() mapped and read back, an unsealed or wrong-sized memfd,
+ * a count that differs from UNIX_FDS and fds the kernel could not install
+ * all refused, with every fd that came closed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "client/bus-chan.h"
+#include "client/bus-internal.h"
+#include "client/msg.h"
+#include "util/test.h"
+
+#define NAME "org.test.Fds"
+
+static bool fd_is_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+static void test_typed_h(void)
+{
+	brokerd_msg *m = NULL;
+	int p[2], fd = -1, fd2 = -1, copy = -1, bad = -1;
+	uint32_t u = 7, ru;
+	char c;
+
+	ASSERT_INT(pipe2(p, O_CLOEXEC), ==, 0);
+	ASSERT_INT(brokerd_msg_new_signal(NULL, &m, NAME, "/", "org.test.I", "S"), ==, 0);
+	ASSERT_INT(brokerd_msg_append_basic(m, 'h', &p[1]), ==, 0);
+	ASSERT_INT(brokerd_msg_append(m, "uh", u, p[0]), ==, 0);
+	ASSERT_INT(brokerd_msg_append_basic(m, 'h', &bad), ==, -EBADF);
+	ASSERT_INT(brokerd_msg_seal(m), ==, 0);
+	ASSERT_STR(brokerd_msg_get_signature(m), "huh");
+	/* the message has duplicates: the caller's fds are the caller's to close */
+	ASSERT_INT(close(p[1]), ==, 0);
+	ASSERT_INT(brokerd_msg_read(m, "hu", &fd, &ru), ==, 1);
+	ASSERT_INT(ru, ==, 7);
+	ASSERT(fd != p[1] && fd_is_open(fd));
+	ASSERT(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	ASSERT_INT(brokerd_msg_read_dup_fd(m, &copy), ==, 1);
+	ASSERT(copy != p[0] && fd_is_open(copy));
+	/* the message's write end works */
+	ASSERT_INT(write(fd, "x", 1), ==, 1);
+	ASSERT_INT(read(p[0], &c, 1), ==, 1);
+	ASSERT_INT(c, ==, 'x');
+	ASSERT_INT(brokerd_msg_rewind(m), ==, 0);
+	ASSERT_INT(brokerd_msg_read_basic(m, 'h', &fd2), ==, 1);
+	ASSERT_INT(fd2, ==, fd); /* the same fd each time: owned by the message */
+	brokerd_msg_unref(m);
+	ASSERT(!fd_is_open(fd));
+	/* the caller's copy outlives it; the write end is gone with the message */
+	ASSERT(fd_is_open(copy));
+	ASSERT_INT(read(p[0], &c, 1), ==, 0);
+	close(copy);
+	close(p[0]);
+}
+
+static void test_arrays(void)
+{
+	static const uint32_t v[4] = { 1, 2, 3, 0xdeadbeef };
+	brokerd_msg *m = NULL;
+	const void *r;
+	size_t n;
+
+	ASSERT_INT(brokerd_msg_new_signal(NULL, &m, NAME, "/", "org.test.I", "S"), ==, 0);
+	ASSERT_INT(brokerd_msg_append_array(m, 'u', v, 4), ==, 0);
+	ASSERT_INT(brokerd_msg_append_array(m, 'y', "abc", 3), ==, 0);
+	ASSERT_INT(brokerd_msg_append_array(m, 's', v, 1), ==, -EINVAL);
+	ASSERT_INT(brokerd_msg_seal(m), ==, 0);
+	ASSERT_STR(brokerd_msg_get_signature(m), "auay");
+	ASSERT_INT(brokerd_msg_read_array(m, 'u', &r, &n), ==, 1);
+	ASSERT_INT(n, ==, sizeof(v));
+	ASSERT(memcmp(r, v, n) == 0);
+	ASSERT_INT(brokerd_msg_read_array(m, 'u', &r, &n), ==, -ENXIO);
+	ASSERT_INT(brokerd_msg_read_array(m, 'y', &r, &n), ==, 1);
+	ASSERT_INT(n, ==, 3);
+	ASSERT(memcmp(r, "abc", 3) == 0);
+	ASSERT_INT(brokerd_msg_read_array(m, 'y', &r, &n), ==, 0);
+	brokerd_msg_unref(m);
+}
+
+/* A chan whose receive completed as the kernel writes one with IOIPC_RECV_FDS. */
+static struct chan *fake_recv(const struct bus_out *o, const int *fds, unsigned int n, uint32_t flags)
+{
+	struct chan *c = calloc(1, sizeof(*c));
+	struct ioipc_msg_info info = { .pid = 1, .uid = 2, .gid = 3, .badge = 5, .len = (uint32_t)o->len };
+	struct ioipc_fds_hdr h = { .nr = n, .flags = flags };
+	size_t off;
+
+	ASSERT(c);
+	c->want_fds = true;
+	c->buf_size = sizeof(info) + ioipc_fds_size(IOIPC_MAX_FDS) + CHMSG_MAX;
+	c->buf = calloc(1, c->buf_size);
+	ASSERT(c->buf);
+	memcpy(c->buf, &info, sizeof(info));
+	memcpy(c->buf + sizeof(info), &h, sizeof(h));
+	memcpy(c->buf + sizeof(info) + sizeof(h), fds, n * sizeof(int));
+	off = sizeof(info) + ioipc_fds_size(n);
+	memcpy(c->buf + off, o->buf, o->len);
+	c->res = (int)(off + o->len);
+	return c;
+}
+
+static void fake_free(struct chan *c)
+{
+	free(c->buf);
+	free(c);
+}
+
+static int dup_of(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	ASSERT(d >= 0);
+	return d;
+}
+
+static void test_body_memfd(void)
+{
+	brokerd_bus bus = { 0 };
+	size_t big = 1 << 20;
+	uint8_t *body = malloc(big);
+	struct chmsg m = { .type = CHMSG_SIGNAL, .path = "/", .interface = "org.test.I", .member = "Big",
+			   .serial = 1 };
+	brokerd_msg *msg = NULL, *built = NULL;
+	struct bus_out o;
+	struct chan *c;
+	const void *r;
+	size_t n;
+	int fds[3], p[2], hfd;
+
+	ASSERT(body);
+	for (size_t i = 0; i < big; i++)
+		body[i] = (uint8_t)(i * 7 + 1);
+	ASSERT_INT(pipe2(p, O_CLOEXEC), ==, 0);
+
+	/* small: inline, no fd */
+	ASSERT_INT(brokerd_msg_new_signal(NULL, &built, NAME, "/", "org.test.I", "Big"), ==, 0);
+	ASSERT_INT(brokerd_msg_append_array(built, 'y', body, 100), ==, 0);
+	ASSERT_INT(brokerd_msg_seal(built), ==, 0);
+	m.signature = built->signature;
+	m.body = built->data;
+	m.body_len = (uint32_t)built->data_len;
+	ASSERT_INT(bus_out_encode(&bus, &m, &o), ==, 0);
+	ASSERT_INT(o.n_fds, ==, 0);
+	ASSERT(o.len <= BUS_INLINE_MAX);
+	bus_out_deinit(&o);
+	brokerd_msg_unref(built);
+
+	/* large, with an 'h' before it: the body goes in a sealed memfd, the last fd */
+	ASSERT_INT(brokerd_msg_new_signal(NULL, &built, NAME, "/", "org.test.I", "Big"), ==, 0);
+	ASSERT_INT(brokerd_msg_append_basic(built, 'h', &p[1]), ==, 0);
+	ASSERT_INT(brokerd_msg_append_array(built, 'y', body, big), ==, 0);
+	ASSERT_INT(brokerd_msg_seal(built), ==, 0);
+	m.signature = built->signature;
+	m.body = built->data;
+	m.body_len = (uint32_t)built->data_len;
+	bus.send_fds = built->fds;
+	bus.n_send_fds = built->n_fds;
+	ASSERT_INT(bus_out_encode(&bus, &m, &o), ==, 0);
+	ASSERT(bus.send_fds == NULL); /* taken once */
+	ASSERT_INT(o.n_fds, ==, 2);
+	ASSERT(o.len <= BUS_INLINE_MAX);
+	ASSERT_INT(fcntl(o.fds[1], F_GET_SEALS), ==, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+
+	/* received: the kernel installed two fresh fds */
+	fds[0] = dup_of(o.fds[0]);
+	fds[1] = dup_of(o.fds[1]);
+	c = fake_recv(&o, fds, 2, 0);
+	ASSERT_INT(msg_receive(NULL, c, NAME, &msg), ==, 0);
+	ASSERT(!fd_is_open(fds[1])); /* the body's memfd: mapped, then closed */
+	ASSERT_STR(brokerd_msg_get_signature(msg), "hay");
+	ASSERT_INT(brokerd_msg_read_basic(msg, 'h', &hfd), ==, 1);
+	ASSERT_INT(hfd, ==, fds[0]);
+	ASSERT_INT(write(hfd, "y", 1), ==, 1);
+	ASSERT_INT(brokerd_msg_read_array(msg, 'y', &r, &n), ==, 1);
+	ASSERT_INT(n, ==, big);
+	ASSERT(memcmp(r, body, big) == 0);
+	brokerd_msg_unref(msg);
+	ASSERT(!fd_is_open(fds[0]));
+	fake_free(c);
+
+	/* the header says 2 fds, 1 came: dropped, and the one that came closed */
+	fds[0] = dup_of(o.fds[0]);
+	c = fake_recv(&o, fds, 1, 0);
+	ASSERT_INT(msg_receive(NULL, c, NAME, &msg), ==, -EBADMSG);
+	ASSERT(!fd_is_open(fds[0]));
+	fake_free(c);
+
+	/* the kernel could not install them all */
+	fds[0] = dup_of(o.fds[0]);
+	fds[1] = -1;
+	c = fake_recv(&o, fds, 2, IOIPC_FDS_TRUNC);
+	ASSERT_INT(msg_receive(NULL, c, NAME, &msg), ==, -EMFILE);
+	ASSERT(!fd_is_open(fds[0]));
+	fake_free(c);
+
+	/* a memfd its sender could still write to is refused */
+	fds[0] = dup_of(o.fds[0]);
+	fds[1] = memfd_create("unsealed", MFD_CLOEXEC);
+	ASSERT(fds[1] >= 0);
+	ASSERT_INT(ftruncate(fds[1], (off_t)m.body_len), ==, 0);
+	c = fake_recv(&o, fds, 2, 0);
+	ASSERT_INT(msg_receive(NULL, c, NAME, &msg), ==, -EBADMSG);
+	ASSERT(!fd_is_open(fds[0]) && !fd_is_open(fds[1]));
+	fake_free(c);
+
+	/* fds nobody took are closed when the chan goes (a dropped message) */
+	fds[0] = dup_of(o.fds[0]);
+	fds[1] = dup_of(o.fds[1]);
+	fds[2] = dup_of(o.fds[1]);
+	c = fake_recv(&o, fds, 3, 0);
+	ASSERT(chan_take_fds(c) != NULL);
+	ASSERT(chan_take_fds(c) == NULL); /* once */
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	fake_free(c);
+	bus_out_deinit(&o);
+	brokerd_msg_unref(built);
+
+	/* over 128 MiB: refused before anything is made */
+	m.signature = "ay";
+	m.body = body;
+	m.body_len = CHMSG_BODY_MAX + 1;
+	ASSERT_INT(bus_out_encode(&bus, &m, &o), ==, -EMSGSIZE);
+	close(p[0]);
+	close(p[1]);
+	free(body);
+}
+
+int main(void)
+{
+	test_typed_h();
+	test_arrays();
+	test_body_memfd();
+	printf("test-msg-fds: ok\n");
+	return 0;
+}
