@@ -16,8 +16,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,35 +271,6 @@ static void rule_text(const struct dbus_config_rule *r, char *buf, size_t len)
 		snprintf(buf + o, len - o, "/>");
 }
 
-static int resolve_id(const char *s, bool user, uint32_t *id)
-{
-	char buf[4096], *end;
-	unsigned long v;
-
-	if (*s >= '0' && *s <= '9') {
-		errno = 0;
-		v = strtoul(s, &end, 10);
-		if (errno || *end || v >= UINT32_MAX)
-			return -EINVAL;
-		*id = (uint32_t)v;
-		return 0;
-	}
-	if (user) {
-		struct passwd pw, *res = NULL;
-
-		if (getpwnam_r(s, &pw, buf, sizeof(buf), &res) != 0 || !res)
-			return -ENOENT;
-		*id = res->pw_uid;
-	} else {
-		struct group gr, *res = NULL;
-
-		if (getgrnam_r(s, &gr, buf, sizeof(buf), &res) != 0 || !res)
-			return -ENOENT;
-		*id = res->gr_gid;
-	}
-	return 0;
-}
-
 static void emit(policy_dbus_report_fn fn, void *userdata, struct policy_dbus_counts *counts,
 		 enum policy_dbus_outcome o, const char *file, unsigned int line, const char *element,
 		 const char *what)
@@ -329,7 +298,7 @@ static bool rule_scope(const struct dbus_config_rule *r, enum policy_scope *scop
 		bool user = r->context == DBUS_POLICY_USER;
 
 		*scope = user ? POLICY_SCOPE_USER : POLICY_SCOPE_GROUP;
-		if (resolve_id(r->who, user, id) < 0) {
+		if (policy_parse_id(r->who, user, id) < 0) {
 			/* dbus-daemon skips the policy of an unknown user too */
 			snprintf(why, why_len, "<policy %s=\"%s\">: no such %s, the policy is skipped",
 				 user ? "user" : "group", r->who, user ? "user" : "group");

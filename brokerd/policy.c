@@ -143,7 +143,7 @@ bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quo
 
 /* --- parsing ------------------------------------------------------------- */
 
-static int parse_id(const char *s, bool user, uint32_t *id)
+int policy_parse_id(const char *s, bool user, uint32_t *id)
 {
 	char buf[4096], *end;
 	unsigned long v;
@@ -237,7 +237,7 @@ static int parse_section(struct policy_parser *pp, char *l)
 	pp->have_section = true;
 	if (nw == 3 && strcmp(w[0], "limits") == 0 && strcmp(w[1], "user") == 0) {
 		pp->in_limits = pp->limits_uid = true;
-		if (parse_id(w[2], true, &pp->ctx_id) < 0)
+		if (policy_parse_id(w[2], true, &pp->ctx_id) < 0)
 			return parser_fail(pp, "unknown user '%s'", w[2]);
 	} else if (nw == 1 && strcmp(w[0], "default") == 0) {
 		pp->ctx = CTX_DEFAULT;
@@ -249,7 +249,7 @@ static int parse_section(struct policy_parser *pp, char *l)
 		bool user = w[0][0] == 'u';
 
 		pp->ctx = user ? CTX_USER : CTX_GROUP;
-		if (parse_id(w[1], user, &pp->ctx_id) < 0)
+		if (policy_parse_id(w[1], user, &pp->ctx_id) < 0)
 			return parser_fail(pp, "unknown %s '%s'", w[0], w[1]);
 	} else {
 		return parser_fail(

@@ -55,6 +55,12 @@ const char *policy_action_to_string(enum policy_action a);
 int policy_action_from_string(const char *s);
 
 /*
+ * A user (user) or group id from a number or a name (through NSS):
+ * 0, -EINVAL for a bad number, -ENOENT for an unknown name.
+ */
+int policy_parse_id(const char *s, bool user, uint32_t *id);
+
+/*
  * Decide. gids is the full group list (primary included). Returns true when
  * allowed; why (if not NULL) gets "allow own org.x.* (FILE:LINE)" or the
  * built-in default that decided.
