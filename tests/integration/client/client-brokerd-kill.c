@@ -117,29 +117,16 @@ static void on_main_state(brokerd_bus *bus, int state, void *u)
 		reconnected = true;
 }
 
-/* The state changes reported so far: "service connected", ... */
-static char seen[16][64];
-static int n_seen;
+/* The state changes the processes report: "service connected", ... */
+static struct t_lines seen;
 
-/* Waits for the line "who state" (the processes' lines interleave). */
+/* Waits for the line "who state". */
 static void expect_state(const char *who, const char *state, int timeout_ms)
 {
-	char want[64], line[64];
-	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
+	char want[64];
 
 	snprintf(want, sizeof(want), "%s %s", who, state);
-	for (;;) {
-		for (int i = 0; i < n_seen; i++)
-			if (strcmp(seen[i], want) == 0)
-				return;
-		if (now_usec() >= end)
-			FAIL("no \"%s\" within %d ms", want, timeout_ms);
-		if (t_hear(states[0], line, sizeof(line), 200) < 0)
-			continue;
-		t_log("state: %s", line);
-		CHECK(n_seen < 16);
-		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", line);
-	}
+	t_lines_expect(&seen, want, timeout_ms);
 }
 
 int main(void)
@@ -161,6 +148,7 @@ int main(void)
 	t_pipe(ready);
 	t_pipe(ticks);
 	t_pipe(states);
+	seen.fd = states[0];
 	t_pipe(report);
 	t_policy("[user alice]\nallow own " ALICE_NAME "\n");
 	pa = t_fork(alice, NULL);
@@ -233,10 +221,8 @@ int main(void)
 	}
 	if (!got)
 		FAIL("the subscriber does not hear the service's signals after the restart");
-	for (int i = 0; i < n_seen; i++)
-		if (strcmp(seen[i], "service not-restored") == 0 ||
-		    strcmp(seen[i], "subscriber not-restored") == 0)
-			FAIL("%s: all was restored", seen[i]);
+	if (t_lines_seen(&seen, "service not-restored") || t_lines_seen(&seen, "subscriber not-restored"))
+		FAIL("the service or the subscriber was told all was not restored, though it was");
 
 	close(stop[1]); /* the callers stop and report */
 	for (int i = 0; i < CALLERS; i++) {

@@ -106,28 +106,16 @@ static void on_main_state(brokerd_bus *bus, int state, void *u)
 		reconnected = true;
 }
 
-static char seen[32][64];
-static int n_seen;
+/* The state changes the processes report: "service connected", ... */
+static struct t_lines seen;
 
-/* Waits for the line "who state" (the processes' lines interleave). */
+/* Waits for the line "who state". */
 static void expect_state(const char *who, const char *state, int timeout_ms)
 {
-	char want[64], line[64];
-	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
+	char want[64];
 
 	snprintf(want, sizeof(want), "%s %s", who, state);
-	for (;;) {
-		for (int i = 0; i < n_seen; i++)
-			if (strcmp(seen[i], want) == 0)
-				return;
-		if (now_usec() >= end)
-			FAIL("no \"%s\" within %d ms", want, timeout_ms);
-		if (t_hear(states[0], line, sizeof(line), 200) < 0)
-			continue;
-		t_log("state: %s", line);
-		CHECK(n_seen < 32);
-		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", line);
-	}
+	t_lines_expect(&seen, want, timeout_ms);
 }
 
 /* The service's unique name, as it answers Ping. */
@@ -158,6 +146,7 @@ int main(void)
 	t_pipe(ready);
 	t_pipe(ticks);
 	t_pipe(states);
+	seen.fd = states[0];
 	ps = t_fork(service, NULL);
 	t_expect(ready[0], "service", 10000);
 	pu = t_fork(subscriber, NULL);
@@ -222,14 +211,11 @@ int main(void)
 	}
 	if (!got)
 		FAIL("the subscriber does not hear the service's signals after the fallback");
-	while (t_hear(states[0], line, sizeof(line), 200) == 0) {
-		t_log("state: %s", line);
-		CHECK(n_seen < 32);
-		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", line);
-	}
-	for (int i = 0; i < n_seen; i++)
-		if (strstr(seen[i], "not-restored"))
-			FAIL("%s: all was restored", seen[i]);
+	while (t_lines_read(&seen, 200) == 0)
+		;
+	for (int i = 0; i < seen.n; i++)
+		if (strstr(seen.line[i], "not-restored"))
+			FAIL("%s: all was restored", seen.line[i]);
 	CHECK_R(main_states, 12);
 
 	t_kill(pu);

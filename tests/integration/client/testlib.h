@@ -228,6 +228,52 @@ static inline void t_expect(int fd, const char *want, int timeout_ms)
 		FAIL("got \"%s\", want \"%s\"", buf, want);
 }
 
+/*
+ * Lines several processes write to one pipe, kept as they are heard: the
+ * processes' lines interleave, so each is waited for by content, in any
+ * order, and what was heard can be looked through afterwards.
+ */
+struct t_lines {
+	int fd;
+	int n;
+	char line[32][64];
+};
+
+/* Keeps one more line if one comes within timeout_ms: 0, or -ETIMEDOUT / -EPIPE. */
+static inline int t_lines_read(struct t_lines *l, int timeout_ms)
+{
+	char line[64];
+	int r = t_hear(l->fd, line, sizeof(line), timeout_ms);
+
+	if (r < 0)
+		return r;
+	t_log("heard: %s", line);
+	CHECK(l->n < (int)(sizeof(l->line) / sizeof(l->line[0])));
+	snprintf(l->line[l->n++], sizeof(l->line[0]), "%s", line);
+	return 0;
+}
+
+/* Whether the line want has been heard. */
+static inline bool t_lines_seen(const struct t_lines *l, const char *want)
+{
+	for (int i = 0; i < l->n; i++)
+		if (strcmp(l->line[i], want) == 0)
+			return true;
+	return false;
+}
+
+/* Waits up to timeout_ms for the line want, failing the test without it. */
+static inline void t_lines_expect(struct t_lines *l, const char *want, int timeout_ms)
+{
+	uint64_t end = now_usec() + (uint64_t)timeout_ms * 1000;
+
+	while (!t_lines_seen(l, want)) {
+		if (now_usec() >= end)
+			FAIL("no \"%s\" within %d ms", want, timeout_ms);
+		(void)t_lines_read(l, 200);
+	}
+}
+
 /* Processes the bus until *flag becomes true or timeout_ms passes. */
 static inline bool t_pump(brokerd_bus *bus, volatile bool *flag, int timeout_ms)
 {
@@ -310,6 +356,18 @@ static inline int t_on_ping(brokerd_msg *m, void *u)
 
 	brokerd_bus_get_unique_name(u, &me);
 	return brokerd_msg_reply(m, me, strlen(me));
+}
+
+/* A service method: replies "uid U pid P", the caller as the kernel stamped it. */
+static inline int t_on_who(brokerd_msg *m, void *u)
+{
+	struct brokerd_creds c;
+	char body[64];
+
+	(void)u;
+	CHECK_R(brokerd_msg_get_creds(m, &c), 0);
+	snprintf(body, sizeof(body), "uid %u pid %d", (unsigned)c.uid, (int)c.pid);
+	return brokerd_msg_reply(m, body, strlen(body));
 }
 
 /* A service method that never answers (a call left in flight). */
