@@ -35,19 +35,7 @@
 #define BASE_B	     200000
 #define POLICY	     "[user 100000]\nallow own " NAME_OK "\nallow send " NAME_SERVICE "\n"
 
-/* A service method: replies with the caller's uid and pid as the kernel stamped them. */
-static int on_who(brokerd_msg *m, void *u)
-{
-	struct brokerd_creds c;
-	char body[64];
-
-	(void)u;
-	CHECK_R(brokerd_msg_get_creds(m, &c), 0);
-	snprintf(body, sizeof(body), "uid %u pid %d", (unsigned)c.uid, (int)c.pid);
-	return brokerd_msg_reply(m, body, strlen(body));
-}
-
-static const struct t_method methods[] = { { "Who", on_who }, { NULL, NULL } };
+static const struct t_method methods[] = { { "Who", t_on_who }, { NULL, NULL } };
 
 /* test -> client and back, per container; the socket carries a cap from A to B */
 static int to_a[2], from_a[2], to_b[2], from_b[2], caps[2];

@@ -35,18 +35,7 @@
 #define SELF	     "/usr/libexec/brokerd-tests/client-nspawn"
 #define POLICY "[user 300000]\nallow own " NAME_OK "\nallow send " NAME_SERVICE "\n"
 
-static int on_who(brokerd_msg *m, void *u)
-{
-	struct brokerd_creds c;
-	char body[64];
-
-	(void)u;
-	CHECK_R(brokerd_msg_get_creds(m, &c), 0);
-	snprintf(body, sizeof(body), "uid %u pid %d", (unsigned)c.uid, (int)c.pid);
-	return brokerd_msg_reply(m, body, strlen(body));
-}
-
-static const struct t_method methods[] = { { "Who", on_who }, { NULL, NULL } };
+static const struct t_method methods[] = { { "Who", t_on_who }, { NULL, NULL } };
 
 static void creds_of(brokerd_bus *bus, const char *name, struct brokerd_creds *c)
 {
