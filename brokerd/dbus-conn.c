@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dbus-conn.c - D-Bus connections on brokerd's stream socket: accepting
- * (per-uid connection quota), the SASL handshake, reading whole messages
- * with their fds, writing with a per-connection limit, and routing what
- * clients send: to the driver, to one connection by unique or well-known
- * name, or as a broadcast signal to every connection with a matching rule.
+ * (by the native connection limits, admission.c), the SASL handshake,
+ * reading whole messages with their fds, writing with a per-connection
+ * limit, and routing what clients send: to the driver, to one connection
+ * by unique or well-known name, or as a broadcast signal to every
+ * connection with a matching rule.
  * Calls are remembered until their reply, so that only the callee can
  * answer a call and a callee that goes away answers NoReply for itself.
  */
@@ -19,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "brokerd/admission.h"
 #include "brokerd/bus-state.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
@@ -657,7 +659,7 @@ static void conn_free(struct dbus_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->charged)
-		quota_release(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1);
+		admission_uncount(f->bus, c->cred.uid);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -779,6 +781,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 {
 	struct dbus_front *f = userdata;
 	struct dbus_conn *c;
+	char why[160];
 	int cfd;
 
 	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -798,14 +801,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	if (f->conns)
 		f->conns->prev = c;
 	f->conns = c;
-	/* The same per-uid budget as native connections: one uid cannot exhaust brokerd either way. */
-	if (quota_charge(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1) < 0) {
-		if (log_ratelimit_test(&f->refusal_log))
-			log_quota(
-				NULL, c->cred.uid, quota_kind_to_string(QUOTA_CONNECTIONS),
-				(unsigned long long)quota_used(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS),
-				(unsigned long long)quota_limit_uid(f->bus->quota, c->cred.uid,
-								    QUOTA_CONNECTIONS));
+	/* The limits of native connections: the uid's quota, the bus-wide cap and its reserve. */
+	if (admission_count(f->bus, c->cred.uid, why, sizeof(why)) < 0) {
+		log_full(LOG_DEBUG, NULL, c->cred.uid, "D-Bus connection of uid %u refused: %s",
+			 (unsigned int)c->cred.uid, why);
 		c->dead = true;
 		schedule_reap(f);
 		return 0;
@@ -839,9 +838,6 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	f->bus = bus;
 	f->event = sd_event_ref(event);
 	f->listen_fd = -1;
-	f->refusal_log = (struct log_ratelimit){ .what = "D-Bus connection refusal",
-						 .interval_usec = 10 * 1000000ULL,
-						 .burst = 10 };
 	r = registry_new(&f->registry, &dbus_driver_registry_ops, f);
 	if (r < 0) {
 		dbus_front_free(f);
