@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-dbus-daemon-cmd.c - brokerd-dbus-daemon (argv[1], running brokerd
+ * argv[2] through BROKERD_PATH) started as the peers' suites and GTestDBus
+ * start dbus-daemon: a configuration with <listen>unix:tmpdir=DIR</listen>
+ * deleted as soon as the address is printed, --print-address=FD and
+ * --print-pid=FD, --nofork; then --fork, and --address with an abstract
+ * socket. Each bus is used with sd-bus (Hello, ListNames, RequestName) and
+ * stopped by SIGTERM to the printed pid, after which its socket and private
+ * directory are gone.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "util/test.h"
+
+static int n_tests;
+static char tmpdir[] = "/tmp/test-dbus-daemon-cmd-XXXXXX";
+
+static void ok(const char *what)
+{
+	printf("ok %d - %s\n", ++n_tests, what);
+	fflush(stdout);
+}
+
+/* A line from fd (blocking), without its newline. */
+static void read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		ssize_t r = read(fd, buf + n, 1);
+
+		ASSERT(r == 1);
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+}
+
+/* Starts the command with args (NULL-terminated); address and pid come on pipes. */
+static pid_t start(const char *cmd, char *address, size_t alen, pid_t *printed_pid, const char *const *args)
+{
+	int pa[2], pp[2];
+	char pidline[32], fa[32], fp[32];
+	const char *argv[16];
+	size_t n = 0;
+	pid_t pid;
+
+	ASSERT_INT(pipe(pa), ==, 0);
+	ASSERT_INT(pipe(pp), ==, 0);
+	snprintf(fa, sizeof(fa), "--print-address=%d", pa[1]);
+	snprintf(fp, sizeof(fp), "--print-pid=%d", pp[1]);
+	argv[n++] = cmd;
+	for (; *args; args++)
+		argv[n++] = *args;
+	argv[n++] = fa;
+	argv[n++] = fp;
+	argv[n] = NULL;
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		close(pa[0]);
+		close(pp[0]);
+		execv(cmd, (char *const *)argv);
+		_exit(127);
+	}
+	close(pa[1]);
+	close(pp[1]);
+	read_line(pa[0], address, alen);
+	read_line(pp[0], pidline, sizeof(pidline));
+	*printed_pid = atoi(pidline);
+	close(pa[0]);
+	close(pp[0]);
+	return pid;
+}
+
+static bool list_has(char **l, const char *s)
+{
+	for (; l && *l; l++)
+		if (!strcmp(*l, s))
+			return true;
+	return false;
+}
+
+/* Hello, ListNames (the driver and ourselves), RequestName, through sd-bus. */
+static void use_bus(const char *address)
+{
+	sd_bus *b = NULL;
+	char **names = NULL;
+	const char *unique;
+
+	ASSERT_INT(sd_bus_new(&b), >=, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(b), >=, 0);
+	ASSERT_INT(sd_bus_get_unique_name(b, &unique), >=, 0);
+	ASSERT(!strncmp(unique, ":1.", 3));
+	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.DaemonCmd", 0), >=, 0);
+	ASSERT_INT(sd_bus_list_names(b, &names, NULL), >=, 0);
+	ASSERT(list_has(names, "org.freedesktop.DBus"));
+	ASSERT(list_has(names, unique));
+	ASSERT(list_has(names, "org.brokerdtest.DaemonCmd"));
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+	sd_bus_flush_close_unref(b);
+}
+
+static unsigned int count_private_dirs(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	unsigned int n = 0;
+
+	ASSERT(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "brokerd-dbus-daemon.", 20))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static bool gone(pid_t pid)
+{
+	for (int i = 0; i < 500; i++) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	char config[300], address[400], arg[400], abstract[64];
+	const char *socket_path;
+	pid_t pid, printed;
+	int status;
+	FILE *f;
+
+	ASSERT(argc == 3);
+	setenv("BROKERD_PATH", argv[2], 1);
+	ASSERT(mkdtemp(tmpdir));
+	setenv("XDG_RUNTIME_DIR", tmpdir, 1); /* where the private directories go */
+
+	/* GTestDBus's configuration, as it writes it */
+	snprintf(config, sizeof(config), "%s/bus.conf", tmpdir);
+	f = fopen(config, "we");
+	ASSERT(f);
+	fprintf(f,
+		"<busconfig>\n  <type>session</type>\n  <listen>unix:tmpdir=%s</listen>\n"
+		"  <policy context=\"default\">\n    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n"
+		"    <allow eavesdrop=\"true\"/>\n    <allow own=\"*\"/>\n  </policy>\n</busconfig>\n",
+		tmpdir);
+	ASSERT_INT(fclose(f), ==, 0);
+	snprintf(arg, sizeof(arg), "--config-file=%s", config);
+	pid = start(argv[1], address, sizeof(address), &printed,
+		    (const char *const[]){ arg, "--nofork", NULL });
+	ASSERT_INT(unlink(config), ==, 0); /* as GTestDBus does, at once */
+	printf("# address %s, pid %d\n", address, (int)printed);
+	ASSERT(!strncmp(address, "unix:path=", 10));
+	socket_path = address + 10;
+	ASSERT(!strncmp(socket_path, tmpdir, strlen(tmpdir)));
+	ASSERT_INT(printed, ==, pid);
+	ASSERT_INT(count_private_dirs(), ==, 1);
+	use_bus(address);
+	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT(access(socket_path, F_OK) < 0);
+	ASSERT_INT(count_private_dirs(), ==, 0);
+	ok("--config-file (tmpdir listen, file deleted at once) --nofork: Hello, ListNames, RequestName; "
+	   "SIGTERM to the printed pid stops it and cleans up");
+
+	/* --fork and --address: the command returns once the bus is up, the daemon is another pid */
+	f = fopen(config, "we");
+	ASSERT(f);
+	fputs("<busconfig><type>session</type><listen>unix:path=/nonexistent/never</listen>"
+	      "<policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/></policy>"
+	      "</busconfig>\n",
+	      f);
+	ASSERT_INT(fclose(f), ==, 0);
+	snprintf(abstract, sizeof(abstract), "--address=unix:abstract=test-dbus-daemon-cmd-%d",
+		 (int)getpid());
+	pid = start(argv[1], address, sizeof(address), &printed,
+		    (const char *const[]){ arg, "--fork", abstract, NULL });
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT(printed != pid);
+	ASSERT(!strncmp(address, "unix:abstract=test-dbus-daemon-cmd-", 35));
+	use_bus(address);
+	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	ASSERT(gone(printed));
+	ASSERT_INT(count_private_dirs(), ==, 0);
+	ok("--fork --address=unix:abstract=: returns when the bus is up; the printed pid is the bus");
+
+	/* a configuration brokerd cannot read: an error, nothing printed, nothing left */
+	f = fopen(config, "we");
+	ASSERT(f);
+	fputs("<busconfig><listen>unix:tmpdir=/tmp</listen><nonsense/></busconfig>\n", f);
+	ASSERT_INT(fclose(f), ==, 0);
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		execl(argv[1], argv[1], arg, "--print-address", (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	ASSERT_INT(count_private_dirs(), ==, 0);
+	ok("an unreadable configuration: exit status 1");
+
+	unlink(config);
+	ASSERT_INT(rmdir(tmpdir), ==, 0);
+	printf("1..%d\n", n_tests);
+	return 0;
+}
