@@ -731,12 +731,18 @@ static int on_reap(sd_event_source *s, void *userdata)
 	return 0;
 }
 
+/*
+ * Fails once the loop has ended (brokerd is stopping and dbus_front_free()
+ * frees every connection itself, killing some on the way when the
+ * NameOwnerChanged of a departing one cannot be written): nothing to do then.
+ */
 static void schedule_reap(struct dbus_front *f)
 {
-	sd_event_source *s;
+	sd_event_source *s = NULL;
 
-	if (sd_event_add_defer(f->event, &s, on_reap, f) >= 0)
-		(void)sd_event_source_set_floating(s, true);
+	if (sd_event_add_defer(f->event, &s, on_reap, f) < 0)
+		return;
+	(void)sd_event_source_set_floating(s, true);
 	sd_event_source_unref(s);
 }
 

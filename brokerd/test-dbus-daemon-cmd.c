@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test-dbus-daemon-cmd.c - brokerd-dbus-daemon (argv[1], running brokerd
- * argv[2] through BROKERD_PATH) started as the peers' suites and GTestDBus
+ * argv[2] through BROKERD_PATH, unless the environment names another, such
+ * as a valgrind wrapper) started as the peers' suites and GTestDBus
  * start dbus-daemon: a configuration with <listen>unix:tmpdir=DIR</listen>
  * deleted as soon as the address is printed, --print-address=FD and
  * --print-pid=FD, --nofork; then --fork, and --address with an abstract
@@ -18,11 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "util/macro.h"
 #include "util/test.h"
 
 static int n_tests;
@@ -119,6 +122,47 @@ static void use_bus(const char *address)
 	sd_bus_flush_close_unref(b);
 }
 
+static sd_bus *connect_to(const char *address)
+{
+	sd_bus *b = NULL;
+
+	ASSERT_INT(sd_bus_new(&b), >=, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(b), >=, 0);
+	return b;
+}
+
+/*
+ * SIGTERM while clients are connected: one owns a name, others listen to
+ * NameOwnerChanged and have just shut their sockets, so that brokerd,
+ * stopping, cannot write them the name's release and drops them while it
+ * frees everything (which once crashed it: a reap scheduled on an event
+ * loop that had ended).
+ */
+static void stop_with_clients(const char *address, pid_t printed)
+{
+	sd_bus *owner = connect_to(address), *gone[8];
+
+	ASSERT_INT(sd_bus_request_name(owner, "org.brokerdtest.Owner", 0), >=, 0);
+	for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
+		gone[i] = connect_to(address);
+		ASSERT_INT(sd_bus_match_signal(gone[i], NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+					       "org.freedesktop.DBus", "NameOwnerChanged", NULL, NULL),
+			   >=, 0);
+	}
+	/* the owner is accepted last, so brokerd frees it first */
+	sd_bus_flush_close_unref(owner);
+	owner = connect_to(address);
+	ASSERT_INT(sd_bus_request_name(owner, "org.brokerdtest.Owner", 0), >=, 0);
+	for (size_t i = 0; i < ELEMENTSOF(gone); i++)
+		ASSERT_INT(shutdown(sd_bus_get_fd(gone[i]), SHUT_RDWR), ==, 0);
+	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	for (size_t i = 0; i < ELEMENTSOF(gone); i++)
+		sd_bus_close_unref(gone[i]);
+	sd_bus_close_unref(owner);
+}
+
 static unsigned int count_private_dirs(void)
 {
 	DIR *d = opendir(tmpdir);
@@ -152,7 +196,7 @@ int main(int argc, char **argv)
 	FILE *f;
 
 	ASSERT(argc == 3);
-	setenv("BROKERD_PATH", argv[2], 1);
+	setenv("BROKERD_PATH", argv[2], 0);
 	ASSERT(mkdtemp(tmpdir));
 	setenv("XDG_RUNTIME_DIR", tmpdir, 1); /* where the private directories go */
 
@@ -177,13 +221,13 @@ int main(int argc, char **argv)
 	ASSERT_INT(printed, ==, pid);
 	ASSERT_INT(count_private_dirs(), ==, 1);
 	use_bus(address);
-	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	stop_with_clients(address, printed);
 	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
 	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ASSERT(access(socket_path, F_OK) < 0);
 	ASSERT_INT(count_private_dirs(), ==, 0);
 	ok("--config-file (tmpdir listen, file deleted at once) --nofork: Hello, ListNames, RequestName; "
-	   "SIGTERM to the printed pid stops it and cleans up");
+	   "SIGTERM to the printed pid with clients connected: exit 0, cleaned up");
 
 	/* --fork and --address: the command returns once the bus is up, the daemon is another pid */
 	f = fopen(config, "we");
