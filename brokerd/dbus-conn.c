@@ -870,6 +870,14 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 		f->replies = rep->next;
 		free(rep);
 	}
+	/*
+	 * Stopping: every client sees its connection close, as dbus-daemon's
+	 * do, and no NameLost or NameOwnerChanged for the names that go with
+	 * the others first (GLib's name owners take a NameLost for a
+	 * refusal by a bus that is still there).
+	 */
+	for (struct dbus_conn *c = f->conns; c; c = c->next)
+		c->dead = true;
 	while (f->conns) {
 		struct dbus_conn *c = f->conns;
 

@@ -133,16 +133,32 @@ static sd_bus *connect_to(const char *address)
 	return b;
 }
 
+static unsigned int name_signals;
+
+/* NameLost or NameOwnerChanged about org.brokerdtest.Owner */
+static int count_name_signals(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *name;
+
+	if ((sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameLost") ||
+	     sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameOwnerChanged")) &&
+	    sd_bus_message_read(m, "s", &name) >= 0 && !strcmp(name, "org.brokerdtest.Owner"))
+		name_signals++;
+	return 0;
+}
+
 /*
  * SIGTERM while clients are connected: one owns a name, others listen to
- * NameOwnerChanged and have just shut their sockets, so that brokerd,
- * stopping, cannot write them the name's release and drops them while it
- * frees everything (which once crashed it: a reap scheduled on an event
- * loop that had ended).
+ * NameOwnerChanged and have just shut their sockets. The owner sees its
+ * connection close, and no NameLost or NameOwnerChanged before (GLib's
+ * name owners would take that for a refusal by a live bus); brokerd exits
+ * cleanly (it once crashed dropping the others: a reap scheduled on an
+ * event loop that had ended).
  */
 static void stop_with_clients(const char *address, pid_t printed)
 {
 	sd_bus *owner = connect_to(address), *gone[8];
+	int r;
 
 	ASSERT_INT(sd_bus_request_name(owner, "org.brokerdtest.Owner", 0), >=, 0);
 	for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
@@ -154,10 +170,25 @@ static void stop_with_clients(const char *address, pid_t printed)
 	/* the owner is accepted last, so brokerd frees it first */
 	sd_bus_flush_close_unref(owner);
 	owner = connect_to(address);
+	ASSERT_INT(sd_bus_match_signal(owner, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				       "org.freedesktop.DBus", "NameOwnerChanged", NULL, NULL),
+		   >=, 0);
 	ASSERT_INT(sd_bus_request_name(owner, "org.brokerdtest.Owner", 0), >=, 0);
+	while (sd_bus_process(owner, NULL) > 0)
+		; /* what came before the stop */
+	ASSERT_INT(sd_bus_add_filter(owner, NULL, count_name_signals, NULL), >=, 0);
 	for (size_t i = 0; i < ELEMENTSOF(gone); i++)
 		ASSERT_INT(shutdown(sd_bus_get_fd(gone[i]), SHUT_RDWR), ==, 0);
 	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	for (;;) {
+		r = sd_bus_process(owner, NULL);
+		if (r < 0)
+			break;
+		if (r == 0 && sd_bus_wait(owner, 5000000) <= 0)
+			break;
+	}
+	ASSERT(r < 0); /* the connection closed */
+	ASSERT_INT(name_signals, ==, 0);
 	for (size_t i = 0; i < ELEMENTSOF(gone); i++)
 		sd_bus_close_unref(gone[i]);
 	sd_bus_close_unref(owner);
