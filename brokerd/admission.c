@@ -278,6 +278,31 @@ static bool bus_refuse_now(struct bus *b, int fd, const char *why)
 	return true;
 }
 
+/*
+ * A D-Bus connection (dbus-conn.c) is not a bus_conn, but it costs brokerd
+ * the same (a socket, a pidfd, buffers): it is admitted by the same uid
+ * quota and the same bus-wide cap and reserve, so neither protocol can
+ * crowd out the other's root or light users.
+ */
+int admission_count(struct bus *b, uid_t uid, char *why, size_t why_len)
+{
+	bool cap;
+
+	if (!bus_admit(b, uid, why, why_len, &cap)) {
+		refusal_note(b, uid, cap);
+		return -EDQUOT;
+	}
+	(void)quota_charge(b->quota, uid, QUOTA_CONNECTIONS, 1); /* bus_admit() checked */
+	b->n_conns++;
+	return 0;
+}
+
+void admission_uncount(struct bus *b, uid_t uid)
+{
+	quota_release(b->quota, uid, QUOTA_CONNECTIONS, 1);
+	b->n_conns--;
+}
+
 void admission_conn_hello(struct bus_conn *c)
 {
 	fifo_remove(c);

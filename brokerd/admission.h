@@ -34,6 +34,14 @@ int admission_conn_new(struct bus *b, int fd, struct bus_conn **ret);
  */
 int admission_conn_restore(struct bus *b, int fd, const struct ucred *cred, bool hello,
 			   struct bus_conn **ret);
+/*
+ * A connection admission does not own (a D-Bus client): checked against
+ * its uid's connections quota and the bus-wide cap and reserve, and counted
+ * in both. 0: admitted; -EDQUOT: refused (why says which limit, the refusal
+ * goes into the periodic summary). admission_uncount() when it goes.
+ */
+int admission_count(struct bus *b, uid_t uid, char *why, size_t why_len);
+void admission_uncount(struct bus *b, uid_t uid);
 /* Revokes every ended connection's grants now and frees them (brokerd is handing over). */
 void admission_settle(struct bus *b);
 /* Frees c at once (also a connection that has not ended yet). */

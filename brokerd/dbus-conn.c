@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dbus-conn.c - D-Bus connections on brokerd's stream socket: accepting
- * (per-uid connection quota), the SASL handshake, reading whole messages
- * with their fds, writing with a per-connection limit, and routing what
- * clients send: to the driver, to one connection by unique or well-known
- * name, or as a broadcast signal to every connection with a matching rule.
+ * (by the native connection limits, admission.c), the SASL handshake,
+ * reading whole messages with their fds, writing with a per-connection
+ * limit, and routing what clients send: to the driver, to one connection
+ * by unique or well-known name, or as a broadcast signal to every
+ * connection with a matching rule.
  * Calls are remembered until their reply, so that only the callee can
  * answer a call and a callee that goes away answers NoReply for itself.
  */
@@ -19,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "brokerd/admission.h"
 #include "brokerd/bus-state.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
@@ -657,7 +659,7 @@ static void conn_free(struct dbus_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->charged)
-		quota_release(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1);
+		admission_uncount(f->bus, c->cred.uid);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -729,12 +731,18 @@ static int on_reap(sd_event_source *s, void *userdata)
 	return 0;
 }
 
+/*
+ * Fails once the loop has ended (brokerd is stopping and dbus_front_free()
+ * frees every connection itself, killing some on the way when the
+ * NameOwnerChanged of a departing one cannot be written): nothing to do then.
+ */
 static void schedule_reap(struct dbus_front *f)
 {
-	sd_event_source *s;
+	sd_event_source *s = NULL;
 
-	if (sd_event_add_defer(f->event, &s, on_reap, f) >= 0)
-		(void)sd_event_source_set_floating(s, true);
+	if (sd_event_add_defer(f->event, &s, on_reap, f) < 0)
+		return;
+	(void)sd_event_source_set_floating(s, true);
 	sd_event_source_unref(s);
 }
 
@@ -779,6 +787,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 {
 	struct dbus_front *f = userdata;
 	struct dbus_conn *c;
+	char why[160];
 	int cfd;
 
 	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -798,14 +807,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	if (f->conns)
 		f->conns->prev = c;
 	f->conns = c;
-	/* The same per-uid budget as native connections: one uid cannot exhaust brokerd either way. */
-	if (quota_charge(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS, 1) < 0) {
-		if (log_ratelimit_test(&f->refusal_log))
-			log_quota(
-				NULL, c->cred.uid, quota_kind_to_string(QUOTA_CONNECTIONS),
-				(unsigned long long)quota_used(f->bus->quota, c->cred.uid, QUOTA_CONNECTIONS),
-				(unsigned long long)quota_limit_uid(f->bus->quota, c->cred.uid,
-								    QUOTA_CONNECTIONS));
+	/* The limits of native connections: the uid's quota, the bus-wide cap and its reserve. */
+	if (admission_count(f->bus, c->cred.uid, why, sizeof(why)) < 0) {
+		log_full(LOG_DEBUG, NULL, c->cred.uid, "D-Bus connection of uid %u refused: %s",
+			 (unsigned int)c->cred.uid, why);
 		c->dead = true;
 		schedule_reap(f);
 		return 0;
@@ -839,9 +844,6 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	f->bus = bus;
 	f->event = sd_event_ref(event);
 	f->listen_fd = -1;
-	f->refusal_log = (struct log_ratelimit){ .what = "D-Bus connection refusal",
-						 .interval_usec = 10 * 1000000ULL,
-						 .burst = 10 };
 	r = registry_new(&f->registry, &dbus_driver_registry_ops, f);
 	if (r < 0) {
 		dbus_front_free(f);
@@ -868,6 +870,14 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 		f->replies = rep->next;
 		free(rep);
 	}
+	/*
+	 * Stopping: every client sees its connection close, as dbus-daemon's
+	 * do, and no NameLost or NameOwnerChanged for the names that go with
+	 * the others first (GLib's name owners take a NameLost for a
+	 * refusal by a bus that is still there).
+	 */
+	for (struct dbus_conn *c = f->conns; c; c = c->next)
+		c->dead = true;
 	while (f->conns) {
 		struct dbus_conn *c = f->conns;
 

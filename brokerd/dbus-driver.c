@@ -16,6 +16,7 @@
 #include "brokerd/bus-state.h"
 #include "brokerd/conn.h"
 #include "brokerd/dbus-front.h"
+#include "brokerd/driver.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
@@ -227,6 +228,7 @@ static int method_hello(struct call *k)
 		return r;
 	id = tmp->id;
 	registry_peer_remove(f->bus->registry, tmp);
+	driver_ids_reserve(f->bus); /* recorded as a native HELLO's: a crash never reuses the name */
 	r = registry_peer_restore(f->registry, c->cred.uid, id, &p);
 	if (r < 0)
 		return r;

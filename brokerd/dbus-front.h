@@ -71,7 +71,7 @@ struct dbus_conn {
 	struct registry_peer *peer; /* after Hello */
 	const char *name;	    /* unique name after Hello, else "(no hello)" */
 	char unique[32];	    /* the unique name, kept after the peer is gone */
-	bool charged;		    /* QUOTA_CONNECTIONS */
+	bool charged;		    /* counted by admission_count() */
 	/* input: bytes and fds not yet part of a whole message */
 	uint8_t *in;
 	size_t in_len, in_cap;
@@ -106,7 +106,6 @@ struct dbus_front {
 	char guid[33];
 	uint32_t serial;		  /* the driver's */
 	unsigned long unsolicited;	  /* replies refused */
-	struct log_ratelimit refusal_log; /* connections over quota: a flood must not flood the journal */
 };
 
 /* ---- dbus-conn.c ----------------------------------------------------------- */

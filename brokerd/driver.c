@@ -208,7 +208,7 @@ static int ids_write(const char *path, uint64_t value)
  * notice when it works again. Meanwhile ids go beyond what is recorded and
  * may repeat if brokerd restarts before the file could be written.
  */
-static void ids_reserve(struct bus *b)
+void driver_ids_reserve(struct bus *b)
 {
 	uint64_t next = registry_next_id(b->registry), now = 0;
 	int r;
@@ -249,7 +249,7 @@ void driver_ids_load(struct bus *b)
 		(void)fclose(f);
 	}
 	log_info("unique names start at :1.%llu", (unsigned long long)registry_next_id(b->registry));
-	ids_reserve(b);
+	driver_ids_reserve(b);
 }
 
 /* --- handlers ------------------------------------------------------------ */
@@ -279,7 +279,7 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	r = registry_peer_add(b->registry, c->cred.uid, &c->peer);
 	if (r < 0)
 		return r;
-	ids_reserve(b);
+	driver_ids_reserve(b);
 	c->peer->userdata = c;
 	c->name_events = flags & CTRL_HELLO_NAME_EVENTS;
 

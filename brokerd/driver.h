@@ -28,5 +28,12 @@ void driver_dispatch(struct bus_conn *c, const uint8_t *buf, size_t len, unsigne
 
 /* Reads the first unique id from the state file and reserves a block. */
 void driver_ids_load(struct bus *b);
+/*
+ * A unique id was just taken from the registry (a native HELLO, a D-Bus
+ * Hello): records a new block in the state file when the ids reach the end
+ * of the recorded one, so that a brokerd started after a crash never hands
+ * out an id again.
+ */
+void driver_ids_reserve(struct bus *b);
 
 #endif

@@ -865,6 +865,209 @@ static void test_quota(const char *ctrl)
 	ok("one connections quota per uid for native and D-Bus connections");
 }
 
+/* ---- A second brokerd, for limits and state the first must not share ---------- */
+
+struct second {
+	char dir[64], dbus[128], ctrl[128], state[128];
+	pid_t pid;
+};
+
+/* Starts brokerd (exe) in a fresh directory with policy (a policy file's text) and a state file. */
+static void second_start(struct second *s, const char *exe, const char *policy)
+{
+	char pdir[128], pfile[160], sdir[128];
+	FILE *fp;
+
+	if (!s->dir[0]) {
+		snprintf(s->dir, sizeof(s->dir), "/tmp/test-dbus2-XXXXXX");
+		ASSERT(mkdtemp(s->dir));
+		ASSERT_INT(chmod(s->dir, 0755), ==, 0);
+	}
+	snprintf(s->dbus, sizeof(s->dbus), "%s/dbus", s->dir);
+	snprintf(s->ctrl, sizeof(s->ctrl), "%s/socket", s->dir);
+	snprintf(s->state, sizeof(s->state), "%s/next-id", s->dir);
+	snprintf(pdir, sizeof(pdir), "%s/policy.d", s->dir);
+	snprintf(sdir, sizeof(sdir), "%s/services", s->dir);
+	(void)mkdir(pdir, 0755);
+	(void)mkdir(sdir, 0755);
+	snprintf(pfile, sizeof(pfile), "%s/50-test.conf", pdir);
+	fp = fopen(pfile, "we");
+	ASSERT(fp);
+	fputs(policy, fp);
+	ASSERT_INT(fclose(fp), ==, 0);
+	(void)unlink(s->dbus);
+	s->pid = fork();
+	ASSERT(s->pid >= 0);
+	if (s->pid == 0) {
+		char dbus_arg[160];
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		snprintf(dbus_arg, sizeof(dbus_arg), "--dbus-address=unix:path=%s", s->dbus);
+		execl(exe, exe, "--state", s->state, "--address", s->ctrl, "--policy-dir", pdir,
+		      "--service-dir", sdir, "--no-channels", dbus_arg, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && access(s->dbus, F_OK) < 0; i++)
+		usleep(10000);
+	ASSERT_INT(access(s->dbus, F_OK), ==, 0);
+}
+
+static void second_stop(struct second *s, int sig)
+{
+	int status;
+
+	kill(s->pid, sig);
+	ASSERT_INT(waitpid(s->pid, &status, 0), ==, s->pid);
+}
+
+static void second_cleanup(struct second *s)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+	ASSERT_INT(system(cmd), ==, 0);
+}
+
+static bool dbus_works_at(const char *path)
+{
+	char saved[sizeof(address)];
+	bool r;
+
+	snprintf(saved, sizeof(saved), "%s", address);
+	snprintf(address, sizeof(address), "unix:path=%s", path);
+	r = dbus_connect_works();
+	snprintf(address, sizeof(address), "%s", saved);
+	return r;
+}
+
+static sd_bus *connect_at(const char *path)
+{
+	char saved[sizeof(address)];
+	sd_bus *b;
+
+	snprintf(saved, sizeof(saved), "%s", address);
+	snprintf(address, sizeof(address), "unix:path=%s", path);
+	b = connect_bus();
+	snprintf(address, sizeof(address), "%s", saved);
+	return b;
+}
+
+/*
+ * D-Bus connections count against the bus-wide cap and its reserve as
+ * native ones do: max_connections 4 with 2 reserved; uid 2003 (connections
+ * 8, so "light" below 2) gets a D-Bus and a native connection, then a third
+ * of either kind is refused by the reserve; root takes the last two (one of
+ * each kind), then a fifth of either kind is refused by the cap, and a
+ * D-Bus connection that closes makes room for a D-Bus one again.
+ */
+static void test_cap(const char *exe)
+{
+	struct second s = { 0 };
+	int ready[2], hold[2], status;
+	pid_t pid;
+	sd_bus *r1;
+	struct tc n1;
+	bool again = false;
+	char x;
+
+	second_start(&s, exe,
+		     "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_connections 4\n"
+		     "reserved_connections 2\n[limits user 2003]\nconnections 8\n");
+	ASSERT_INT(pipe(ready), ==, 0);
+	ASSERT_INT(pipe(hold), ==, 0);
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct tc c;
+		sd_bus *b;
+
+		close(ready[0]);
+		close(hold[1]);
+		ASSERT_INT(setgroups(0, NULL), ==, 0);
+		ASSERT_INT(setgid(2003), ==, 0);
+		ASSERT_INT(setuid(2003), ==, 0);
+		b = connect_at(s.dbus);
+		ASSERT_INT(tc_connect_hello(&c, s.ctrl, 0), ==, 0);
+		ASSERT(!dbus_works_at(s.dbus));
+		ASSERT(tc_connect_hello(&(struct tc){ .fd = -1 }, s.ctrl, 0) != 0);
+		ASSERT_INT(write(ready[1], "r", 1), ==, 1);
+		(void)read(hold[0], &x, 1); /* until the parent is done */
+		sd_bus_flush_close_unref(b);
+		close(c.fd);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	ASSERT_INT(read(ready[0], &x, 1), ==, 1);
+	r1 = connect_at(s.dbus);
+	ASSERT_INT(tc_connect_hello(&n1, s.ctrl, 0), ==, 0);
+	ASSERT(!dbus_works_at(s.dbus));
+	ASSERT(tc_connect_hello(&(struct tc){ .fd = -1 }, s.ctrl, 0) != 0);
+	sd_bus_flush_close_unref(r1);
+	for (int i = 0; i < 200 && !again; i++) {
+		again = dbus_works_at(s.dbus);
+		if (!again)
+			usleep(10000);
+	}
+	ASSERT(again);
+	close(n1.fd);
+	close(hold[1]);
+	close(ready[0]);
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	second_stop(&s, SIGTERM);
+	second_cleanup(&s);
+	ok("D-Bus connections count against max_connections and its reserve, with native ones");
+}
+
+static unsigned long long hello_id(sd_bus *b)
+{
+	const char *u;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &u), >=, 0);
+	ASSERT(!strncmp(u, ":1.", 3));
+	return strtoull(u + 3, NULL, 10);
+}
+
+/*
+ * A D-Bus Hello records its id in the state file as a native HELLO does:
+ * after 1100 Hellos (beyond the block recorded at start) and a SIGKILL (no
+ * clean shutdown), the next brokerd starts above every id the first gave.
+ */
+static void test_ids_durable(const char *exe)
+{
+	struct second s = { 0 };
+	unsigned long long first, recorded = 0, later;
+	sd_bus *b;
+	FILE *fp;
+
+	second_start(&s, exe, "[default]\nallow * org.brokerdtest.*\n");
+	/* past the first block brokerd records at start (1024 ids) */
+	for (;;) {
+		b = connect_at(s.dbus);
+		first = hello_id(b);
+		if (first > 1100)
+			break;
+		sd_bus_flush_close_unref(b);
+	}
+	fp = fopen(s.state, "re");
+	ASSERT(fp);
+	ASSERT_INT(fscanf(fp, "%llu", &recorded), ==, 1);
+	fclose(fp);
+	ASSERT(recorded > first);
+	sd_bus_flush_close_unref(b);
+	second_stop(&s, SIGKILL);
+	second_start(&s, exe, "[default]\nallow * org.brokerdtest.*\n");
+	b = connect_at(s.dbus);
+	later = hello_id(b);
+	ASSERT(later >= recorded);
+	sd_bus_flush_close_unref(b);
+	second_stop(&s, SIGTERM);
+	second_cleanup(&s);
+	printf("# D-Bus Hello :1.%llu, recorded %llu, after SIGKILL :1.%llu\n", first, recorded, later);
+	ok("a D-Bus Hello's unique id is recorded: never given again after a crash");
+}
+
 static void test_noreply(sd_bus *b, pid_t server)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -933,8 +1136,12 @@ int main(int argc, char **argv)
 	test_driver(b);
 	if (daemon > 0)
 		test_native(b, ctrl);
-	if (daemon > 0 && getuid() == 0)
+	if (daemon > 0 && getuid() == 0) {
 		test_quota(ctrl);
+		test_cap(argv[1]);
+	}
+	if (daemon > 0)
+		test_ids_durable(argv[1]);
 	test_owner_order(b);
 	test_slow_reader(b);
 	if (daemon > 0)

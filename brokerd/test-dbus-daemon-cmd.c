@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-dbus-daemon-cmd.c - brokerd-dbus-daemon (argv[1], running brokerd
+ * argv[2] through BROKERD_PATH, unless the environment names another, such
+ * as a valgrind wrapper) started as the peers' suites and GTestDBus
+ * start dbus-daemon: a configuration with <listen>unix:tmpdir=DIR</listen>
+ * deleted as soon as the address is printed, --print-address=FD and
+ * --print-pid=FD, --nofork; then --fork, and --address with an abstract
+ * socket. Each bus is used with sd-bus (Hello, ListNames, RequestName) and
+ * stopped by SIGTERM to the printed pid, after which its socket and private
+ * directory are gone.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "util/macro.h"
+#include "util/test.h"
+
+static int n_tests;
+static char tmpdir[] = "/tmp/test-dbus-daemon-cmd-XXXXXX";
+
+static void ok(const char *what)
+{
+	printf("ok %d - %s\n", ++n_tests, what);
+	fflush(stdout);
+}
+
+/* A line from fd (blocking), without its newline. */
+static void read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		ssize_t r = read(fd, buf + n, 1);
+
+		ASSERT(r == 1);
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+}
+
+/* Starts the command with args (NULL-terminated); address and pid come on pipes. */
+static pid_t start(const char *cmd, char *address, size_t alen, pid_t *printed_pid, const char *const *args)
+{
+	int pa[2], pp[2];
+	char pidline[32], fa[32], fp[32];
+	const char *argv[16];
+	size_t n = 0;
+	pid_t pid;
+
+	ASSERT_INT(pipe(pa), ==, 0);
+	ASSERT_INT(pipe(pp), ==, 0);
+	snprintf(fa, sizeof(fa), "--print-address=%d", pa[1]);
+	snprintf(fp, sizeof(fp), "--print-pid=%d", pp[1]);
+	argv[n++] = cmd;
+	for (; *args; args++)
+		argv[n++] = *args;
+	argv[n++] = fa;
+	argv[n++] = fp;
+	argv[n] = NULL;
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		close(pa[0]);
+		close(pp[0]);
+		execv(cmd, (char *const *)argv);
+		_exit(127);
+	}
+	close(pa[1]);
+	close(pp[1]);
+	read_line(pa[0], address, alen);
+	read_line(pp[0], pidline, sizeof(pidline));
+	*printed_pid = atoi(pidline);
+	close(pa[0]);
+	close(pp[0]);
+	return pid;
+}
+
+static bool list_has(char **l, const char *s)
+{
+	for (; l && *l; l++)
+		if (!strcmp(*l, s))
+			return true;
+	return false;
+}
+
+/* Hello, ListNames (the driver and ourselves), RequestName, through sd-bus. */
+static void use_bus(const char *address)
+{
+	sd_bus *b = NULL;
+	char **names = NULL;
+	const char *unique;
+
+	ASSERT_INT(sd_bus_new(&b), >=, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(b), >=, 0);
+	ASSERT_INT(sd_bus_get_unique_name(b, &unique), >=, 0);
+	ASSERT(!strncmp(unique, ":1.", 3));
+	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.DaemonCmd", 0), >=, 0);
+	ASSERT_INT(sd_bus_list_names(b, &names, NULL), >=, 0);
+	ASSERT(list_has(names, "org.freedesktop.DBus"));
+	ASSERT(list_has(names, unique));
+	ASSERT(list_has(names, "org.brokerdtest.DaemonCmd"));
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+	sd_bus_flush_close_unref(b);
+}
+
+static sd_bus *connect_to(const char *address)
+{
+	sd_bus *b = NULL;
+
+	ASSERT_INT(sd_bus_new(&b), >=, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(b), >=, 0);
+	return b;
+}
+
+static unsigned int name_signals;
+
+/* NameLost or NameOwnerChanged about org.brokerdtest.Owner */
+static int count_name_signals(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *name;
+
+	if ((sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameLost") ||
+	     sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameOwnerChanged")) &&
+	    sd_bus_message_read(m, "s", &name) >= 0 && !strcmp(name, "org.brokerdtest.Owner"))
+		name_signals++;
+	return 0;
+}
+
+/*
+ * SIGTERM while clients are connected: one owns a name, others listen to
+ * NameOwnerChanged and have just shut their sockets. The owner sees its
+ * connection close, and no NameLost or NameOwnerChanged before (GLib's
+ * name owners would take that for a refusal by a live bus); brokerd exits
+ * cleanly (it once crashed dropping the others: a reap scheduled on an
+ * event loop that had ended).
+ */
+static void stop_with_clients(const char *address, pid_t printed)
+{
+	sd_bus *owner = connect_to(address), *gone[8];
+	int r;
+
+	ASSERT_INT(sd_bus_request_name(owner, "org.brokerdtest.Owner", 0), >=, 0);
+	for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
+		gone[i] = connect_to(address);
+		ASSERT_INT(sd_bus_match_signal(gone[i], NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+					       "org.freedesktop.DBus", "NameOwnerChanged", NULL, NULL),
+			   >=, 0);
+	}
+	/* the owner is accepted last, so brokerd frees it first */
+	sd_bus_flush_close_unref(owner);
+	owner = connect_to(address);
+	ASSERT_INT(sd_bus_match_signal(owner, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				       "org.freedesktop.DBus", "NameOwnerChanged", NULL, NULL),
+		   >=, 0);
+	ASSERT_INT(sd_bus_request_name(owner, "org.brokerdtest.Owner", 0), >=, 0);
+	while (sd_bus_process(owner, NULL) > 0)
+		; /* what came before the stop */
+	ASSERT_INT(sd_bus_add_filter(owner, NULL, count_name_signals, NULL), >=, 0);
+	for (size_t i = 0; i < ELEMENTSOF(gone); i++)
+		ASSERT_INT(shutdown(sd_bus_get_fd(gone[i]), SHUT_RDWR), ==, 0);
+	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	for (;;) {
+		r = sd_bus_process(owner, NULL);
+		if (r < 0)
+			break;
+		if (r == 0 && sd_bus_wait(owner, 5000000) <= 0)
+			break;
+	}
+	ASSERT(r < 0); /* the connection closed */
+	ASSERT_INT(name_signals, ==, 0);
+	for (size_t i = 0; i < ELEMENTSOF(gone); i++)
+		sd_bus_close_unref(gone[i]);
+	sd_bus_close_unref(owner);
+}
+
+static unsigned int count_private_dirs(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	unsigned int n = 0;
+
+	ASSERT(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "brokerd-dbus-daemon.", 20))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static bool gone(pid_t pid)
+{
+	for (int i = 0; i < 500; i++) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	char config[300], address[400], arg[400], abstract[64];
+	const char *socket_path;
+	pid_t pid, printed;
+	int status;
+	FILE *f;
+
+	ASSERT(argc == 3);
+	setenv("BROKERD_PATH", argv[2], 0);
+	ASSERT(mkdtemp(tmpdir));
+	setenv("XDG_RUNTIME_DIR", tmpdir, 1); /* where the private directories go */
+
+	/* GTestDBus's configuration, as it writes it */
+	snprintf(config, sizeof(config), "%s/bus.conf", tmpdir);
+	f = fopen(config, "we");
+	ASSERT(f);
+	fprintf(f,
+		"<busconfig>\n  <type>session</type>\n  <listen>unix:tmpdir=%s</listen>\n"
+		"  <policy context=\"default\">\n    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n"
+		"    <allow eavesdrop=\"true\"/>\n    <allow own=\"*\"/>\n  </policy>\n</busconfig>\n",
+		tmpdir);
+	ASSERT_INT(fclose(f), ==, 0);
+	snprintf(arg, sizeof(arg), "--config-file=%s", config);
+	pid = start(argv[1], address, sizeof(address), &printed,
+		    (const char *const[]){ arg, "--nofork", NULL });
+	ASSERT_INT(unlink(config), ==, 0); /* as GTestDBus does, at once */
+	printf("# address %s, pid %d\n", address, (int)printed);
+	ASSERT(!strncmp(address, "unix:path=", 10));
+	socket_path = address + 10;
+	ASSERT(!strncmp(socket_path, tmpdir, strlen(tmpdir)));
+	ASSERT_INT(printed, ==, pid);
+	ASSERT_INT(count_private_dirs(), ==, 1);
+	use_bus(address);
+	stop_with_clients(address, printed);
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT(access(socket_path, F_OK) < 0);
+	ASSERT_INT(count_private_dirs(), ==, 0);
+	ok("--config-file (tmpdir listen, file deleted at once) --nofork: Hello, ListNames, RequestName; "
+	   "SIGTERM to the printed pid with clients connected: exit 0, cleaned up");
+
+	/* --fork and --address: the command returns once the bus is up, the daemon is another pid */
+	f = fopen(config, "we");
+	ASSERT(f);
+	fputs("<busconfig><type>session</type><listen>unix:path=/nonexistent/never</listen>"
+	      "<policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/></policy>"
+	      "</busconfig>\n",
+	      f);
+	ASSERT_INT(fclose(f), ==, 0);
+	snprintf(abstract, sizeof(abstract), "--address=unix:abstract=test-dbus-daemon-cmd-%d",
+		 (int)getpid());
+	pid = start(argv[1], address, sizeof(address), &printed,
+		    (const char *const[]){ arg, "--fork", abstract, NULL });
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT(printed != pid);
+	ASSERT(!strncmp(address, "unix:abstract=test-dbus-daemon-cmd-", 35));
+	use_bus(address);
+	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	ASSERT(gone(printed));
+	ASSERT_INT(count_private_dirs(), ==, 0);
+	ok("--fork --address=unix:abstract=: returns when the bus is up; the printed pid is the bus");
+
+	/* a configuration brokerd cannot read: an error, nothing printed, nothing left */
+	f = fopen(config, "we");
+	ASSERT(f);
+	fputs("<busconfig><listen>unix:tmpdir=/tmp</listen><nonsense/></busconfig>\n", f);
+	ASSERT_INT(fclose(f), ==, 0);
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		execl(argv[1], argv[1], arg, "--print-address", (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	ASSERT_INT(count_private_dirs(), ==, 0);
+	ok("an unreadable configuration: exit status 1");
+
+	unlink(config);
+	ASSERT_INT(rmdir(tmpdir), ==, 0);
+	printf("1..%d\n", n_tests);
+	return 0;
+}
