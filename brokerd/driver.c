@@ -310,7 +310,9 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 		return r;
 	ctrl_write_string(&w, c->peer->unique_name);
 	ctrl_write_u64(&w, c->peer->id);
-	ctrl_write_u32(&w, b->chanmgr.available ? CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES : 0);
+	ctrl_write_u32(&w, b->chanmgr.available ?
+				   CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES | CTRL_FEATURE_MSG_SIZE :
+				   0);
 	if (fd >= 0)
 		ctrl_write_fd(&w, fd);
 	if (log_ratelimit_test(&b->conn_log))
@@ -529,7 +531,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (!ctrl_name_is_valid_wellknown(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
 					name);
-	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT))
+	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT | CTRL_CALL_MSG_SIZE))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
 	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
 		return deny(c, m, POLICY_SEND, name, why);
@@ -563,7 +565,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 			n->activating = true;
 		}
 		if (wait) {
-			r = activation_add(b, c, m->hdr.serial, name);
+			r = activation_add(b, c, m->hdr.serial, flags, name);
 			if (r < 0)
 				return r;
 			return 0; /* replied when the name is owned or on timeout */
@@ -572,6 +574,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_u32(&w, owned ? CTRL_CALL_OWNED : CTRL_CALL_ACTIVATING);
+	grant_write_msg_size(&w, flags, n->call);
 	if (n->call) {
 		fd = cap_mint(b, n->call, c, IOIPC_SUB_SEND);
 		if (fd < 0)

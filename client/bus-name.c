@@ -108,10 +108,15 @@ static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint3
 		return 0;
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
+	if (op == CTRL_OP_OPEN_CALL)
+		u |= bus_open_call_flags(bus);
 	k = bus_ctrl_request(bus, op, b->name, u, &r);
 	if (k < 0)
 		return k;
-	return bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
+	k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
+	if (k >= 0 && op == CTRL_OP_OPEN_CALL)
+		(*chan)->msg_max = bus_open_call_msg_max(&r);
+	return k;
 }
 
 int bname_subscribe(brokerd_bus *bus, struct bname *b)
