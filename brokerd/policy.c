@@ -150,7 +150,6 @@ bool policy_ring_geometry(const struct policy *p, const char *name, uint32_t *sl
 	/* the last line that matches wins, as with rules */
 	for (size_t i = 0; p && name && i < p->n_rings; i++) {
 		const struct policy_ring *g = &p->rings[i];
-
 		size_t l = g->name ? strlen(g->name) : 0;
 
 		/* a prefix matches as a rule's does: "org.x.*" is org.x and below */
