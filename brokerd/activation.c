@@ -63,7 +63,7 @@ static void activation_reply(struct bus *b, struct activation *a, const char *er
 	if (conn_reply_init(&w, &m) < 0)
 		return;
 	ctrl_write_u32(&w, CTRL_CALL_OWNED);
-	grant_write_msg_size(&w, a->flags, n ? n->call : NULL);
+	grant_write_msg_size(&w, a->flags & CTRL_CALL_MSG_SIZE, n ? n->call : NULL);
 	if (n && n->call) {
 		fd = cap_mint(b, n->call, a->conn, IOIPC_SUB_SEND);
 		if (fd < 0) {

@@ -340,7 +340,7 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 					name);
 	if (strcmp(name, CTRL_BUS_NAME) == 0)
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "the bus name cannot be owned");
-	if (flags & ~CTRL_NAME_FLAGS_ALL)
+	if (flags & ~(CTRL_NAME_FLAGS_ALL | CTRL_NAME_MSG_SIZE))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
 	if (!conn_allowed(c, POLICY_OWN, name, why, sizeof(why)))
 		return deny(c, m, POLICY_OWN, name, why);
@@ -354,7 +354,7 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 	if (r < 0)
 		return r;
 
-	r = registry_name_request(b->registry, c->peer, name, flags);
+	r = registry_name_request(b->registry, c->peer, name, flags & CTRL_NAME_FLAGS_ALL);
 	if (r < 0)
 		return r;
 	/* A replaced owner's caps die before the new owner gets its own. */
@@ -383,6 +383,7 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 	if (r < 0)
 		return r;
 	ctrl_write_u32(&w, (uint32_t)r);
+	grant_write_msg_size(&w, flags & CTRL_NAME_MSG_SIZE, n->signal);
 	if (call_fd >= 0)
 		ctrl_write_fd(&w, call_fd);
 	if (signal_fd >= 0)
@@ -574,7 +575,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_u32(&w, owned ? CTRL_CALL_OWNED : CTRL_CALL_ACTIVATING);
-	grant_write_msg_size(&w, flags, n->call);
+	grant_write_msg_size(&w, flags & CTRL_CALL_MSG_SIZE, n->call);
 	if (n->call) {
 		fd = cap_mint(b, n->call, c, IOIPC_SUB_SEND);
 		if (fd < 0)

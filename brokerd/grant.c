@@ -34,9 +34,9 @@
 
 static void monitor_announce(struct bus *b, struct bus_channel *ch, struct bus_conn *only);
 
-void grant_write_msg_size(struct ctrl_writer *w, uint32_t flags, const struct bus_channel *ch)
+void grant_write_msg_size(struct ctrl_writer *w, bool asked, const struct bus_channel *ch)
 {
-	if (flags & CTRL_CALL_MSG_SIZE)
+	if (asked)
 		ctrl_write_u32(w, ch ? ch->slot_size : 0);
 }
 

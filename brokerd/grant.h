@@ -24,10 +24,11 @@
  * monitors. -EDQUOT with *failed_quota set to the quota that refused.
  */
 /*
- * OPEN_CALL's optional field: with CTRL_CALL_MSG_SIZE in flags, the largest
- * message ch takes (its slot size; 0 without a channel), else nothing.
+ * OPEN_CALL's and REQUEST_NAME's optional field: when the request asked
+ * (its MSG_SIZE flag), the largest message ch takes (its slot size; 0
+ * without a channel), else nothing.
  */
-void grant_write_msg_size(struct ctrl_writer *w, uint32_t flags, const struct bus_channel *ch);
+void grant_write_msg_size(struct ctrl_writer *w, bool asked, const struct bus_channel *ch);
 /* The kernel memory ch's ring takes: slots times slot size. */
 uint64_t channel_ring_bytes(const struct bus_channel *ch);
 int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name, uid_t uid,

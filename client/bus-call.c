@@ -176,7 +176,7 @@ static void call_opened(brokerd_bus *bus, struct ctrl_reply *r, int error, void 
 		error = bus_chan_attach(bus, ctrl_reply_take_fd(r, 0), IOIPC_SUB_SEND, CHAN_CALL_SEND, b,
 					&b->call_send);
 		if (error >= 0)
-			b->call_send->msg_max = bus_open_call_msg_max(r);
+			b->call_send->msg_max = bus_reply_msg_max(r);
 	}
 	call_flush_queued(bus, b, error);
 	bname_gc(bus, b); /* no call of ours is left to keep it */

@@ -92,7 +92,7 @@ size_t bus_chan_inline_max(const struct chan *c)
 	return c->msg_max < CHMSG_MAX ? c->msg_max : CHMSG_MAX;
 }
 
-uint32_t bus_open_call_msg_max(const struct ctrl_reply *r)
+uint32_t bus_reply_msg_max(const struct ctrl_reply *r)
 {
 	struct ctrl_reader rd;
 	uint32_t result, size = 0;

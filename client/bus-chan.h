@@ -29,10 +29,10 @@ static inline uint32_t bus_open_call_flags(const brokerd_bus *bus)
 /* The largest message sent inline on c: what brokerd told, else BUS_INLINE_MAX (c may be NULL). */
 size_t bus_chan_inline_max(const struct chan *c);
 /*
- * The channel size an OPEN_CALL reply tells (asked with CTRL_CALL_MSG_SIZE):
- * its second field, or 0 when it has none (an older brokerd).
+ * The channel size an OPEN_CALL or REQUEST_NAME reply tells (asked with
+ * its MSG_SIZE flag): its second field, or 0 when it has none.
  */
-uint32_t bus_open_call_msg_max(const struct ctrl_reply *r);
+uint32_t bus_reply_msg_max(const struct ctrl_reply *r);
 void bus_out_deinit(struct bus_out *o);
 struct bus_out *bus_out_free(struct bus_out *o);
 DEFINE_FREE_FUNC(struct bus_out, bus_out_free);

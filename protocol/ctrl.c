@@ -21,7 +21,7 @@ static const struct ctrl_op_info ops[] = {
 		.min_len = 4, .max_reply_fds = 1,
 	},
 	[CTRL_OP_REQUEST_NAME] = {
-		.name = "RequestName", .request_sig = "su", .reply_sig = "u",
+		.name = "RequestName", .request_sig = "su", .reply_sig = "u", .reply_sig_ext = "uu",
 		.min_len = 7, .max_reply_fds = 2,
 	},
 	[CTRL_OP_RELEASE_NAME] = {

@@ -82,14 +82,15 @@ enum ctrl_signal {
 /* HELLO reply features */
 #define CTRL_FEATURE_CHANNELS (1U << 0) /* the kernel has IPC channels; fds are passed */
 #define CTRL_FEATURE_BADGES   (1U << 1) /* capability fds are badged (IOIPC_REGISTER_MINT) */
-#define CTRL_FEATURE_MSG_SIZE (1U << 2) /* OPEN_CALL takes CTRL_CALL_MSG_SIZE */
+#define CTRL_FEATURE_MSG_SIZE (1U << 2) /* OPEN_CALL and REQUEST_NAME take their MSG_SIZE flag */
 
 /* REQUEST_NAME flags and results (D-Bus numbering) */
 #define CTRL_NAME_ALLOW_REPLACEMENT (1U << 0)
 #define CTRL_NAME_REPLACE_EXISTING  (1U << 1)
 #define CTRL_NAME_DO_NOT_QUEUE	    (1U << 2)
 #define CTRL_NAME_POOL		    (1U << 3) /* queued owners receive calls too */
-#define CTRL_NAME_FLAGS_ALL	    0xfU
+#define CTRL_NAME_FLAGS_ALL	    0xfU /* those an owner has; not MSG_SIZE, which only shapes the reply */
+#define CTRL_NAME_MSG_SIZE	    (1U << 4) /* reply `uu`: the signal channel's max message size too */
 
 enum ctrl_request_name_result {
 	CTRL_NAME_PRIMARY_OWNER = 1,

@@ -415,7 +415,7 @@ static void test_list_pages(void)
 	ctrl_writer_deinit(&w);
 }
 
-/* OPEN_CALL's reply: `u`, or `uu` (the channel's size) for a request that asked; nothing longer. */
+/* OPEN_CALL's (and REQUEST_NAME's) reply: `u`, or `uu` (the channel's size) for a request that asked; nothing longer. */
 static void test_open_call_size(void)
 {
 	const struct ctrl_op_info *i = ctrl_op_get(CTRL_OP_OPEN_CALL);
@@ -458,9 +458,16 @@ static void test_open_call_size(void)
 	ctrl_write_u32(&w, 0);
 	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
 	ctrl_writer_deinit(&w);
-	/* and only where an op has one: REQUEST_NAME's reply is `u` alone */
-	ASSERT(!ctrl_op_get(CTRL_OP_REQUEST_NAME)->reply_sig_ext);
+	/* REQUEST_NAME's too (its signal channel's size) */
 	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_REQUEST_NAME, 5) == 0);
+	ctrl_write_u32(&w, CTRL_NAME_PRIMARY_OWNER);
+	ctrl_write_u32(&w, 8192);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && strcmp(m.sig, "uu") == 0);
+	ctrl_writer_deinit(&w);
+	/* and only where an op has one: RELEASE_NAME's reply is `u` alone */
+	ASSERT(!ctrl_op_get(CTRL_OP_RELEASE_NAME)->reply_sig_ext);
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_RELEASE_NAME, 5) == 0);
 	ctrl_write_u32(&w, 1);
 	ctrl_write_u32(&w, 1);
 	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
