@@ -63,6 +63,7 @@ static void activation_reply(struct bus *b, struct activation *a, const char *er
 	if (conn_reply_init(&w, &m) < 0)
 		return;
 	ctrl_write_u32(&w, CTRL_CALL_OWNED);
+	grant_write_msg_size(&w, a->flags & CTRL_CALL_MSG_SIZE, n ? n->call : NULL);
 	if (n && n->call) {
 		fd = cap_mint(b, n->call, a->conn, IOIPC_SUB_SEND);
 		if (fd < 0) {
@@ -128,7 +129,7 @@ static int on_activation_timeout(sd_event_source *s, uint64_t usec, void *userda
 	return 0;
 }
 
-int activation_add(struct bus *b, struct bus_conn *c, uint32_t serial, const char *name)
+int activation_add(struct bus *b, struct bus_conn *c, uint32_t serial, uint32_t flags, const char *name)
 {
 	struct activation *a;
 	int r;
@@ -141,6 +142,7 @@ int activation_add(struct bus *b, struct bus_conn *c, uint32_t serial, const cha
 	}
 	a->conn = c;
 	a->serial = serial;
+	a->flags = flags;
 	r = sd_event_add_time_relative(b->event, &a->timer, CLOCK_MONOTONIC, b->activation_timeout, 0,
 				       on_activation_timeout, a);
 	a->next = b->activations;

@@ -22,8 +22,9 @@ int activation_start(struct bus *b, const struct service *svc, char *err, size_t
 /*
  * Makes c's OPEN_CALL (serial) wait for name, charged to the activations
  * quota already (given back when it is answered, also on failure here).
+ * flags: the request's (CTRL_CALL_*), for the shape of the reply.
  */
-int activation_add(struct bus *b, struct bus_conn *c, uint32_t serial, const char *name);
+int activation_add(struct bus *b, struct bus_conn *c, uint32_t serial, uint32_t flags, const char *name);
 
 /*
  * Answers every call waiting for name: with the caps when error is NULL (the

@@ -47,6 +47,7 @@ struct bus_channel {
 	enum ctrl_channel_kind kind;
 	char *name; /* well-known name, unique name (inbox) or "brokerd" */
 	uid_t charged_uid;
+	uint32_t slots, slot_size; /* ring geometry: slot_size is the largest message */
 	struct grant *grants;
 	size_t n_grants, alloc_grants;
 };
@@ -98,6 +99,7 @@ struct bus_conn {
 struct activation {
 	struct bus_conn *conn;
 	uint32_t serial;
+	uint32_t flags; /* of the OPEN_CALL (CTRL_CALL_*) */
 	char *name;
 	sd_event_source *timer;
 	struct activation *next;

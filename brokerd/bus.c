@@ -239,7 +239,8 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 		/* A slow subscriber should lose old signals, not block the publisher (or the bus). */
 		uint32_t id;
 
-		if (chanmgr_create(&b->chanmgr, IOIPC_F_BROADCAST | IOIPC_F_LOSSY, &id) == 0) {
+		if (chanmgr_create(&b->chanmgr, IOIPC_F_BROADCAST | IOIPC_F_LOSSY, CHANNEL_SLOTS,
+				   CHANNEL_MSG_MAX, &id) == 0) {
 			(void)chanmgr_destroy(&b->chanmgr, id);
 			b->lossy = IOIPC_F_LOSSY;
 		} else {

@@ -101,7 +101,7 @@ int chanmgr_init(struct chanmgr *m)
 	}
 	m->ring_ok = true;
 	/* Probe: create a channel, mint a cap for it and revoke it; all must work. */
-	r = chanmgr_create(m, IOIPC_F_BROADCAST, &id);
+	r = chanmgr_create(m, IOIPC_F_BROADCAST, CHANNEL_SLOTS, CHANNEL_MSG_MAX, &id);
 	if (r < 0) {
 		m->probe_error = r;
 		m->probe_step = "creating a private channel";
@@ -206,12 +206,12 @@ void chanmgr_deinit(struct chanmgr *m)
 	}
 }
 
-int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t *id)
+int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t slots, uint32_t slot_size, uint32_t *id)
 {
 	struct ioipc_channel_create c = {
 		.flags = flags | IOIPC_F_PRIVATE,
-		.ring_entries = CHANNEL_SLOTS,
-		.max_msg_size = CHANNEL_MSG_MAX,
+		.ring_entries = slots,
+		.max_msg_size = slot_size,
 		.mode = 0600,
 	};
 	int r;

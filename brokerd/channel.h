@@ -17,6 +17,11 @@
 #include "brokerd/log.h"
 #include "protocol/ioipc.h"
 
+/*
+ * The default ring geometry (policy [channels] sets others per name): 32
+ * slots of 8 KiB, 256 KiB a channel (brokerd/README.md, "Ring geometry"):
+ * most messages are far smaller, and every connection has an inbox.
+ */
 #define CHANNEL_SLOTS	   32
 #define CHANNEL_MSG_MAX	   8192
 #define CHANNEL_RING_BYTES ((uint64_t)CHANNEL_SLOTS * CHANNEL_MSG_MAX)
@@ -53,8 +58,11 @@ int chanmgr_drain(struct chanmgr *m, uint64_t timeout_usec);
  * get brokerd OOM-killed (the only process there) instead of failing.
  */
 int chanmgr_memory_room(struct chanmgr *m, uint64_t bytes);
-/* flags: IOIPC_F_BROADCAST, IOIPC_F_MULTICAST or 0 (unicast); PRIVATE is added. */
-int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t *id);
+/*
+ * flags: IOIPC_F_BROADCAST, IOIPC_F_MULTICAST or 0 (unicast); PRIVATE is
+ * added. slots (a power of two) of slot_size bytes, the largest message.
+ */
+int chanmgr_create(struct chanmgr *m, uint32_t flags, uint32_t slots, uint32_t slot_size, uint32_t *id);
 /* Returns a new O_CLOEXEC capability fd or negative errno. */
 int chanmgr_mint(struct chanmgr *m, uint32_t id, uint32_t rights, uint64_t badge);
 /*

@@ -310,7 +310,9 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 		return r;
 	ctrl_write_string(&w, c->peer->unique_name);
 	ctrl_write_u64(&w, c->peer->id);
-	ctrl_write_u32(&w, b->chanmgr.available ? CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES : 0);
+	ctrl_write_u32(&w, b->chanmgr.available ?
+				   CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES | CTRL_FEATURE_MSG_SIZE :
+				   0);
 	if (fd >= 0)
 		ctrl_write_fd(&w, fd);
 	if (log_ratelimit_test(&b->conn_log))
@@ -338,7 +340,7 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 					name);
 	if (strcmp(name, CTRL_BUS_NAME) == 0)
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "the bus name cannot be owned");
-	if (flags & ~CTRL_NAME_FLAGS_ALL)
+	if (flags & ~(CTRL_NAME_FLAGS_ALL | CTRL_NAME_MSG_SIZE))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
 	if (!conn_allowed(c, POLICY_OWN, name, why, sizeof(why)))
 		return deny(c, m, POLICY_OWN, name, why);
@@ -352,7 +354,7 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 	if (r < 0)
 		return r;
 
-	r = registry_name_request(b->registry, c->peer, name, flags);
+	r = registry_name_request(b->registry, c->peer, name, flags & CTRL_NAME_FLAGS_ALL);
 	if (r < 0)
 		return r;
 	/* A replaced owner's caps die before the new owner gets its own. */
@@ -381,6 +383,7 @@ static int handle_request_name(struct bus_conn *c, const struct ctrl_message *m,
 	if (r < 0)
 		return r;
 	ctrl_write_u32(&w, (uint32_t)r);
+	grant_write_msg_size(&w, flags & CTRL_NAME_MSG_SIZE, n->signal);
 	if (call_fd >= 0)
 		ctrl_write_fd(&w, call_fd);
 	if (signal_fd >= 0)
@@ -529,7 +532,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (!ctrl_name_is_valid_wellknown(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
 					name);
-	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT))
+	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT | CTRL_CALL_MSG_SIZE))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
 	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
 		return deny(c, m, POLICY_SEND, name, why);
@@ -563,7 +566,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 			n->activating = true;
 		}
 		if (wait) {
-			r = activation_add(b, c, m->hdr.serial, name);
+			r = activation_add(b, c, m->hdr.serial, flags, name);
 			if (r < 0)
 				return r;
 			return 0; /* replied when the name is owned or on timeout */
@@ -572,6 +575,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_u32(&w, owned ? CTRL_CALL_OWNED : CTRL_CALL_ACTIVATING);
+	grant_write_msg_size(&w, flags & CTRL_CALL_MSG_SIZE, n->call);
 	if (n->call) {
 		fd = cap_mint(b, n->call, c, IOIPC_SUB_SEND);
 		if (fd < 0)

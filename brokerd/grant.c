@@ -34,6 +34,26 @@
 
 static void monitor_announce(struct bus *b, struct bus_channel *ch, struct bus_conn *only);
 
+void grant_write_msg_size(struct ctrl_writer *w, bool asked, const struct bus_channel *ch)
+{
+	if (asked)
+		ctrl_write_u32(w, ch ? ch->slot_size : 0);
+}
+
+uint64_t channel_ring_bytes(const struct bus_channel *ch)
+{
+	return (uint64_t)ch->slots * ch->slot_size;
+}
+
+/* name's ring geometry: policy [channels], else the default (channel.h). */
+static void channel_geometry(struct bus *b, const char *name, uint32_t *slots, uint32_t *slot_size)
+{
+	if (!policy_ring_geometry(b->policy, name, slots, slot_size)) {
+		*slots = CHANNEL_SLOTS;
+		*slot_size = CHANNEL_MSG_MAX;
+	}
+}
+
 struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 {
 	if (!ch)
@@ -63,7 +83,7 @@ struct bus_channel *bus_channel_free(struct bus *b, struct bus_channel *ch)
 		(void)chanmgr_destroy(&b->chanmgr, ch->id);
 	}
 	quota_release(b->quota, ch->charged_uid, QUOTA_CHANNELS, 1);
-	quota_release(b->quota, ch->charged_uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
+	quota_release(b->quota, ch->charged_uid, QUOTA_RING_BYTES, channel_ring_bytes(ch));
 	free(ch->grants);
 	free(ch->name);
 	free(ch);
@@ -80,19 +100,23 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 		[CTRL_CHANNEL_SIGNAL] = IOIPC_F_BROADCAST,
 	};
 	struct bus_channel *ch;
+	uint32_t slots, slot_size;
+	uint64_t bytes;
 	int r;
 
 	BUG_ON((unsigned int)kind >= ELEMENTSOF(flags));
+	channel_geometry(b, name, &slots, &slot_size);
+	bytes = (uint64_t)slots * slot_size;
 	if (quota_charge(b->quota, uid, QUOTA_CHANNELS, 1) < 0) {
 		*failed_quota = QUOTA_CHANNELS;
 		return -EDQUOT;
 	}
-	if (quota_charge(b->quota, uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES) < 0) {
+	if (quota_charge(b->quota, uid, QUOTA_RING_BYTES, bytes) < 0) {
 		quota_release(b->quota, uid, QUOTA_CHANNELS, 1);
 		*failed_quota = QUOTA_RING_BYTES;
 		return -EDQUOT;
 	}
-	r = chanmgr_memory_room(&b->chanmgr, CHANNEL_RING_BYTES);
+	r = chanmgr_memory_room(&b->chanmgr, bytes);
 	if (r < 0)
 		goto fail; /* NoMemory to the client, brokerd goes on */
 	ch = calloc(1, sizeof(*ch));
@@ -103,7 +127,10 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 	}
 	ch->kind = kind;
 	ch->charged_uid = uid;
-	r = chanmgr_create(&b->chanmgr, flags[kind] | (kind == CTRL_CHANNEL_SIGNAL ? b->lossy : 0), &ch->id);
+	ch->slots = slots;
+	ch->slot_size = slot_size;
+	r = chanmgr_create(&b->chanmgr, flags[kind] | (kind == CTRL_CHANNEL_SIGNAL ? b->lossy : 0), slots,
+			   slot_size, &ch->id);
 	if (r < 0) {
 		log_error("cannot create %s channel for %s: %s",
 			  kind == CTRL_CHANNEL_INBOX ? "inbox" :
@@ -119,7 +146,7 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 	return 0;
 fail:
 	quota_release(b->quota, uid, QUOTA_CHANNELS, 1);
-	quota_release(b->quota, uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
+	quota_release(b->quota, uid, QUOTA_RING_BYTES, bytes);
 	return r;
 }
 
@@ -135,8 +162,17 @@ struct bus_channel *bus_channel_restore(struct bus *b, uint32_t id, enum ctrl_ch
 	ch->id = id;
 	ch->kind = kind;
 	ch->charged_uid = uid;
+	/*
+	 * The restart state does not carry the geometry (and the policy is
+	 * not loaded yet): assume the default. Its 8 KiB is the smallest slot
+	 * size there is, so the size told to clients is never more than the
+	 * ring takes; larger bodies go in a memfd until the channel is made
+	 * anew. The ring_bytes quota counts it as the default too.
+	 */
+	ch->slots = CHANNEL_SLOTS;
+	ch->slot_size = CHANNEL_MSG_MAX;
 	(void)quota_charge_restored(b->quota, uid, QUOTA_CHANNELS, 1);
-	(void)quota_charge_restored(b->quota, uid, QUOTA_RING_BYTES, CHANNEL_RING_BYTES);
+	(void)quota_charge_restored(b->quota, uid, QUOTA_RING_BYTES, channel_ring_bytes(ch));
 	return ch;
 }
 

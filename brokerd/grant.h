@@ -23,6 +23,14 @@
  * A channel charged to uid (channels and ring_bytes quotas), announced to
  * monitors. -EDQUOT with *failed_quota set to the quota that refused.
  */
+/*
+ * OPEN_CALL's and REQUEST_NAME's optional field: when the request asked
+ * (its MSG_SIZE flag), the largest message ch takes (its slot size; 0
+ * without a channel), else nothing.
+ */
+void grant_write_msg_size(struct ctrl_writer *w, bool asked, const struct bus_channel *ch);
+/* The kernel memory ch's ring takes: slots times slot size. */
+uint64_t channel_ring_bytes(const struct bus_channel *ch);
 int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name, uid_t uid,
 		    int *failed_quota, struct bus_channel **ret);
 /* Destroys ch in the kernel and gives its quota back; NULL is fine. Returns NULL. */

@@ -43,6 +43,13 @@ struct policy_uid_limit {
 	uint64_t limit;
 };
 
+/* A line of [channels]: the ring geometry of the names pattern matches. */
+struct policy_ring {
+	char *name;  /* NULL: any name */
+	bool prefix; /* name ends in ".*" (stored without it) */
+	uint32_t slots, slot_size;
+};
+
 struct policy {
 	struct policy_rule *rules;
 	size_t n_rules, alloc_rules;
@@ -50,6 +57,8 @@ struct policy {
 	uint64_t bus_limit[_QUOTA_BUS_MAX];
 	struct policy_uid_limit *uid_limits;
 	size_t n_uid_limits, alloc_uid_limits;
+	struct policy_ring *rings;
+	size_t n_rings, alloc_rings;
 };
 
 static const char *const action_names[] = {
@@ -103,6 +112,9 @@ static void policy_clear(struct policy *p)
 	rules_free(p->rules, p->n_rules);
 	free(p->rules);
 	free(p->uid_limits);
+	for (size_t i = 0; i < p->n_rings; i++)
+		free(p->rings[i].name);
+	free(p->rings);
 }
 
 struct policy *policy_free(struct policy *p)
@@ -129,6 +141,27 @@ uint64_t policy_limit(const struct policy *p, enum quota_kind k)
 uint64_t policy_bus_limit(const struct policy *p, enum quota_bus_kind k)
 {
 	return p && (unsigned int)k < _QUOTA_BUS_MAX ? p->bus_limit[k] : UINT64_MAX;
+}
+
+bool policy_ring_geometry(const struct policy *p, const char *name, uint32_t *slots, uint32_t *slot_size)
+{
+	const struct policy_ring *found = NULL;
+
+	/* the last line that matches wins, as with rules */
+	for (size_t i = 0; p && name && i < p->n_rings; i++) {
+		const struct policy_ring *g = &p->rings[i];
+		size_t l = g->name ? strlen(g->name) : 0;
+
+		/* a prefix matches as a rule's does: "org.x.*" is org.x and below */
+		if (!g->name || (g->prefix ? strncmp(name, g->name, l) == 0 && (!name[l] || name[l] == '.') :
+					     strcmp(name, g->name) == 0))
+			found = g;
+	}
+	if (!found)
+		return false;
+	*slots = found->slots;
+	*slot_size = found->slot_size;
+	return true;
 }
 
 bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quota_kind *k, uint64_t *limit)
@@ -217,7 +250,7 @@ struct policy_parser {
 	size_t err_len;
 	enum policy_context ctx; /* the section's, for rules */
 	uint32_t ctx_id;
-	bool have_section, in_limits, limits_uid;
+	bool have_section, in_limits, limits_uid, in_channels;
 	struct policy add; /* what the file adds: rules, uid limits, and the limits it leaves */
 };
 
@@ -233,7 +266,7 @@ static int parse_section(struct policy_parser *pp, char *l)
 		return parser_fail(pp, "section header without ']'");
 	l[ll - 1] = 0;
 	nw = split(l + 1, w, 3);
-	pp->in_limits = pp->limits_uid = false;
+	pp->in_limits = pp->limits_uid = pp->in_channels = false;
 	pp->have_section = true;
 	if (nw == 3 && strcmp(w[0], "limits") == 0 && strcmp(w[1], "user") == 0) {
 		pp->in_limits = pp->limits_uid = true;
@@ -245,6 +278,8 @@ static int parse_section(struct policy_parser *pp, char *l)
 		pp->ctx = CTX_MANDATORY;
 	} else if (nw == 1 && strcmp(w[0], "limits") == 0) {
 		pp->in_limits = true;
+	} else if (nw == 1 && strcmp(w[0], "channels") == 0) {
+		pp->in_channels = true;
 	} else if (nw == 2 && (strcmp(w[0], "user") == 0 || strcmp(w[0], "group") == 0)) {
 		bool user = w[0][0] == 'u';
 
@@ -254,7 +289,7 @@ static int parse_section(struct policy_parser *pp, char *l)
 	} else {
 		return parser_fail(
 			pp,
-			"unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+			"unknown section (want default, mandatory, limits, limits user X, channels, user X, group X)");
 	}
 	return 0;
 }
@@ -290,6 +325,50 @@ static int parse_limit(struct policy_parser *pp, char **w, size_t nw)
 		return -ENOMEM;
 	pp->add.uid_limits[pp->add.n_uid_limits++] =
 		(struct policy_uid_limit){ pp->ctx_id, (enum quota_kind)k, v };
+	return 0;
+}
+
+/* "ring NAME|PREFIX.*|* SLOTS SLOT_SIZE" in [channels] (limits: policy.h) */
+static int parse_ring(struct policy_parser *pp, char **w, size_t nw)
+{
+	struct policy_ring ring = { 0 };
+	unsigned long long v[2];
+	char *end;
+
+	if (nw != 4 || strcmp(w[0], "ring") != 0)
+		return parser_fail(pp, "expected 'ring NAME SLOTS SLOT_SIZE'");
+	if (!name_pattern_is_valid(w[1]))
+		return parser_fail(pp, "invalid name '%s'", w[1]);
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		v[i] = strtoull(w[2 + i], &end, 10);
+		if (errno || *end || w[2 + i][0] < '0' || w[2 + i][0] > '9')
+			return parser_fail(pp, "invalid number '%s'", w[2 + i]);
+	}
+	if (v[0] < POLICY_RING_SLOTS_MIN || v[0] > POLICY_RING_SLOTS_MAX || (v[0] & (v[0] - 1)))
+		return parser_fail(pp, "slots must be a power of two from %u to %u", POLICY_RING_SLOTS_MIN,
+				   POLICY_RING_SLOTS_MAX);
+	if (v[1] < POLICY_RING_SLOT_SIZE_MIN || v[1] > POLICY_RING_SLOT_SIZE_MAX)
+		return parser_fail(pp, "slot size must be from %u to %u bytes", POLICY_RING_SLOT_SIZE_MIN,
+				   POLICY_RING_SLOT_SIZE_MAX);
+	if (v[0] * v[1] > POLICY_RING_BYTES_MAX)
+		return parser_fail(pp, "a ring of %llu bytes is more than the kernel's %u", v[0] * v[1],
+				   POLICY_RING_BYTES_MAX);
+	ring.slots = (uint32_t)v[0];
+	ring.slot_size = (uint32_t)v[1];
+	if (strcmp(w[1], "*") != 0) {
+		size_t nl = strlen(w[1]);
+
+		ring.prefix = nl > 2 && strcmp(w[1] + nl - 2, ".*") == 0;
+		ring.name = strndup(w[1], ring.prefix ? nl - 2 : nl);
+		if (!ring.name)
+			return -ENOMEM;
+	}
+	if (ARRAY_RESERVE(pp->add.rings, pp->add.alloc_rings, pp->add.n_rings + 1) < 0) {
+		free(ring.name);
+		return -ENOMEM;
+	}
+	pp->add.rings[pp->add.n_rings++] = ring;
 	return 0;
 }
 
@@ -331,8 +410,13 @@ static int parse_rule(struct policy_parser *pp, char **w, size_t nw)
 static int parser_commit(struct policy_parser *pp, struct policy *p)
 {
 	if (ARRAY_RESERVE(p->rules, p->alloc_rules, p->n_rules + pp->add.n_rules) < 0 ||
-	    ARRAY_RESERVE(p->uid_limits, p->alloc_uid_limits, p->n_uid_limits + pp->add.n_uid_limits) < 0)
+	    ARRAY_RESERVE(p->uid_limits, p->alloc_uid_limits, p->n_uid_limits + pp->add.n_uid_limits) < 0 ||
+	    ARRAY_RESERVE(p->rings, p->alloc_rings, p->n_rings + pp->add.n_rings) < 0)
 		return -ENOMEM;
+	if (pp->add.n_rings)
+		memcpy(p->rings + p->n_rings, pp->add.rings, pp->add.n_rings * sizeof(*pp->add.rings));
+	p->n_rings += pp->add.n_rings;
+	pp->add.n_rings = 0; /* p owns their names now */
 	if (pp->add.n_rules)
 		memcpy(p->rules + p->n_rules, pp->add.rules, pp->add.n_rules * sizeof(*pp->add.rules));
 	p->n_rules += pp->add.n_rules;
@@ -350,7 +434,7 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 {
 	struct policy_parser pp = { .file = file, .err = err, .err_len = err_len, .ctx = CTX_DEFAULT };
 	struct line_reader lr;
-	char *l, *w[4];
+	char *l, *w[5];
 	size_t nw;
 	int r;
 
@@ -366,8 +450,10 @@ int policy_parse_string(struct policy *p, const char *file, const char *text, ch
 		} else if (!pp.have_section) {
 			r = parser_fail(&pp, "rule outside of a section");
 		} else {
-			nw = split(l, w, 3);
-			r = pp.in_limits ? parse_limit(&pp, w, nw) : parse_rule(&pp, w, nw);
+			nw = split(l, w, 4);
+			r = pp.in_limits   ? parse_limit(&pp, w, nw) :
+			    pp.in_channels ? parse_ring(&pp, w, nw) :
+					     parse_rule(&pp, w, nw);
 		}
 		if (r < 0)
 			break;

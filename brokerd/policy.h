@@ -5,9 +5,10 @@
  * Files are INI-like (see brokerd/README.md, "Policy"):
  *
  *   [default] / [group NAME|GID] / [user NAME|UID] / [mandatory] / [limits] /
- *   [limits user NAME|UID]
+ *   [limits user NAME|UID] / [channels]
  *   allow|deny own|send|receive|* NAME|PREFIX.*|*
  *   QUOTA VALUE                      (in [limits])
+ *   ring NAME|PREFIX.*|* SLOTS SLOT_SIZE  (in [channels])
  *
  * Contexts are applied default, group, user, mandatory; within that order
  * the last matching rule decides. Before any rule: root is allowed,
@@ -76,6 +77,21 @@ uint64_t policy_bus_limit(const struct policy *p, enum quota_bus_kind k);
 bool policy_limit_uid_get(const struct policy *p, size_t i, uid_t *uid, enum quota_kind *k, uint64_t *limit);
 
 size_t policy_rule_count(const struct policy *p);
+
+/*
+ * Ring geometry of a name's channels, from [channels]. Slots: a power of two
+ * (the kernel's rule). Slot size: never below the 8 KiB every channel had
+ * before, so brokerd's own messages and any client that does not learn the
+ * size still fit; at most the 64 KiB a receiver takes inline (CHMSG_MAX).
+ * Slots times size: at most the kernel's region limit (IOIPC_MAX_REGION_SIZE).
+ */
+#define POLICY_RING_SLOTS_MIN	  2U
+#define POLICY_RING_SLOTS_MAX	  4096U
+#define POLICY_RING_SLOT_SIZE_MIN 8192U
+#define POLICY_RING_SLOT_SIZE_MAX 65536U
+#define POLICY_RING_BYTES_MAX	  (64U << 20)
+/* The geometry the last matching "ring" line sets for name: true, or false if none matches. */
+bool policy_ring_geometry(const struct policy *p, const char *name, uint32_t *slots, uint32_t *slot_size);
 
 /*
  * For other configuration formats (policy-dbus.c): the contexts in the order

@@ -105,10 +105,10 @@ static void test_errors(void)
 	expect_error("\n\n[default\n", "bad.conf:3: section header without ']'");
 	expect_error(
 		"[users x]\n",
-		"bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+		"bad.conf:1: unknown section (want default, mandatory, limits, limits user X, channels, user X, group X)");
 	expect_error(
 		"[limits user 0 1]\n",
-		"bad.conf:1: unknown section (want default, mandatory, limits, limits user X, user X, group X)");
+		"bad.conf:1: unknown section (want default, mandatory, limits, limits user X, channels, user X, group X)");
 	expect_error("[limits user nobody-here-xyz]\n", "bad.conf:1: unknown user 'nobody-here-xyz'");
 	expect_error("[user no-such-user-here]\n", "bad.conf:1: unknown user 'no-such-user-here'");
 	expect_error("[default]\nallow own org..x\n", "bad.conf:2: invalid name 'org..x'");
@@ -206,11 +206,74 @@ static void test_load(void)
 	ASSERT(system(cmd) == 0);
 }
 
+/* [channels]: ring geometry per name, the last matching line wins; the kernel's limits hold. */
+static void test_channels(void)
+{
+	struct policy *p;
+	char err[256] = "";
+	uint32_t slots = 0, size = 0;
+
+	ASSERT(policy_new(&p) == 0);
+	ASSERT(!policy_ring_geometry(p, "org.example.Big", &slots, &size)); /* none: the caller's default */
+	ASSERT(policy_parse_string(p, "a.conf",
+				   "[channels]\n"
+				   "ring * 64 8192\n"
+				   "ring org.example.* 16 16384\n"
+				   "ring org.example.Big 16 65536   # bulk transfers\n"
+				   "[default]\n"
+				   "allow send *\n",
+				   err, sizeof(err)) == 0);
+	ASSERT(policy_ring_geometry(p, "org.other.Name", &slots, &size));
+	ASSERT(slots == 64 && size == 8192);
+	ASSERT(policy_ring_geometry(p, ":1.7", &slots, &size)); /* "*": inboxes too */
+	ASSERT(slots == 64 && size == 8192);
+	ASSERT(policy_ring_geometry(p, "org.example", &slots, &size));
+	ASSERT(slots == 16 && size == 16384);
+	ASSERT(policy_ring_geometry(p, "org.example.Small", &slots, &size));
+	ASSERT(slots == 16 && size == 16384);
+	ASSERT(policy_ring_geometry(p, "org.example.Big", &slots, &size));
+	ASSERT(slots == 16 && size == 65536);
+	ASSERT(policy_ring_geometry(p, "org.example.Bigger", &slots, &size));
+	ASSERT(slots == 16 && size == 16384); /* a name, not a prefix of names */
+	ASSERT(policy_rule_count(p) == 1);
+	/* a later file's line wins over an earlier one's */
+	ASSERT(policy_parse_string(p, "b.conf", "[channels]\nring org.example.Big 8 32768\n", err,
+				   sizeof(err)) == 0);
+	ASSERT(policy_ring_geometry(p, "org.example.Big", &slots, &size));
+	ASSERT(slots == 8 && size == 32768);
+	policy_free(p);
+
+	expect_error("[channels]\nring org.x.Y 16\n", "bad.conf:2: expected 'ring NAME SLOTS SLOT_SIZE'");
+	expect_error("[channels]\nslots org.x.Y 16 8192\n",
+		     "bad.conf:2: expected 'ring NAME SLOTS SLOT_SIZE'");
+	expect_error("[channels]\nring org 16 8192\n", "bad.conf:2: invalid name 'org'");
+	expect_error("[channels]\nring * 16 8k\n", "bad.conf:2: invalid number '8k'");
+	expect_error("[channels]\nring * 24 8192\n",
+		     "bad.conf:2: slots must be a power of two from 2 to 4096");
+	expect_error("[channels]\nring * 1 8192\n",
+		     "bad.conf:2: slots must be a power of two from 2 to 4096");
+	expect_error("[channels]\nring * 8192 8192\n",
+		     "bad.conf:2: slots must be a power of two from 2 to 4096");
+	expect_error("[channels]\nring * 32 4096\n",
+		     "bad.conf:2: slot size must be from 8192 to 65536 bytes");
+	expect_error("[channels]\nring * 32 65537\n",
+		     "bad.conf:2: slot size must be from 8192 to 65536 bytes");
+	expect_error("[channels]\nring * 2048 65536\n",
+		     "bad.conf:2: a ring of 134217728 bytes is more than the kernel's 67108864");
+	/* a bad line anywhere: nothing of the file is taken */
+	ASSERT(policy_new(&p) == 0);
+	ASSERT(policy_parse_string(p, "bad.conf", "[channels]\nring * 16 65536\nring * 3 8192\n", err,
+				   sizeof(err)) == -EINVAL);
+	ASSERT(!policy_ring_geometry(p, "org.x.Y", &slots, &size));
+	policy_free(p);
+}
+
 int main(void)
 {
 	test_eval();
 	test_errors();
 	test_load();
+	test_channels();
 	printf("test-policy: ok\n");
 	return 0;
 }

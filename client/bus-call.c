@@ -172,9 +172,12 @@ static void call_opened(brokerd_bus *bus, struct ctrl_reply *r, int error, void 
 
 	b->opening = false;
 	/* a synchronous call may have opened the chan meanwhile: keep that one */
-	if (error >= 0 && !b->call_send)
+	if (error >= 0 && !b->call_send) {
 		error = bus_chan_attach(bus, ctrl_reply_take_fd(r, 0), IOIPC_SUB_SEND, CHAN_CALL_SEND, b,
 					&b->call_send);
+		if (error >= 0)
+			b->call_send->msg_max = bus_reply_msg_max(r);
+	}
 	call_flush_queued(bus, b, error);
 	bname_gc(bus, b); /* no call of ours is left to keep it */
 }
@@ -191,7 +194,8 @@ static int call_open_async(brokerd_bus *bus, struct bname *b)
 		return 0;
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
-	k = bus_ctrl_request_async(bus, CTRL_OP_OPEN_CALL, b->name, CTRL_CALL_NO_WAIT, call_opened, b);
+	k = bus_ctrl_request_async(bus, CTRL_OP_OPEN_CALL, b->name,
+				   CTRL_CALL_NO_WAIT | bus_open_call_flags(bus), call_opened, b);
 	if (k >= 0)
 		b->opening = true;
 	return k;
@@ -241,7 +245,9 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 	s->ctrl_seq = bus->ctrl_seq;
 	s->deadline = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
 	data = malloc(sizeof(*data));
-	k = data ? bus_out_encode(bus, m, data) : -ENOMEM;
+	/* a chan still to open: the size that fits any (it may be queued behind others) */
+	k = data ? bus_out_encode(bus, m, bus_chan_inline_max(b->opening ? NULL : b->call_send), data) :
+		   -ENOMEM;
 	if (k < 0) {
 		free(TAKE_PTR(data)); /* nothing in it to free */
 		slot_destroy(s);

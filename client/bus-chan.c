@@ -84,7 +84,26 @@ struct bus_out *bus_out_free(struct bus_out *o)
 	return NULL;
 }
 
-int bus_out_encode(brokerd_bus *bus, const struct chmsg *msg, struct bus_out *o)
+size_t bus_chan_inline_max(const struct chan *c)
+{
+	if (!c || c->msg_max < BUS_INLINE_MAX)
+		return BUS_INLINE_MAX;
+	/* the receivers' buffers (and ours) hold CHMSG_MAX: brokerd makes no larger slots */
+	return c->msg_max < CHMSG_MAX ? c->msg_max : CHMSG_MAX;
+}
+
+uint32_t bus_reply_msg_max(const struct ctrl_reply *r)
+{
+	struct ctrl_reader rd;
+	uint32_t result, size = 0;
+
+	ctrl_reader_init(&rd, &r->msg);
+	if (ctrl_read_u32(&rd, &result) < 0 || ctrl_reader_at_end(&rd) || ctrl_read_u32(&rd, &size) < 0)
+		return 0;
+	return size;
+}
+
+int bus_out_encode(brokerd_bus *bus, const struct chmsg *msg, size_t inline_max, struct bus_out *o)
 {
 	struct chmsg m = *msg;
 	int k;
@@ -110,7 +129,7 @@ int bus_out_encode(brokerd_bus *bus, const struct chmsg *msg, struct bus_out *o)
 		k = -ENOMEM;
 		goto fail;
 	}
-	k = chmsg_encode(&m, o->buf, BUS_INLINE_MAX);
+	k = chmsg_encode(&m, o->buf, inline_max);
 	if (k == -EMSGSIZE && m.body_len > 0) {
 		/* too large for a slot: the header goes alone, the body in a memfd */
 		if (m.body_len > CHMSG_BODY_MAX || o->n_fds >= CHMSG_FDS_MAX) {
@@ -120,7 +139,7 @@ int bus_out_encode(brokerd_bus *bus, const struct chmsg *msg, struct bus_out *o)
 		m.body_in_fd = true;
 		m.n_fds++;
 		/* a valid message first: no memfd for one that will be refused */
-		k = chmsg_encode(&m, o->buf, BUS_INLINE_MAX);
+		k = chmsg_encode(&m, o->buf, inline_max);
 		if (k >= 0) {
 			int fd = body_memfd(m.body, m.body_len);
 
@@ -152,7 +171,7 @@ int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
 	struct bus_out o;
 	int k;
 
-	k = bus_out_encode(bus, m, &o);
+	k = bus_out_encode(bus, m, bus_chan_inline_max(c), &o);
 	if (k < 0)
 		return k;
 	k = bus_out_send(bus, c, &o);

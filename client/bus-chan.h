@@ -15,11 +15,24 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 		    struct chan **ret);
 /*
  * Encodes m (with the typed message's fds, bus->send_fds, dup'ed) into o:
- * inline when it fits BUS_INLINE_MAX, else the header with the body in a
- * sealed memfd passed as the last fd. 0, -EINVAL, -EMSGSIZE (a body over
- * CHMSG_BODY_MAX), -ENOMEM, or memfd's errors. bus_out_deinit() frees it.
+ * inline when it fits inline_max (bus_chan_inline_max()), else the header
+ * with the body in a sealed memfd passed as the last fd. 0, -EINVAL,
+ * -EMSGSIZE (a body over CHMSG_BODY_MAX), -ENOMEM, or memfd's errors.
+ * bus_out_deinit() frees it.
  */
-int bus_out_encode(brokerd_bus *bus, const struct chmsg *m, struct bus_out *o);
+int bus_out_encode(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, struct bus_out *o);
+/* The OPEN_CALL flags that ask for the channel's size, if this brokerd tells it. */
+static inline uint32_t bus_open_call_flags(const brokerd_bus *bus)
+{
+	return (bus->features & CTRL_FEATURE_MSG_SIZE) ? CTRL_CALL_MSG_SIZE : 0;
+}
+/* The largest message sent inline on c: what brokerd told, else BUS_INLINE_MAX (c may be NULL). */
+size_t bus_chan_inline_max(const struct chan *c);
+/*
+ * The channel size an OPEN_CALL or REQUEST_NAME reply tells (asked with
+ * its MSG_SIZE flag): its second field, or 0 when it has none.
+ */
+uint32_t bus_reply_msg_max(const struct ctrl_reply *r);
 void bus_out_deinit(struct bus_out *o);
 struct bus_out *bus_out_free(struct bus_out *o);
 DEFINE_FREE_FUNC(struct bus_out, bus_out_free);

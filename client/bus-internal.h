@@ -40,9 +40,11 @@ enum {
 #define BUS_RECONNECT_MAX_MSEC	 2000
 #define BNAME_RECEIVERS_MAX	 32
 /*
- * Largest message sent inline: the max_msg_size of the channels brokerd
- * creates. A message whose header and body do not fit goes as its header,
- * with the body in a sealed memfd (BODY_FD, protocol/README.md 7.2).
+ * Largest message sent inline on a chan whose size brokerd did not tell
+ * (chan.msg_max 0): the max_msg_size of its default channels, and the
+ * smallest slot size it makes (brokerd/policy.h). A message whose header and
+ * body do not fit goes as its header, with the body in a sealed memfd
+ * (BODY_FD, protocol/README.md 7.2).
  */
 #define BUS_INLINE_MAX 8192
 

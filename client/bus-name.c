@@ -108,10 +108,15 @@ static int bname_open_chan(brokerd_bus *bus, struct bname *b, uint16_t op, uint3
 		return 0;
 	if (!(bus->features & CTRL_FEATURE_CHANNELS))
 		return -EOPNOTSUPP;
+	if (op == CTRL_OP_OPEN_CALL)
+		u |= bus_open_call_flags(bus);
 	k = bus_ctrl_request(bus, op, b->name, u, &r);
 	if (k < 0)
 		return k;
-	return bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
+	k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), rights, kind, b, chan);
+	if (k >= 0 && op == CTRL_OP_OPEN_CALL)
+		(*chan)->msg_max = bus_reply_msg_max(&r);
+	return k;
 }
 
 int bname_subscribe(brokerd_bus *bus, struct bname *b)
@@ -174,16 +179,23 @@ int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags)
 	_cleanup_ctrl_reply_ struct ctrl_reply r = { 0 };
 	struct ctrl_reader rd;
 	uint32_t result = 0;
+	bool sig_cap;
 	int k;
 
+	/* the signal channel's size, if this brokerd tells it */
+	if (bus->features & CTRL_FEATURE_MSG_SIZE)
+		flags |= CTRL_NAME_MSG_SIZE;
 	k = bus_ctrl_request(bus, CTRL_OP_REQUEST_NAME, b->name, flags, &r);
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
 	k = ctrl_read_u32(&rd, &result);
+	sig_cap = r.n_fds > 1;
 	if (k >= 0 && (result == CTRL_NAME_PRIMARY_OWNER || result == CTRL_NAME_ALREADY_OWNER ||
 		       result == CTRL_NAME_IN_QUEUE))
 		k = bname_take_owner_fds(bus, b, &r); /* IN_QUEUE has a cap with POOL */
+	if (k >= 0 && sig_cap && b->sig_send)
+		b->sig_send->msg_max = bus_reply_msg_max(&r);
 	if (k < 0)
 		return k;
 	switch (result) {

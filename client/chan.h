@@ -25,6 +25,7 @@ struct chan {
 	bool want_fds;	     /* receives ask for fds: a struct ioipc_fds_hdr follows the info */
 	bool fds_taken;	     /* the received fds are someone else's to close */
 	unsigned int kind;   /* owner's tag */
+	uint32_t msg_max;    /* largest message its channel takes, as brokerd told; 0: not told */
 	void *owner;	     /* owner's object */
 	struct chan *ready_next;
 	size_t buf_size;

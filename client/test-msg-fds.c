@@ -131,8 +131,9 @@ static void test_body_memfd(void)
 	brokerd_bus bus = { 0 };
 	size_t big = 1 << 20;
 	uint8_t *body = malloc(big);
-	struct chmsg m = { .type = CHMSG_SIGNAL, .path = "/", .interface = "org.test.I", .member = "Big",
-			   .serial = 1 };
+	struct chmsg m = {
+		.type = CHMSG_SIGNAL, .path = "/", .interface = "org.test.I", .member = "Big", .serial = 1
+	};
 	brokerd_msg *msg = NULL, *built = NULL;
 	struct bus_out o;
 	struct chan *c;
@@ -152,7 +153,7 @@ static void test_body_memfd(void)
 	m.signature = built->signature;
 	m.body = built->data;
 	m.body_len = (uint32_t)built->data_len;
-	ASSERT_INT(bus_out_encode(&bus, &m, &o), ==, 0);
+	ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &o), ==, 0);
 	ASSERT_INT(o.n_fds, ==, 0);
 	ASSERT(o.len <= BUS_INLINE_MAX);
 	bus_out_deinit(&o);
@@ -168,11 +169,12 @@ static void test_body_memfd(void)
 	m.body_len = (uint32_t)built->data_len;
 	bus.send_fds = built->fds;
 	bus.n_send_fds = built->n_fds;
-	ASSERT_INT(bus_out_encode(&bus, &m, &o), ==, 0);
+	ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &o), ==, 0);
 	ASSERT(bus.send_fds == NULL); /* taken once */
 	ASSERT_INT(o.n_fds, ==, 2);
 	ASSERT(o.len <= BUS_INLINE_MAX);
-	ASSERT_INT(fcntl(o.fds[1], F_GET_SEALS), ==, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+	ASSERT_INT(fcntl(o.fds[1], F_GET_SEALS), ==,
+		   F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
 
 	/* received: the kernel installed two fresh fds */
 	fds[0] = dup_of(o.fds[0]);
@@ -233,9 +235,57 @@ static void test_body_memfd(void)
 	m.signature = "ay";
 	m.body = body;
 	m.body_len = CHMSG_BODY_MAX + 1;
-	ASSERT_INT(bus_out_encode(&bus, &m, &o), ==, -EMSGSIZE);
+	ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &o), ==, -EMSGSIZE);
 	close(p[0]);
 	close(p[1]);
+	free(body);
+}
+
+/* The inline limit a chan's told size sets: 60 KiB inline with 64 KiB slots, above in a memfd. */
+static void test_inline_max(void)
+{
+	brokerd_bus bus = { 0 };
+	struct chan c = { 0 };
+	size_t size = 60 << 10;
+	uint8_t *body = calloc(1, CHMSG_MAX + 1);
+	struct chmsg m = { .type = CHMSG_SIGNAL,
+			   .path = "/",
+			   .interface = "org.test.I",
+			   .member = "Big",
+			   .serial = 1,
+			   .signature = "ay" };
+	struct bus_out o;
+
+	ASSERT(body);
+	/* not told, told less than the smallest slot, more than a receiver holds */
+	ASSERT_INT(bus_chan_inline_max(NULL), ==, BUS_INLINE_MAX);
+	ASSERT_INT(bus_chan_inline_max(&c), ==, BUS_INLINE_MAX);
+	c.msg_max = 4096;
+	ASSERT_INT(bus_chan_inline_max(&c), ==, BUS_INLINE_MAX);
+	c.msg_max = 1U << 20;
+	ASSERT_INT(bus_chan_inline_max(&c), ==, CHMSG_MAX);
+	c.msg_max = 65536;
+	ASSERT_INT(bus_chan_inline_max(&c), ==, 65536);
+
+	/* an "ay": its length first, in native byte order */
+	m.body = body;
+	m.body_len = (uint32_t)size;
+	*(uint32_t *)body = m.body_len - 4;
+	ASSERT_INT(bus_out_encode(&bus, &m, bus_chan_inline_max(&c), &o), ==, 0);
+	ASSERT_INT(o.n_fds, ==, 0);
+	ASSERT(o.len > size && o.len <= 65536);
+	bus_out_deinit(&o);
+	/* the same body on a chan of the default size: in a memfd */
+	ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &o), ==, 0);
+	ASSERT_INT(o.n_fds, ==, 1);
+	bus_out_deinit(&o);
+	/* one that does not fit 64 KiB: in a memfd */
+	m.body_len = 65536;
+	*(uint32_t *)body = m.body_len - 4;
+	ASSERT_INT(bus_out_encode(&bus, &m, bus_chan_inline_max(&c), &o), ==, 0);
+	ASSERT_INT(o.n_fds, ==, 1);
+	ASSERT(o.len <= BUS_INLINE_MAX);
+	bus_out_deinit(&o);
 	free(body);
 }
 
@@ -244,6 +294,7 @@ int main(void)
 	test_typed_h();
 	test_arrays();
 	test_body_memfd();
+	test_inline_max();
 	printf("test-msg-fds: ok\n");
 	return 0;
 }

@@ -21,7 +21,7 @@ static const struct ctrl_op_info ops[] = {
 		.min_len = 4, .max_reply_fds = 1,
 	},
 	[CTRL_OP_REQUEST_NAME] = {
-		.name = "RequestName", .request_sig = "su", .reply_sig = "u",
+		.name = "RequestName", .request_sig = "su", .reply_sig = "u", .reply_sig_ext = "uu",
 		.min_len = 7, .max_reply_fds = 2,
 	},
 	[CTRL_OP_RELEASE_NAME] = {
@@ -49,7 +49,7 @@ static const struct ctrl_op_info ops[] = {
 		.min_len = 3, .max_reply_fds = 1,
 	},
 	[CTRL_OP_OPEN_CALL] = {
-		.name = "OpenCall", .request_sig = "su", .reply_sig = "u",
+		.name = "OpenCall", .request_sig = "su", .reply_sig = "u", .reply_sig_ext = "uu",
 		.min_len = 7, .max_reply_fds = 1,
 	},
 	[CTRL_OP_OPEN_INBOX] = {
@@ -401,8 +401,13 @@ int ctrl_message_decode(struct ctrl_message *m, const void *buf, size_t len, uns
 		return -ETOOMANYREFS;
 	if (m->hdr.type == CTRL_TYPE_REQUEST && m->hdr.length < info->min_len)
 		return -EBADMSG;
-	if (ctrl_sig_validate(sig, p + CTRL_HEADER_SIZE, m->hdr.length) < 0)
-		return -EBADMSG;
+	if (ctrl_sig_validate(sig, p + CTRL_HEADER_SIZE, m->hdr.length) < 0) {
+		/* a reply with the fields the request's flag asked for */
+		if (m->hdr.type != CTRL_TYPE_REPLY || !info->reply_sig_ext ||
+		    ctrl_sig_validate(info->reply_sig_ext, p + CTRL_HEADER_SIZE, m->hdr.length) < 0)
+			return -EBADMSG;
+		sig = info->reply_sig_ext;
+	}
 
 	m->info = info;
 	m->sig = sig;

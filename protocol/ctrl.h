@@ -82,13 +82,15 @@ enum ctrl_signal {
 /* HELLO reply features */
 #define CTRL_FEATURE_CHANNELS (1U << 0) /* the kernel has IPC channels; fds are passed */
 #define CTRL_FEATURE_BADGES   (1U << 1) /* capability fds are badged (IOIPC_REGISTER_MINT) */
+#define CTRL_FEATURE_MSG_SIZE (1U << 2) /* OPEN_CALL and REQUEST_NAME take their MSG_SIZE flag */
 
 /* REQUEST_NAME flags and results (D-Bus numbering) */
 #define CTRL_NAME_ALLOW_REPLACEMENT (1U << 0)
 #define CTRL_NAME_REPLACE_EXISTING  (1U << 1)
 #define CTRL_NAME_DO_NOT_QUEUE	    (1U << 2)
 #define CTRL_NAME_POOL		    (1U << 3) /* queued owners receive calls too */
-#define CTRL_NAME_FLAGS_ALL	    0xfU
+#define CTRL_NAME_FLAGS_ALL	    0xfU /* those an owner has; not MSG_SIZE, which only shapes the reply */
+#define CTRL_NAME_MSG_SIZE	    (1U << 4) /* reply `uu`: the signal channel's max message size too */
 
 enum ctrl_request_name_result {
 	CTRL_NAME_PRIMARY_OWNER = 1,
@@ -128,6 +130,7 @@ enum ctrl_unwatch_signals_result {
 /* OPEN_CALL flags and results */
 #define CTRL_CALL_NO_ACTIVATE (1U << 0) /* unowned: fail instead of activating */
 #define CTRL_CALL_NO_WAIT     (1U << 1) /* reply at once while activating */
+#define CTRL_CALL_MSG_SIZE    (1U << 2) /* reply `uu`: the call channel's max message size too */
 
 enum ctrl_open_call_result {
 	CTRL_CALL_OWNED = 1,
@@ -196,9 +199,15 @@ struct ctrl_op_info {
 	const char *name;
 	const char *request_sig; /* NULL for signals */
 	const char *reply_sig;	 /* payload of the reply, or of the signal */
-	uint32_t min_len;	 /* smallest valid request (signal) payload */
-	uint8_t max_reply_fds;	 /* fds that may come with the reply (signal) */
-	bool privileged;	 /* only root (or policy "allow bus") may call it */
+	/*
+	 * NULL, or the longer reply a request flag asks for: reply_sig and
+	 * optional fields after it. Only clients that ask get it, so the
+	 * others never see trailing bytes (protocol/README.md, section 4).
+	 */
+	const char *reply_sig_ext;
+	uint32_t min_len;      /* smallest valid request (signal) payload */
+	uint8_t max_reply_fds; /* fds that may come with the reply (signal) */
+	bool privileged;       /* only root (or policy "allow bus") may call it */
 };
 
 const struct ctrl_op_info *ctrl_op_get(unsigned int op);

@@ -415,10 +415,70 @@ static void test_list_pages(void)
 	ctrl_writer_deinit(&w);
 }
 
+/* OPEN_CALL's (and REQUEST_NAME's) reply: `u`, or `uu` (the channel's size) for a request that asked; nothing longer. */
+static void test_open_call_size(void)
+{
+	const struct ctrl_op_info *i = ctrl_op_get(CTRL_OP_OPEN_CALL);
+	struct ctrl_writer w;
+	struct ctrl_message m;
+	struct ctrl_reader r;
+	const void *d;
+	size_t l;
+	uint32_t u;
+
+	ASSERT(i && strcmp(i->reply_sig, "u") == 0 && strcmp(i->reply_sig_ext, "uu") == 0);
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_OPEN_CALL, 5) == 0);
+	ctrl_write_u32(&w, CTRL_CALL_OWNED);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && strcmp(m.sig, "u") == 0);
+	ctrl_writer_deinit(&w);
+
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_OPEN_CALL, 5) == 0);
+	ctrl_write_u32(&w, CTRL_CALL_OWNED);
+	ctrl_write_u32(&w, 65536);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && strcmp(m.sig, "uu") == 0);
+	ctrl_reader_init(&r, &m);
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == CTRL_CALL_OWNED);
+	ASSERT(!ctrl_reader_at_end(&r));
+	ASSERT(ctrl_read_u32(&r, &u) == 0 && u == 65536);
+	ASSERT(ctrl_reader_at_end(&r));
+	ctrl_writer_deinit(&w);
+
+	/* a third field is trailing bytes */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_OPEN_CALL, 5) == 0);
+	for (int k = 0; k < 3; k++)
+		ctrl_write_u32(&w, 1);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+	ctrl_writer_deinit(&w);
+	/* only replies: a request stays `su` */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REQUEST, CTRL_OP_OPEN_CALL, 5) == 0);
+	ctrl_write_string(&w, "org.example.Foo");
+	ctrl_write_u32(&w, 0);
+	ctrl_write_u32(&w, 0);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+	ctrl_writer_deinit(&w);
+	/* REQUEST_NAME's too (its signal channel's size) */
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_REQUEST_NAME, 5) == 0);
+	ctrl_write_u32(&w, CTRL_NAME_PRIMARY_OWNER);
+	ctrl_write_u32(&w, 8192);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+	ASSERT(ctrl_message_decode(&m, d, l, 0) == 0 && strcmp(m.sig, "uu") == 0);
+	ctrl_writer_deinit(&w);
+	/* and only where an op has one: RELEASE_NAME's reply is `u` alone */
+	ASSERT(!ctrl_op_get(CTRL_OP_RELEASE_NAME)->reply_sig_ext);
+	ASSERT(ctrl_writer_init(&w, CTRL_TYPE_REPLY, CTRL_OP_RELEASE_NAME, 5) == 0);
+	ctrl_write_u32(&w, 1);
+	ctrl_write_u32(&w, 1);
+	ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+	ctrl_writer_deinit(&w);
+}
+
 int main(void)
 {
 	test_table();
 	test_unsubscribe();
+	test_open_call_size();
 	test_list_pages();
 	test_every_op();
 	test_roundtrip();
