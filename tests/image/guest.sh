@@ -83,5 +83,6 @@ guest_log_dir() {
 }
 
 # Kernel problems on the console turn a run into a failure even when every
-# test passed (same list as tests/vm/vm-run).
-guest_splat='WARNING:|BUG:|KASAN:|KFENCE:|UBSAN:|Oops|Kernel panic|general protection fault|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|INFO: task .* blocked'
+# test passed (same list as tests/vm/vm-run). BUG: and WARNING: count as
+# words only: a test's "GLib-DEBUG: ..." on the console is not a splat.
+guest_splat='\bWARNING:|\bBUG:|KASAN:|KFENCE:|UBSAN:|Oops|Kernel panic|general protection fault|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|INFO: task .* blocked'
