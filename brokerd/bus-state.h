@@ -111,6 +111,7 @@ struct bus {
 	sd_event_source *listen_src, *ring_src;
 	struct registry *registry;
 	struct policy *policy;
+	struct policy_dbus_msg *dbus_policy; /* --dbus-config's send/receive rules, for the D-Bus socket */
 	struct quota *quota;
 	struct service_set *services;
 	struct chanmgr chanmgr;

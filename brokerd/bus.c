@@ -31,6 +31,7 @@
 #include "brokerd/driver.h"
 #include "brokerd/grant.h"
 #include "brokerd/log.h"
+#include "brokerd/policy-dbus-msg.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
@@ -297,6 +298,7 @@ struct bus *bus_free(struct bus *b)
 	chanmgr_deinit(&b->chanmgr);
 	registry_free(b->registry);
 	policy_free(b->policy);
+	policy_dbus_msg_free(b->dbus_policy);
 	quota_free(b->quota);
 	service_set_free(b->services);
 	sd_event_unref(b->event);

@@ -22,6 +22,7 @@
 
 #include "brokerd/admission.h"
 #include "brokerd/bus-state.h"
+#include "brokerd/dbus-access.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
 #include "brokerd/policy.h"
@@ -286,7 +287,8 @@ static void broadcast(struct dbus_front *f, const struct dbus_message *m, const 
 	if (!strcmp(m->h.sender, DBUS_DRIVER_NAME))
 		mm.sender_name = DBUS_DRIVER_NAME;
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
-		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer))
+		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer) ||
+		    !dbus_access_broadcast(f, sender_peer, c, m))
 			continue;
 		(void)deliver_copy(c, m, fds);
 	}
@@ -357,12 +359,8 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 			       dest);
 		return 0;
 	}
-	if (dest[0] != ':' &&
-	    !policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, dest, NULL, 0)) {
-		refuse(c, m, "org.freedesktop.DBus.Error.AccessDenied",
-		       "Sending to %s is not allowed by policy", dest);
+	if (!dbus_access_unicast(c, t, m))
 		return 0;
-	}
 	if (m->h.n_fds && !t->sasl.fds_agreed) {
 		refuse(c, m, "org.freedesktop.DBus.Error.NotSupported", "%s does not accept file descriptors",
 		       dest);

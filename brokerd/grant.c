@@ -674,25 +674,31 @@ static int grant_reload_dbus(struct bus *b, char *err, size_t err_len)
 	struct policy_dbus_counts n = { 0 };
 	struct policy *p = NULL;
 	struct service_set *s = NULL;
+	struct policy_dbus_msg *m = NULL;
 	int r;
 
-	r = policy_dbus_load(b->dbus_config, b->policy_dirs, b->service_dirs, &p, &s, log_outcome, NULL, &n,
-			     err, err_len);
+	r = policy_dbus_load(b->dbus_config, b->policy_dirs, b->service_dirs, &p, &s, &m, log_outcome, NULL,
+			     &n, err, err_len);
 	if (r < 0) {
 		log_error("policy not reloaded, keeping the previous one: %s", err);
 		return r;
 	}
 	policy_free(b->policy);
 	b->policy = p;
+	policy_dbus_msg_free(b->dbus_policy);
+	b->dbus_policy = m;
 	apply_limits(b);
 	service_set_free(b->services);
 	b->services = s;
 	log_notice(
 		"policy loaded: %zu rules, from %s and brokerd's policy files; %u XML rules and elements applied, "
-		"%u built-in, %u not honoured as written (brokerd --dbus-config-report lists them); %u services",
+		"%u built-in, %u not honoured as written, %u not on native channels (brokerd --dbus-config-report "
+		"lists them); %zu send and receive rules decided per message on the D-Bus socket; %u services",
 		policy_rule_count(p), b->dbus_config, n.n[POLICY_DBUS_APPLIED], n.n[POLICY_DBUS_BUILTIN],
 		n.n[POLICY_DBUS_PARTLY] + n.n[POLICY_DBUS_STRICTER] + n.n[POLICY_DBUS_NOT_HONOURED],
-		n.services);
+		n.native[POLICY_DBUS_PARTLY] + n.native[POLICY_DBUS_STRICTER] +
+			n.native[POLICY_DBUS_NOT_HONOURED],
+		policy_dbus_msg_count(m), n.services);
 	bus_revoke(b);
 	return 0;
 }

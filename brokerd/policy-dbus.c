@@ -3,16 +3,19 @@
  * policy-dbus.c - dbus-daemon's policy, limits and servicedirs mapped onto
  * brokerd's (see policy-dbus.h).
  *
- * dbus-daemon decides per message; brokerd decides per name (who may own
- * it, open its call channel, subscribe to its signals) and then stays out of
- * the data path. A rule whose attributes select every call to a name maps
- * exactly. One that selects only some calls (send_interface, send_member,
- * send_path, min_fds, ...) cannot: brokerd grants a call channel or not. So,
- * never loosening what the XML says: such an allow is not granted, such a
- * deny denies the whole name. Both are reported. Everything else that
- * brokerd does not decide (signals and replies, which owners and callees
- * may always send, connections, eavesdropping) is either what brokerd does
- * anyway or reported as not honoured.
+ * dbus-daemon decides per message. So does brokerd for the messages on
+ * its D-Bus socket (policy-dbus-msg.c, from the same parsed rules). On
+ * native channels brokerd decides per name (who may own it, open its call
+ * channel, subscribe to its signals) and then stays out of the data path;
+ * the rest of this comment is about that mapping. A rule whose attributes
+ * select every call to a name maps exactly. One that selects only some
+ * calls (send_interface, send_member, send_path, min_fds, ...) cannot:
+ * brokerd grants a call channel or not. So, never loosening what the XML
+ * says: such an allow is not granted, such a deny denies the whole name.
+ * Both are reported. Everything else that brokerd does not decide (signals
+ * and replies, which owners and callees may always send, connections,
+ * eavesdropping) is either what brokerd does anyway or reported as not
+ * honoured.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <string.h>
 
 #include "brokerd/dbus-config.h"
+#include "brokerd/policy-dbus-msg.h"
 #include "brokerd/policy-dbus.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
@@ -275,10 +279,59 @@ static void emit(policy_dbus_report_fn fn, void *userdata, struct policy_dbus_co
 		 enum policy_dbus_outcome o, const char *file, unsigned int line, const char *element,
 		 const char *what)
 {
-	if (counts)
+	if (counts) {
 		counts->n[o]++;
+		counts->native[o]++;
+	}
 	if (fn)
 		fn(userdata, o, file, line, element, what);
+}
+
+/* A send or receive rule: one policy-dbus-msg.c decides per message on the D-Bus socket. */
+static bool is_message_rule(const struct dbus_config_rule *r)
+{
+	for (unsigned int a = 0; a <= DBUS_ATTR_RECEIVE_REQUESTED_REPLY; a++)
+		if (r->attr[a])
+			return true;
+	return r->attr[DBUS_ATTR_EAVESDROP] != NULL;
+}
+
+/* The bus driver's: messages to it are not checked by send rules (the driver checks its requests). */
+static bool names_driver(const struct dbus_config_rule *r)
+{
+	const char *d = r->attr[DBUS_ATTR_SEND_DESTINATION];
+
+	return d && strcmp(d, DBUS_DRIVER) == 0;
+}
+
+/*
+ * A message rule has two outcomes: on the D-Bus socket, where brokerd
+ * decides every message as dbus-daemon does (policy-dbus-msg.c), and on
+ * native channels, where it decides per name (m). The first is the one
+ * reported; the second is told in the text and counted apart.
+ */
+static void emit_message_rule(policy_dbus_report_fn fn, void *userdata, struct policy_dbus_counts *counts,
+			      const struct dbus_config_rule *rule, const char *element,
+			      const struct mapping *m)
+{
+	enum policy_dbus_outcome o = POLICY_DBUS_APPLIED;
+	char what[1024];
+	const char *how = "as written";
+
+	if (names_driver(rule)) {
+		o = POLICY_DBUS_NOT_HONOURED;
+		how = "not checked, messages to the bus driver are its own to refuse";
+	} else if (rule->context == DBUS_POLICY_CONSOLE) {
+		how = "as written, at_console meaning a seat of the user in logind";
+	}
+	snprintf(what, sizeof(what), "D-Bus socket: %s; native channels: %s, %s", how,
+		 outcome_names[m->outcome], m->why);
+	if (counts) {
+		counts->n[o]++;
+		counts->native[m->outcome]++;
+	}
+	if (fn)
+		fn(userdata, o, rule->file, rule->line, element, what);
 }
 
 /* The context of r as a brokerd scope; false (with why) when brokerd has none for it. */
@@ -388,7 +441,14 @@ int policy_dbus_apply(struct policy *p, const struct dbus_config *c, policy_dbus
 
 		rule_text(rule, el, sizeof(el));
 		if (!rule_scope(rule, &scope, &id, why, sizeof(why))) {
-			emit(fn, userdata, counts, POLICY_DBUS_NOT_HONOURED, rule->file, rule->line, el, why);
+			if (rule->context == DBUS_POLICY_CONSOLE && is_message_rule(rule)) {
+				m = (struct mapping){ .outcome = POLICY_DBUS_NOT_HONOURED };
+				snprintf(m.why, sizeof(m.why), "%s", why);
+				emit_message_rule(fn, userdata, counts, rule, el, &m);
+			} else {
+				emit(fn, userdata, counts, POLICY_DBUS_NOT_HONOURED, rule->file, rule->line,
+				     el, why);
+			}
 			continue;
 		}
 		map_rule(rule, (uid_t)id, &m);
@@ -403,7 +463,10 @@ int policy_dbus_apply(struct policy *p, const struct dbus_config *c, policy_dbus
 				m.outcome = POLICY_DBUS_NOT_HONOURED;
 			}
 		}
-		emit(fn, userdata, counts, m.outcome, rule->file, rule->line, el, m.why);
+		if (is_message_rule(rule))
+			emit_message_rule(fn, userdata, counts, rule, el, &m);
+		else
+			emit(fn, userdata, counts, m.outcome, rule->file, rule->line, el, m.why);
 	}
 	for (size_t i = 0; i < c->n_limits; i++) {
 		r = apply_limit(p, &c->limits[i], fn, userdata, counts);
@@ -444,6 +507,7 @@ static void report_service_files(const char *const *dirs, policy_dbus_report_fn 
 			if (counts) {
 				counts->services_bad++;
 				counts->n[POLICY_DBUS_NOT_HONOURED]++;
+				counts->native[POLICY_DBUS_NOT_HONOURED]++;
 			}
 			if (fn)
 				fn(userdata, POLICY_DBUS_NOT_HONOURED, path, 0, "service file", err);
@@ -455,10 +519,12 @@ next:
 }
 
 int policy_dbus_load(const char *config, const char *const *policy_dirs, const char *const *service_dirs,
-		     struct policy **ret_policy, struct service_set **ret_services, policy_dbus_report_fn fn,
-		     void *userdata, struct policy_dbus_counts *counts, char *err, size_t err_len)
+		     struct policy **ret_policy, struct service_set **ret_services,
+		     struct policy_dbus_msg **ret_msg, policy_dbus_report_fn fn, void *userdata,
+		     struct policy_dbus_counts *counts, char *err, size_t err_len)
 {
 	_cleanup_(dbus_config_freep) struct dbus_config *c = NULL;
+	_cleanup_(policy_dbus_msg_freep) struct policy_dbus_msg *msg = NULL;
 	struct policy *p = NULL;
 	struct service_set *s = NULL;
 	const char **dirs = NULL;
@@ -476,6 +542,8 @@ int policy_dbus_load(const char *config, const char *const *policy_dirs, const c
 	r = policy_dbus_apply(p, c, fn, userdata, counts);
 	if (r == 0)
 		r = policy_load_into(p, policy_dirs, err, err_len);
+	if (r == 0 && ret_msg)
+		r = policy_dbus_msg_new(&msg, c);
 	if (r < 0)
 		goto fail;
 	/* brokerd's own activation directories first: they mask the D-Bus ones */
@@ -504,6 +572,8 @@ int policy_dbus_load(const char *config, const char *const *policy_dirs, const c
 		counts->services = (unsigned int)service_set_count(s);
 	*ret_policy = p;
 	*ret_services = s;
+	if (ret_msg)
+		*ret_msg = TAKE_PTR(msg);
 	return 0;
 fail:
 	if (r == -ENOMEM && err && err_len)
@@ -529,11 +599,12 @@ int policy_dbus_report(FILE *f, const char *config, const char *const *policy_di
 		       const char *const *service_dirs)
 {
 	_cleanup_(dbus_config_freep) struct dbus_config *c = NULL;
+	_cleanup_(policy_dbus_msg_freep) struct policy_dbus_msg *msg = NULL;
 	struct policy_dbus_counts counts = { 0 };
 	struct policy *p = NULL;
 	struct service_set *s = NULL;
 	char err[1024] = "";
-	unsigned int not_honoured;
+	unsigned int not_honoured, native_not;
 	int r;
 
 	/* the settings, read once more for their own lines: cheap, and the load below stays one call */
@@ -554,7 +625,7 @@ int policy_dbus_report(FILE *f, const char *config, const char *const *policy_di
 		fprintf(f, "brokerd policy dir: %s\n", policy_dirs[i]);
 	for (size_t i = 0; service_dirs[i]; i++)
 		fprintf(f, "brokerd service dir: %s\n", service_dirs[i]);
-	r = policy_dbus_load(config, policy_dirs, service_dirs, &p, &s, print_outcome, f, &counts, err,
+	r = policy_dbus_load(config, policy_dirs, service_dirs, &p, &s, &msg, print_outcome, f, &counts, err,
 			     sizeof(err));
 	if (r < 0) {
 		fprintf(f, "error: %s\n", err);
@@ -567,13 +638,22 @@ int policy_dbus_report(FILE *f, const char *config, const char *const *policy_di
 	}
 	not_honoured = counts.n[POLICY_DBUS_PARTLY] + counts.n[POLICY_DBUS_STRICTER] +
 		       counts.n[POLICY_DBUS_NOT_HONOURED];
+	native_not = counts.native[POLICY_DBUS_PARTLY] + counts.native[POLICY_DBUS_STRICTER] +
+		     counts.native[POLICY_DBUS_NOT_HONOURED];
 	fprintf(f,
 		"summary: %zu rules, %zu limits, %zu other elements; %u applied, %u built-in, %u partly, %u stricter, %u not honoured; %zu brokerd rules in all; %u services, %u service files not honoured\n",
 		c->n_rules, c->n_limits, c->n_notes, counts.n[POLICY_DBUS_APPLIED],
 		counts.n[POLICY_DBUS_BUILTIN], counts.n[POLICY_DBUS_PARTLY], counts.n[POLICY_DBUS_STRICTER],
 		counts.n[POLICY_DBUS_NOT_HONOURED], policy_rule_count(p), counts.services,
 		counts.services_bad);
-	fprintf(f, "not honoured in all: %u\n", not_honoured);
+	fprintf(f,
+		"native channels: %u applied, %u built-in, %u partly, %u stricter, %u not honoured; "
+		"D-Bus socket: %zu send and receive rules decided per message\n",
+		counts.native[POLICY_DBUS_APPLIED], counts.native[POLICY_DBUS_BUILTIN],
+		counts.native[POLICY_DBUS_PARTLY], counts.native[POLICY_DBUS_STRICTER],
+		counts.native[POLICY_DBUS_NOT_HONOURED], policy_dbus_msg_count(msg));
+	fprintf(f, "not honoured in all: %u on the D-Bus socket, %u on native channels\n", not_honoured,
+		native_not);
 	policy_free(p);
 	service_set_free(s);
 	return 0;

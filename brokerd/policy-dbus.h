@@ -3,11 +3,14 @@
  * policy-dbus.h - what brokerd makes of dbus-daemon's XML configuration
  * (dbus-config.h): its <allow>/<deny> rules as brokerd policy rules (own,
  * send, receive by name), its limits as brokerd quotas, its servicedirs as
- * activation directories. brokerd decides per name, not per message, so a
- * rule is applied exactly, agrees with what brokerd does anyway, is applied
- * more strictly, or is not honoured; every rule and element gets one of
- * those outcomes, with the reason, through a callback (logged at load,
- * printed by --dbus-config-report). See brokerd/README.md, "D-Bus
+ * activation directories. On native channels brokerd decides per name, not
+ * per message, so there a rule is applied exactly, agrees with what brokerd
+ * does anyway, is applied more strictly, or is not honoured. Messages on the
+ * D-Bus socket pass through brokerd, which decides each one by the send and
+ * receive rules as written (policy-dbus-msg.h). Every rule and element gets
+ * one outcome, with the reason, through a callback (logged at load, printed
+ * by --dbus-config-report): for a send or receive rule the D-Bus socket's,
+ * with the native one in the text. See brokerd/README.md, "D-Bus
  * configuration".
  */
 #ifndef BROKERD_POLICY_DBUS_H
@@ -16,6 +19,7 @@
 #include <stdio.h>
 
 #include "brokerd/dbus-config.h"
+#include "brokerd/policy-dbus-msg.h"
 #include "brokerd/policy.h"
 #include "brokerd/service.h"
 
@@ -37,9 +41,10 @@ const char *policy_dbus_outcome_to_string(enum policy_dbus_outcome o);
 typedef void (*policy_dbus_report_fn)(void *userdata, enum policy_dbus_outcome o, const char *file,
 				      unsigned int line, const char *element, const char *what);
 
-/* Outcomes counted by kind. */
+/* Outcomes counted by kind: as reported (n), and on native channels (native). */
 struct policy_dbus_counts {
 	unsigned int n[_POLICY_DBUS_OUTCOME_MAX];
+	unsigned int native[_POLICY_DBUS_OUTCOME_MAX];
 	unsigned int services, services_bad;
 };
 
@@ -51,12 +56,15 @@ int policy_dbus_apply(struct policy *p, const struct dbus_config *c, policy_dbus
  * The whole load brokerd does with --dbus-config=FILE: the XML (rules first),
  * then brokerd's own policy_dirs appended (so within a context they win),
  * and the activation files of service_dirs followed by the XML's
- * servicedirs (earlier ones mask later ones). Every outcome goes to fn.
+ * servicedirs (earlier ones mask later ones), and (ret_msg, may be NULL)
+ * the send and receive rules decided per message on the D-Bus socket
+ * (policy-dbus-msg.h). Every outcome goes to fn.
  * On error nothing is returned and err says FILE:LINE: reason.
  */
 int policy_dbus_load(const char *config, const char *const *policy_dirs, const char *const *service_dirs,
-		     struct policy **ret_policy, struct service_set **ret_services, policy_dbus_report_fn fn,
-		     void *userdata, struct policy_dbus_counts *counts, char *err, size_t err_len);
+		     struct policy **ret_policy, struct service_set **ret_services, struct policy_dbus_msg **ret_msg,
+		     policy_dbus_report_fn fn, void *userdata, struct policy_dbus_counts *counts, char *err,
+		     size_t err_len);
 
 /*
  * brokerd --dbus-config-report: the same load, written to f (files read,

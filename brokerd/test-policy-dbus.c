@@ -4,7 +4,9 @@
  * onto brokerd's (policy-dbus.c), on the fixtures in test-dbus-config/:
  * the outcome of every kind of rule, dbus-daemon's order (default, group,
  * user, mandatory; later wins), brokerd's policy.d after the XML, limits,
- * and D-Bus service files.
+ * and D-Bus service files. Send and receive rules are reported with their
+ * outcome on the D-Bus socket (decided per message: test-policy-dbus-msg)
+ * and their native one in the text.
  */
 #include <errno.h>
 #include <limits.h>
@@ -74,53 +76,67 @@ static void test_outcomes(void)
 	has(&l, "applied|<deny own=\"*\"/>|deny own *\n");
 	has(&l, "applied|<allow own=\"org.example.Own\"/>|allow own org.example.Own\n");
 	has(&l, "applied|<allow own_prefix=\"org.example.Pre\"/>|allow own org.example.Pre.*\n");
-	has(&l, "applied|<deny send_type=\"method_call\"/>|deny send *\n");
-	has(&l, "built-in|<allow send_type=\"signal\"/>|not about method calls");
-	has(&l,
-	    "built-in|<allow send_type=\"method_return\" send_requested_reply=\"true\"/>|not about method calls");
-	has(&l,
-	    "not honoured|<deny send_error=\"org.example.Error\" send_type=\"error\"/>|brokerd does not filter signals");
-	has(&l, "applied|<allow send_destination=\"org.example.Dest\"/>|allow send org.example.Dest\n");
-	has(&l,
-	    "applied|<allow send_destination_prefix=\"org.example.DestPre\"/>|allow send org.example.DestPre.*\n");
-	has(&l,
-	    "not honoured|<allow send_interface=\"org.example.I\" send_member=\"M\" send_destination=\"org.example.Part\" "
-	    "send_path=\"/p\"/>|allows only some calls to org.example.Part (send_interface)");
-	has(&l,
-	    "stricter|<deny send_member=\"Reboot\" send_destination=\"org.example.Dest2\"/>|deny send org.example.Dest2: "
-	    "every call, not only those with send_member\n");
-	has(&l,
-	    "stricter|<deny send_destination=\"org.example.Fds\" min_fds=\"1\" max_fds=\"4\"/>|deny send org.example.Fds: "
-	    "every call, not only those with min_fds\n");
-	has(&l, "built-in|<allow send_broadcast=\"true\"/>|not about method calls");
-	has(&l,
-	    "applied|<deny send_broadcast=\"false\" send_destination=\"org.example.Uni\"/>|deny send org.example.Uni\n");
-	has(&l,
-	    "not honoured|<allow send_interface=\"org.freedesktop.DBus\" send_destination=\"org.freedesktop.DBus\"/>|the bus driver");
-	has(&l, "built-in|<allow receive_type=\"method_call\"/>|calls and replies");
-	has(&l, "applied|<allow receive_type=\"signal\"/>|allow receive *\n");
-	has(&l,
-	    "partly|<deny receive_sender=\"org.example.Quiet\"/>|deny receive org.example.Quiet (its signals); calls and replies from it are not refused\n");
-	has(&l,
-	    "stricter|<deny receive_interface=\"org.example.I\" receive_member=\"S\" receive_sender=\"org.example.Muted\" "
-	    "receive_type=\"signal\" receive_path=\"/q\"/>|deny receive org.example.Muted: every signal, not only those with receive_interface\n");
-	has(&l,
-	    "not honoured|<deny receive_error=\"org.example.E\" receive_type=\"error\" receive_requested_reply=\"false\"/>|brokerd cannot refuse calls or replies");
-	has(&l, "not honoured|<allow eavesdrop=\"true\"/>|only root may monitor in brokerd\n");
-	has(&l, "built-in|<deny eavesdrop=\"true\"/>|brokerd lets nobody but root monitor\n");
-	has(&l,
-	    "partly|<allow send_destination=\"org.example.Eaves\" eavesdrop=\"true\"/>|allow send org.example.Eaves; eavesdropping is root's only\n");
+	has(&l, "applied|<deny send_type=\"method_call\"/>|D-Bus socket: as written; native channels: "
+	    "applied, deny send *\n");
+	has(&l, "applied|<allow send_type=\"signal\"/>|D-Bus socket: as written; native channels: "
+	    "built-in, not about method calls");
+	has(&l, "applied|<allow send_type=\"method_return\" send_requested_reply=\"true\"/>|D-Bus socket: "
+	    "as written; native channels: built-in, not about method calls");
+	has(&l, "applied|<deny send_error=\"org.example.Error\" send_type=\"error\"/>|D-Bus socket: as "
+	    "written; native channels: not honoured, brokerd does not filter signals");
+	has(&l, "applied|<allow send_destination=\"org.example.Dest\"/>|D-Bus socket: as written; native "
+	    "channels: applied, allow send org.example.Dest\n");
+	has(&l, "applied|<allow send_destination_prefix=\"org.example.DestPre\"/>|D-Bus socket: as "
+	    "written; native channels: applied, allow send org.example.DestPre.*\n");
+	has(&l, "applied|<allow send_interface=\"org.example.I\" send_member=\"M\" "
+	    "send_destination=\"org.example.Part\" send_path=\"/p\"/>|D-Bus socket: as written; native "
+	    "channels: not honoured, allows only some calls to org.example.Part (send_interface)");
+	has(&l, "applied|<deny send_member=\"Reboot\" send_destination=\"org.example.Dest2\"/>|D-Bus "
+	    "socket: as written; native channels: stricter, deny send org.example.Dest2: every call, "
+	    "not only those with send_member\n");
+	has(&l, "applied|<deny send_destination=\"org.example.Fds\" min_fds=\"1\" max_fds=\"4\"/>|D-Bus "
+	    "socket: as written; native channels: stricter, deny send org.example.Fds: every call, not "
+	    "only those with min_fds\n");
+	has(&l, "applied|<allow send_broadcast=\"true\"/>|D-Bus socket: as written; native channels: "
+	    "built-in, not about method calls");
+	has(&l, "applied|<deny send_broadcast=\"false\" send_destination=\"org.example.Uni\"/>|D-Bus "
+	    "socket: as written; native channels: applied, deny send org.example.Uni\n");
+	has(&l, "not honoured|<allow send_interface=\"org.freedesktop.DBus\" "
+	    "send_destination=\"org.freedesktop.DBus\"/>|D-Bus socket: not checked, messages to the "
+	    "bus driver are its own to refuse; native channels: not honoured, the bus driver");
+	has(&l, "applied|<allow receive_type=\"method_call\"/>|D-Bus socket: as written; native channels: "
+	    "built-in, calls and replies");
+	has(&l, "applied|<allow receive_type=\"signal\"/>|D-Bus socket: as written; native channels: "
+	    "applied, allow receive *\n");
+	has(&l, "applied|<deny receive_sender=\"org.example.Quiet\"/>|D-Bus socket: as written; native channels: "
+		"partly, deny receive org.example.Quiet (its signals); calls and replies from it are not refused\n");
+	has(&l, "applied|<deny receive_interface=\"org.example.I\" receive_member=\"S\" "
+	    "receive_sender=\"org.example.Muted\" receive_type=\"signal\" receive_path=\"/q\"/>|D-Bus "
+	    "socket: as written; native channels: stricter, deny receive org.example.Muted: every "
+	    "signal, not only those with receive_interface\n");
+	has(&l, "applied|<deny receive_error=\"org.example.E\" receive_type=\"error\" "
+	    "receive_requested_reply=\"false\"/>|D-Bus socket: as written; native channels: not "
+	    "honoured, brokerd cannot refuse calls or replies");
+	has(&l, "applied|<allow eavesdrop=\"true\"/>|D-Bus socket: as written; native channels: not "
+	    "honoured, only root may monitor in brokerd\n");
+	has(&l, "applied|<deny eavesdrop=\"true\"/>|D-Bus socket: as written; native channels: built-in, "
+	    "brokerd lets nobody but root monitor\n");
+	has(&l, "applied|<allow send_destination=\"org.example.Eaves\" eavesdrop=\"true\"/>|D-Bus socket: as written; "
+		"native channels: partly, allow send org.example.Eaves; eavesdropping is root's only\n");
 	has(&l, "built-in|<allow user=\"*\"/>|brokerd lets every user connect\n");
 	has(&l,
 	    "not honoured|<deny group=\"wheel\"/>|brokerd does not refuse connections by user or group\n");
 	has(&l, "applied|<deny own=\"org.example.Never\"/>|deny own org.example.Never\n");
 	has(&l, "applied|<allow own=\"org.example.Root\"/>|allow own org.example.Root\n");
-	has(&l, "built-in|<allow eavesdrop=\"true\"/>|root may monitor in brokerd\n");
-	has(&l, "applied|<allow send_destination=\"org.example.Group\"/>|allow send org.example.Group\n");
+	has(&l, "applied|<allow eavesdrop=\"true\"/>|D-Bus socket: as written; native channels: built-in, "
+	    "root may monitor in brokerd\n");
+	has(&l, "applied|<allow send_destination=\"org.example.Group\"/>|D-Bus socket: as written; native "
+	    "channels: applied, allow send org.example.Group\n");
 	has(&l,
 	    "not honoured|<allow own=\"org.example.Nobody\"/>|<policy user=\"no-such-user-brokerd-test\">: no such user, the policy is skipped\n");
-	has(&l,
-	    "not honoured|<allow send_destination=\"org.example.Console\"/>|<policy at_console=\"true\">: brokerd has no notion of the console\n");
+	has(&l, "applied|<allow send_destination=\"org.example.Console\"/>|D-Bus socket: as written, "
+	    "at_console meaning a seat of the user in logind; native channels: not honoured, <policy "
+	    "at_console=\"true\">: brokerd has no notion of the console\n");
 	has(&l,
 	    "applied|<limit name=\"max_completed_connections\">100</limit>|[limits] max_connections 100\n");
 	has(&l, "applied|<limit name=\"max_connections_per_user\">7</limit>|[limits] connections 7\n");
@@ -213,7 +229,7 @@ static void test_load(void)
 	char *out = NULL;
 	size_t out_len = 0;
 
-	ASSERT_INT(policy_dbus_load(fixture("load.conf"), pdirs, sdirs, &p, &s, record, &l, &n, err,
+	ASSERT_INT(policy_dbus_load(fixture("load.conf"), pdirs, sdirs, &p, &s, NULL, record, &l, &n, err,
 				    sizeof(err)),
 		   ==, 0);
 	/* the XML's own="*" deny, then policy.d allows: policy.d comes later in [default] */
@@ -241,12 +257,12 @@ static void test_load(void)
 	{
 		const char *bad[] = { fixture("conf.d"), NULL }; /* holds XML, not brokerd policy */
 
-		ASSERT_INT(policy_dbus_load(fixture("load.conf"), bad, sdirs, &p, &s, NULL, NULL, NULL, err,
+		ASSERT_INT(policy_dbus_load(fixture("load.conf"), bad, sdirs, &p, &s, NULL, NULL, NULL, NULL, err,
 					    sizeof(err)),
 			   ==, -EINVAL);
 		ASSERT(strstr(err, "conf.d/10-first.conf:1: "));
 	}
-	ASSERT_INT(policy_dbus_load(fixture("cycle-a.conf"), pdirs, sdirs, &p, &s, NULL, NULL, NULL, err,
+	ASSERT_INT(policy_dbus_load(fixture("cycle-a.conf"), pdirs, sdirs, &p, &s, NULL, NULL, NULL, NULL, err,
 				    sizeof(err)),
 		   ==, -ELOOP);
 	ASSERT(strstr(err, "include cycle"));
@@ -261,16 +277,18 @@ static void test_load(void)
 	ASSERT(strstr(out, "servicedir: /"));
 	ASSERT(strstr(out, "applied: ") &&
 	       strstr(out, "load.conf:8: <allow own=\"org.example.Own\"/>: allow own org.example.Own\n"));
-	ASSERT(strstr(out, "not honoured: ") &&
-	       strstr(out,
-		      "load.conf:9: <allow send_member=\"M\" send_destination=\"org.example.Part\"/>: allows only some calls"));
+	ASSERT(strstr(out,
+		      "load.conf:9: <allow send_member=\"M\" send_destination=\"org.example.Part\"/>: D-Bus socket: as "
+		      "written; native channels: not honoured, allows only some calls"));
 	ASSERT(strstr(out, "load.conf:14: <fork/>: brokerd does not fork"));
 	ASSERT(strstr(out, "service: org.example.Svc -> example-svc.service ("));
 	ASSERT(strstr(out, "service: org.example.Masked -> from-brokerd.service ("));
 	ASSERT(strstr(out, "org.example.ExecOnly.service: service file: "));
 	ASSERT(strstr(
 		out,
-		"summary: 4 rules, 0 limits, 2 other elements; 3 applied, 0 built-in, 0 partly, 0 stricter, 5 not honoured; 5 brokerd rules in all; 2 services, 2 service files not honoured\n"));
+		"summary: 4 rules, 0 limits, 2 other elements; 4 applied, 0 built-in, 0 partly, 0 stricter, 4 not honoured; 5 brokerd rules in all; 2 services, 2 service files not honoured\n"
+		"native channels: 3 applied, 0 built-in, 0 partly, 0 stricter, 5 not honoured; D-Bus socket: 1 send and receive rules decided per message\n"
+		"not honoured in all: 4 on the D-Bus socket, 5 on native channels\n"));
 	free(out);
 }
 
@@ -303,7 +321,7 @@ static void test_daemon_report(const char *brokerd)
 		 "applied: %s:8: <allow own=\"org.example.Own\"/>: allow own org.example.Own\n",
 		 fixture("load.conf"));
 	ASSERT(strstr(out, want));
-	ASSERT(strstr(out, "\nsummary: 4 rules, 0 limits, 2 other elements; 3 applied, "));
+	ASSERT(strstr(out, "\nsummary: 4 rules, 0 limits, 2 other elements; 4 applied, "));
 	snprintf(cmd, sizeof(cmd), "%s --dbus-config=%s --dbus-config-report 2>&1", brokerd,
 		 fixture("malformed.conf"));
 	ASSERT_INT(run(cmd, out, sizeof(out)), ==, 1);

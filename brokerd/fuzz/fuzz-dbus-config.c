@@ -3,8 +3,9 @@
  * fuzz-dbus-config.c - libFuzzer target for the dbus-daemon XML
  * configuration reader (expat plus our element handlers) and its mapping
  * onto brokerd's policy. A parse either fails with a "FILE:LINE: reason"
- * message or yields a configuration every rule of which maps to an outcome
- * and a policy that answers every check. Includes name files relative to
+ * message or yields a configuration every rule of which maps to an outcome,
+ * a policy that answers every check, and per-message rules that decide a
+ * call, a reply and a broadcast. Includes name files relative to
  * /nonexistent, so the input is all that is read.
  */
 #include <errno.h>
@@ -13,8 +14,42 @@
 #include <string.h>
 
 #include "brokerd/dbus-config.h"
+#include "brokerd/policy-dbus-msg.h"
 #include "brokerd/policy-dbus.h"
 #include "protocol/fuzz/fuzz.h"
+
+static bool owns(void *userdata, const char *name, bool prefix)
+{
+	return strcmp(name, "org.example.Foo") == 0 || (prefix && strcmp(name, "org.example") == 0);
+}
+
+/* Every kind of message between a user and root; the answers only must not crash. */
+static void check_messages(const struct dbus_config *c)
+{
+	struct policy_dbus_msg *m = NULL;
+	gid_t g = 100;
+	struct policy_dbus_peer user = { .uid = 1000, .gids = &g, .n_gids = 1, .owns = owns },
+				root = { .uid = 0, .at_console = true, .owns = owns };
+	struct dbus_header h = { .serial = 2,
+				 .path = "/",
+				 .interface = "org.example.I",
+				 .member = "M",
+				 .destination = "org.example.Foo",
+				 .sender = ":1.1" };
+
+	if (policy_dbus_msg_new(&m, c) < 0)
+		return;
+	for (uint8_t t = DBUS_MESSAGE_METHOD_CALL; t <= DBUS_MESSAGE_SIGNAL; t++) {
+		h.type = t;
+		h.reply_serial = t == DBUS_MESSAGE_METHOD_RETURN || t == DBUS_MESSAGE_ERROR;
+		h.error_name = t == DBUS_MESSAGE_ERROR ? "org.example.E" : NULL;
+		(void)policy_dbus_msg_check_send(m, &user, &root, &h, true);
+		(void)policy_dbus_msg_check_send(m, &root, NULL, &h, false);
+		(void)policy_dbus_msg_check_receive(m, &user, NULL, &h, false, true);
+		(void)policy_dbus_msg_check_receive(m, &root, &user, &h, true, false);
+	}
+	policy_dbus_msg_free(m);
+}
 
 static void count(void *userdata, enum policy_dbus_outcome o, const char *file, unsigned int line,
 		  const char *element, const char *what)
@@ -53,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		policy_free(p);
 	}
+	check_messages(c);
 	dbus_config_free(c);
 	return 0;
 }

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dbus-access.h - may this message on the D-Bus socket go from one
+ * connection to another? With --dbus-config, dbus-daemon's send and
+ * receive rules decide each message as dbus-daemon would
+ * (policy-dbus-msg.h): the sender's send rules, then the recipient's
+ * receive rules. Without it (or while the XML failed to load), brokerd's
+ * per-name policy decides calls to well-known names, as on native channels.
+ * Messages to the driver are the driver's to refuse (dbus-driver.c).
+ */
+#ifndef BROKERD_DBUS_ACCESS_H
+#define BROKERD_DBUS_ACCESS_H
+
+#include <stdbool.h>
+
+#include "brokerd/dbus-front.h"
+
+/*
+ * c sends m (stamped) to t. When refused, c gets
+ * org.freedesktop.DBus.Error.AccessDenied (if m wants a reply) and this
+ * returns false. A reply nobody waits for is let through: the router
+ * drops those whatever the policy says.
+ */
+bool dbus_access_unicast(struct dbus_conn *c, struct dbus_conn *t, const struct dbus_message *m);
+
+/* A broadcast signal from sender (NULL: the driver) to t, a matching subscriber: refused silently. */
+bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, struct dbus_conn *t,
+			   const struct dbus_message *m);
+
+#endif

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-dbus-access.c - dbus-daemon's send and receive rules on the D-Bus
+ * socket end to end: the real brokerd (argv[1]) with --dbus-config on a
+ * deny-by-default XML written here, a server process that owns
+ * org.brokerdtest.Policy with the same method on an interface the policy
+ * opens and on one it does not, and an sd-bus client. The client's calls
+ * are let through or refused with AccessDenied per interface, the replies
+ * to the calls let through pass, and a signal the receive rules deny never
+ * arrives while the one after it does.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "util/test.h"
+
+#define NAME   "org.brokerdtest.Policy"
+#define PATH   "/org/brokerdtest"
+#define OPEN   "org.brokerdtest.Open"
+#define CLOSED "org.brokerdtest.Closed"
+#define HIDDEN "org.brokerdtest.Hidden"
+
+static const char config[] = "<busconfig>\n"
+			     "  <type>system</type>\n"
+			     "  <policy context=\"default\">\n"
+			     "    <allow user=\"*\"/>\n"
+			     "    <allow own=\"" NAME "\"/>\n"
+			     "    <deny send_type=\"method_call\"/>\n"
+			     "    <allow send_type=\"signal\"/>\n"
+			     "    <allow send_type=\"method_return\" send_requested_reply=\"true\"/>\n"
+			     "    <allow send_type=\"error\" send_requested_reply=\"true\"/>\n"
+			     "    <allow receive_type=\"*\"/>\n"
+			     "    <allow send_destination=\"org.freedesktop.DBus\"/>\n"
+			     "    <allow send_destination=\"" NAME "\" send_interface=\"" OPEN "\"/>\n"
+			     "    <deny receive_interface=\"" HIDDEN "\" receive_type=\"signal\"/>\n"
+			     "  </policy>\n"
+			     "</busconfig>\n";
+
+static char address[320];
+static int n_tests;
+
+static void ok(const char *what)
+{
+	printf("ok %d - %s\n", ++n_tests, what);
+	fflush(stdout);
+}
+
+static sd_bus *connect_bus(void)
+{
+	sd_bus *b = NULL;
+
+	ASSERT_INT(sd_bus_new(&b), ==, 0);
+	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(b), >=, 0);
+	return b;
+}
+
+static int on_echo(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *s;
+	int r = sd_bus_message_read(m, "s", &s);
+
+	return r < 0 ? r : sd_bus_reply_method_return(m, "s", s);
+}
+
+/* A signal the client's receive rules refuse, then one they let through. */
+static int on_emit(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	sd_bus *b = sd_bus_message_get_bus(m);
+
+	(void)sd_bus_emit_signal(b, PATH, HIDDEN, "Secret", "s", "not for you");
+	(void)sd_bus_emit_signal(b, PATH, OPEN, "Ping", "u", 42U);
+	return sd_bus_reply_method_return(m, "");
+}
+
+static const sd_bus_vtable open_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD("Echo", "s", "s", on_echo, 0),
+	SD_BUS_METHOD("Emit", "", "", on_emit, 0),
+	SD_BUS_VTABLE_END,
+};
+
+static const sd_bus_vtable closed_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD("Echo", "s", "s", on_echo, 0),
+	SD_BUS_VTABLE_END,
+};
+
+static pid_t start_server(void)
+{
+	pid_t pid = fork();
+
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		sd_bus *b;
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		b = connect_bus();
+		ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, OPEN, open_vtable, NULL), >=, 0);
+		ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, CLOSED, closed_vtable, NULL), >=, 0);
+		ASSERT_INT(sd_bus_request_name(b, NAME, 0), >=, 0);
+		for (;;) {
+			int r = sd_bus_process(b, NULL);
+
+			if (r < 0)
+				_exit(2);
+			if (r == 0 && sd_bus_wait(b, UINT64_MAX) < 0)
+				_exit(3);
+		}
+	}
+	return pid;
+}
+
+static void wait_owner(sd_bus *b)
+{
+	for (int i = 0; i < 500; i++) {
+		sd_bus_message *reply = NULL;
+		int has = 0;
+
+		ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+					      "org.freedesktop.DBus", "NameHasOwner", NULL, &reply, "s",
+					      NAME),
+			   >=, 0);
+		ASSERT_INT(sd_bus_message_read(reply, "b", &has), >=, 0);
+		sd_bus_message_unref(reply);
+		if (has)
+			return;
+		usleep(10000);
+	}
+	ASSERT(!"the server never owned its name");
+}
+
+/* Calls iface.Echo (iface NULL: a call without interface); returns the error name or NULL. */
+static char *echo(sd_bus *b, const char *iface, char *msg, size_t len)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *s;
+	char *name = NULL;
+	int r;
+
+	r = sd_bus_call_method(b, NAME, PATH, iface, "Echo", &e, &reply, "s", "hi");
+	if (r < 0) {
+		name = strdup(e.name ? e.name : "?");
+		snprintf(msg, len, "%s", e.message ? e.message : "");
+	} else {
+		ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+		ASSERT_STR(s, "hi");
+	}
+	sd_bus_error_free(&e);
+	sd_bus_message_unref(reply);
+	return name;
+}
+
+static void test_calls(sd_bus *b)
+{
+	char msg[1024] = "", *err;
+
+	ASSERT(!echo(b, OPEN, msg, sizeof(msg)));
+	ok("a call to the open interface and its reply pass");
+	err = echo(b, CLOSED, msg, sizeof(msg));
+	ASSERT(err && strcmp(err, "org.freedesktop.DBus.Error.AccessDenied") == 0);
+	ASSERT(strstr(msg, "Rejected send message, 1 matched rules; type=\"method_call\", sender=\":"));
+	ASSERT(strstr(msg,
+		      "interface=\"" CLOSED "\" member=\"Echo\" error name=\"(unset)\" requested_reply=\"0\" "
+		      "destination=\"" NAME "\""));
+	free(err);
+	ok("a call to the other interface is refused with AccessDenied, worded as dbus-daemon words it");
+	err = echo(b, NULL, msg, sizeof(msg));
+	ASSERT(err && strcmp(err, "org.freedesktop.DBus.Error.AccessDenied") == 0);
+	free(err);
+	ok("a call without interface passes no allow that names one");
+}
+
+static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	int *seen = userdata;
+
+	if (sd_bus_message_is_signal(m, HIDDEN, "Secret"))
+		seen[0]++;
+	if (sd_bus_message_is_signal(m, OPEN, "Ping"))
+		seen[1]++;
+	return 0;
+}
+
+static void test_signals(sd_bus *b)
+{
+	int seen[2] = { 0, 0 };
+
+	ASSERT_INT(sd_bus_match_signal(b, NULL, NAME, NULL, NULL, NULL, on_signal, seen), >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, OPEN, "Emit", NULL, NULL, ""), >=, 0);
+	/* the signals were sent before the reply: both have arrived or been refused */
+	for (int i = 0; i < 500 && !seen[1]; i++) {
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 10000);
+	}
+	ASSERT_INT(seen[1], ==, 1);
+	ASSERT_INT(seen[0], ==, 0);
+	ok("a broadcast the receive rules deny is not delivered, the next one is");
+}
+
+int main(int argc, char **argv)
+{
+	char dir[] = "/tmp/test-dbus-access-XXXXXX", path[400], sock[300], ctrl[300], conf[300], pdir[300],
+	     sdir[300], arg[400], conf_arg[400];
+	pid_t daemon, server;
+	FILE *f;
+	sd_bus *b;
+	int status;
+
+	ASSERT(argc == 2);
+	ASSERT(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/dbus", dir);
+	snprintf(ctrl, sizeof(ctrl), "%s/socket", dir);
+	snprintf(conf, sizeof(conf), "%s/system.conf", dir);
+	snprintf(pdir, sizeof(pdir), "%s/policy.d", dir);
+	snprintf(sdir, sizeof(sdir), "%s/services", dir);
+	ASSERT(mkdir(pdir, 0755) == 0 && mkdir(sdir, 0755) == 0);
+	f = fopen(conf, "we");
+	ASSERT(f);
+	fputs(config, f);
+	ASSERT_INT(fclose(f), ==, 0);
+	daemon = fork();
+	ASSERT(daemon >= 0);
+	if (daemon == 0) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		snprintf(arg, sizeof(arg), "--dbus-address=unix:path=%s", sock);
+		snprintf(conf_arg, sizeof(conf_arg), "--dbus-config=%s", conf);
+		execl(argv[1], argv[1], "--state", "", "--address", ctrl, "--policy-dir", pdir,
+		      "--service-dir", sdir, "--no-channels", conf_arg, arg, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && access(sock, F_OK) < 0; i++)
+		usleep(10000);
+	snprintf(address, sizeof(address), "unix:path=%s", sock);
+	server = start_server();
+	b = connect_bus();
+	wait_owner(b);
+	test_calls(b);
+	test_signals(b);
+	sd_bus_flush_close_unref(b);
+
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	ASSERT_INT(waitpid(daemon, &status, WNOHANG), ==, 0);
+	kill(daemon, SIGTERM);
+	ASSERT_INT(waitpid(daemon, &status, 0), ==, daemon);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	if (system(path) != 0)
+		printf("# cannot remove %s\n", dir);
+	printf("1..%d\n", n_tests);
+	return 0;
+}
