@@ -25,6 +25,7 @@
 
 struct activator_req;
 struct nsview;
+struct registry_peer;
 struct bus_conn;
 struct out_msg;
 
@@ -105,6 +106,19 @@ struct activation {
 	struct activation *next;
 };
 
+/*
+ * What the native layers ask of the D-Bus bridge (dbus-bridge.c), which
+ * sits above them: set by it, NULL when no D-Bus front end runs.
+ */
+struct bus_bridge_hooks {
+	/* A native connection ends, before its names go: calls bridged to the names it served fail. */
+	void (*peer_ending)(void *bridge, struct registry_peer *p);
+	/* OPEN_INBOX of a D-Bus connection (unique or well-known name): its inbox and peer, or NULL. */
+	struct bus_channel *(*inbox)(void *bridge, const char *name, struct registry_peer **ret_peer);
+	/* brokerd hands the bus over (restart): D-Bus connections are not, so their inboxes go now. */
+	void (*handover)(void *bridge);
+};
+
 struct bus {
 	sd_event *event;
 	int listen_fd;
@@ -132,6 +146,8 @@ struct bus {
 	bool gc_needed;			      /* some name may have become idle */
 	struct activator_req *activator_reqs; /* waiting for the activator's answer */
 	uint32_t signal_serial;
+	const struct bus_bridge_hooks *bridge_hooks;
+	void *bridge;
 
 	/* Connection floods (admission.c) */
 	unsigned int n_conns;	 /* admitted, with or without HELLO */

@@ -22,6 +22,7 @@
 
 #include "brokerd/admission.h"
 #include "brokerd/bus-state.h"
+#include "brokerd/dbus-bridge.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
 #include "brokerd/policy.h"
@@ -349,9 +350,7 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 
 	if (!t) {
 		if (registry_peer_resolve(f->bus->registry, dest))
-			refuse(c, m, "org.freedesktop.DBus.Error.NotSupported",
-			       "%s is a native brokerd client; calls between D-Bus and native clients are not supported yet",
-			       dest);
+			return dbus_bridge_route(c, m, *fds); /* a native client's */
 		else
 			refuse(c, m, "org.freedesktop.DBus.Error.ServiceUnknown", "The name %s has no owner",
 			       dest);
@@ -706,6 +705,7 @@ static void conn_gone(struct dbus_conn *c)
 		}
 		free(rep);
 	}
+	dbus_bridge_conn_gone(c);
 	if (c->peer)
 		dbus_driver_conn_gone(c);
 }
@@ -856,6 +856,11 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	}
 	for (size_t i = 0; i < sizeof(id); i++)
 		snprintf(f->guid + 2 * i, 3, "%02x", id[i]);
+	r = dbus_bridge_new(&f->bridge, f);
+	if (r < 0) {
+		dbus_front_free(f);
+		return r;
+	}
 	*ret = f;
 	return 0;
 }
@@ -878,6 +883,7 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 	 */
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		c->dead = true;
+	f->bridge = dbus_bridge_free(f->bridge);
 	while (f->conns) {
 		struct dbus_conn *c = f->conns;
 

@@ -42,6 +42,8 @@
 #define DBUS_CONN_REPLIES_MAX 4096U
 
 struct bus;
+struct bridge_peer;
+struct dbus_bridge;
 struct registry;
 struct registry_peer;
 
@@ -84,6 +86,7 @@ struct dbus_conn {
 	struct dbus_match *matches;
 	unsigned int n_matches;
 	unsigned int n_replies; /* calls it made that wait for a reply */
+	struct bridge_peer *bridge; /* its calls to native services (dbus-bridge.c), if any */
 	bool dead;
 	struct dbus_conn *prev, *next;
 };
@@ -103,6 +106,7 @@ struct dbus_front {
 	struct registry *registry; /* D-Bus well-known names and their queues */
 	struct dbus_conn *conns;
 	struct dbus_reply *replies;
+	struct dbus_bridge *bridge; /* calls to native services; NULL without kernel channels */
 	char guid[33];
 	uint32_t serial;		  /* the driver's */
 	unsigned long unsolicited;	  /* replies refused */

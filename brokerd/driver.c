@@ -592,7 +592,7 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	_cleanup_close_ int fd = -1;
 	struct registry_peer *p;
-	struct bus_conn *t;
+	struct bus_channel *inbox = NULL;
 	const char *name;
 	char why[512] = "";
 	bool ok;
@@ -603,10 +603,17 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!c->bus->chanmgr.available)
 		return no_channels(c, m);
 	p = registry_peer_resolve(c->bus->registry, name);
+	if (p) {
+		struct bus_conn *t = p->userdata;
+
+		BUG_ON(!t); /* every native peer is a connection's */
+		inbox = t->inbox;
+	} else if (c->bus->bridge_hooks) {
+		/* A D-Bus caller of ours: the inbox brokerd keeps for it (dbus-bridge.c). */
+		inbox = c->bus->bridge_hooks->inbox(c->bus->bridge, name, &p);
+	}
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
-	t = p->userdata;
-	BUG_ON(!t); /* every peer is a connection's */
 	/* A well-known name needs "send" on it, a unique name see inbox_send_allowed(). */
 	if (ctrl_name_is_valid_wellknown(name))
 		ok = conn_allowed(c, POLICY_SEND, name, why, sizeof(why));
@@ -614,9 +621,9 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 		ok = inbox_send_allowed(c, p, why, sizeof(why));
 	if (!ok)
 		return deny(c, m, POLICY_SEND, name, why);
-	if (!t->inbox)
+	if (!inbox)
 		return no_channels(c, m);
-	fd = cap_mint(c->bus, t->inbox, c, IOIPC_SUB_SEND);
+	fd = cap_mint(c->bus, inbox, c, IOIPC_SUB_SEND);
 	if (fd < 0)
 		return fd;
 	if (conn_reply_init(&w, m) < 0)
