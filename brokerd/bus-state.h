@@ -117,6 +117,8 @@ struct bus_bridge_hooks {
 	struct bus_channel *(*inbox)(void *bridge, const char *name, struct registry_peer **ret_peer);
 	/* brokerd hands the bus over (restart): D-Bus connections are not, so their inboxes go now. */
 	void (*handover)(void *bridge);
+	/* OPEN_CALL of a name a D-Bus connection owns: brokerd receives n's calls for it. */
+	int (*serve)(void *bridge, struct bus_name *n);
 };
 
 struct bus {
@@ -148,6 +150,8 @@ struct bus {
 	uint32_t signal_serial;
 	const struct bus_bridge_hooks *bridge_hooks;
 	void *bridge;
+	/* The D-Bus front end's names and connections (dbus-front.h), NULL without one: listed too. */
+	struct registry *dbus_registry;
 
 	/* Connection floods (admission.c) */
 	unsigned int n_conns;	 /* admitted, with or without HELLO */

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dbus-bridge.c - D-Bus clients calling native services (dbus-bridge.h):
- * per D-Bus connection that calls one, an inbox and SEND caps on the call
- * channels of the names it calls, all badged with its id; the calls waiting
- * for their reply; the translation of headers both ways, bodies and fds
- * passed on as they are.
+ * dbus-bridge.c - calls between D-Bus and native clients (dbus-bridge.h).
+ * D-Bus to native: per D-Bus connection that calls a native service, an
+ * inbox and SEND caps on the call channels of the names it calls, all
+ * badged with its id, and the calls waiting for their reply. Native to
+ * D-Bus: brokerd receives on the call channel of a name a D-Bus connection
+ * owns, and sends the reply into the native caller's inbox with a cap
+ * badged with the D-Bus callee's id. Headers are translated both ways,
+ * bodies and fds passed on as they are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 #include "brokerd/channel.h"
 #include "brokerd/conn.h"
 #include "brokerd/dbus-bridge.h"
+#include "brokerd/driver.h"
 #include "brokerd/grant.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
@@ -38,8 +42,9 @@
 #define ERR(x) "org.freedesktop.DBus.Error." x
 
 #define BRIDGE_RING_ENTRIES 256
-#define CHAN_KIND_INBOX	    1
-#define CHAN_KIND_CALL	    2
+#define CHAN_KIND_INBOX	    1 /* a D-Bus caller's inbox: RECV */
+#define CHAN_KIND_CALL	    2 /* a call channel, or a native caller's inbox: SEND */
+#define CHAN_KIND_SERVE	    3 /* the call channel of a D-Bus client's name: RECV */
 
 /* The seals a body memfd must have (protocol/README.md 7.6). */
 #define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
@@ -71,13 +76,37 @@ struct bridge_call {
 	struct bridge_call *next;
 };
 
+/* A name a D-Bus connection owns that native clients call: brokerd receives its calls. */
+struct bridge_serve {
+	char *name;
+	uint32_t channel_id;
+	struct chan *recv;
+	struct bridge_serve *next;
+};
+
+/* A native client's call passed on to a D-Bus connection, waiting for its reply. */
+struct bridge_ncall {
+	struct dbus_conn *callee;
+	uint32_t serial;	/* of the D-Bus message brokerd wrote */
+	uint64_t caller;	/* the native caller's id (the kernel's badge) */
+	uint32_t caller_serial; /* its call's */
+	struct bridge_ncall *next;
+};
+
+/* Native calls waiting for a D-Bus reply, all callees together: beyond this, no reply is waited for. */
+#define BRIDGE_NCALLS_MAX 65536U
+
 struct dbus_bridge {
 	struct dbus_front *front;
 	struct bus *bus;
 	struct ring ring;
 	sd_event_source *src;
 	struct bridge_call *calls;
-	unsigned long dropped; /* replies refused: invalid, unsolicited or from the wrong sender */
+	struct bridge_serve *serves;
+	struct bridge_ncall *ncalls;
+	unsigned int n_ncalls;
+	uint32_t serial;       /* of the calls brokerd writes to D-Bus callees */
+	unsigned long dropped; /* messages refused: invalid, unsolicited or from the wrong sender */
 };
 
 static void fds_close(const int *fds, unsigned int n)
@@ -97,6 +126,15 @@ static struct bridge_target *target_free(struct dbus_bridge *br, struct bridge_t
 	free(t->name);
 	free(t);
 	return NULL;
+}
+
+static void ncall_drop(struct dbus_bridge *br, struct bridge_ncall **pk)
+{
+	struct bridge_ncall *k = *pk;
+
+	*pk = k->next;
+	br->n_ncalls--;
+	free(k);
 }
 
 static void call_free(struct bridge_call *k)
@@ -136,50 +174,65 @@ void dbus_bridge_conn_gone(struct dbus_conn *c)
 {
 	struct dbus_bridge *br = c->front->bridge;
 
-	if (br && c->bridge)
+	if (!br)
+		return;
+	/* Native calls it did not answer: its callers learn from NameOwnerChanged that it went. */
+	for (struct bridge_ncall **pk = &br->ncalls; *pk;)
+		if ((*pk)->callee == c)
+			ncall_drop(br, pk);
+		else
+			pk = &(*pk)->next;
+	if (c->bridge)
 		peer_free(br, c->bridge);
 }
 
-/* The connection's bridge state with its inbox, made on its first bridged call. */
-static int peer_get(struct dbus_bridge *br, struct dbus_conn *c, int *failed_quota, struct bridge_peer **ret)
+/* The connection's bridge state, made when it first calls or serves across. */
+static int peer_get(struct dbus_bridge *br, struct dbus_conn *c, struct bridge_peer **ret)
 {
 	struct bridge_peer *bp;
+
+	if (!c->bridge) {
+		bp = calloc(1, sizeof(*bp));
+		if (!bp)
+			return -ENOMEM;
+		bp->bridge = br;
+		bp->conn = c;
+		bp->id = c->peer->id;
+		c->bridge = bp;
+	}
+	*ret = c->bridge;
+	return 0;
+}
+
+/* Its inbox, made on its first call to a native service, with brokerd receiving there. */
+static int peer_inbox(struct dbus_bridge *br, struct bridge_peer *bp, int *failed_quota)
+{
+	struct dbus_conn *c = bp->conn;
 	int fd, r;
 
-	if (c->bridge) {
-		*ret = c->bridge;
+	if (bp->inbox)
 		return 0;
-	}
-	bp = calloc(1, sizeof(*bp));
-	if (!bp)
-		return -ENOMEM;
-	bp->bridge = br;
-	bp->conn = c;
-	bp->id = c->peer->id;
 	/* Charged to the connection's uid as a native client's inbox is. */
 	r = bus_channel_new(br->bus, CTRL_CHANNEL_INBOX, c->name, c->cred.uid, failed_quota, &bp->inbox);
-	if (r < 0) {
-		free(bp);
+	if (r < 0)
 		return r;
-	}
-	c->bridge = bp;
 	fd = chanmgr_mint(&br->bus->chanmgr, bp->inbox->id, IOIPC_SUB_RECV, bp->id);
-	if (fd < 0) {
-		peer_free(br, bp);
-		return fd;
-	}
-	r = grant_record(bp->inbox, bp->id, IOIPC_SUB_RECV);
+	if (fd < 0)
+		r = fd;
+	if (r == 0)
+		r = grant_record(bp->inbox, bp->id, IOIPC_SUB_RECV);
 	if (r == 0)
 		r = chan_attach(&br->ring, fd, IOIPC_SUB_RECV, CHMSG_MAX, CHAN_KIND_INBOX, bp, &bp->recv);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	if (r == 0)
 		r = chan_arm(&br->ring, bp->recv);
 	if (r < 0) {
-		peer_free(br, bp);
-		return r;
+		chan_close(&br->ring, bp->recv);
+		bp->recv = NULL;
+		bp->inbox = bus_channel_free(br->bus, bp->inbox);
 	}
-	*ret = bp;
-	return 0;
+	return r;
 }
 
 /*
@@ -216,20 +269,22 @@ static void reply_caps_push(struct dbus_bridge *br, struct bridge_peer *bp, stru
 	}
 }
 
-/* The SEND cap on name's call channel, minted and attached on first use (or when the channel changed). */
-static int target_get(struct dbus_bridge *br, struct bridge_peer *bp, const char *name,
+/*
+ * A SEND cap on channel ch (a name's call channel, or a native caller's
+ * inbox, key its name), badged with bp's connection id, minted and
+ * attached on first use or when the key has a new channel. Not recorded as
+ * a grant: brokerd holds it, and checks the policy on every call it sends.
+ */
+static int target_get(struct dbus_bridge *br, struct bridge_peer *bp, const char *key, struct bus_channel *ch,
 		      struct bridge_target **ret)
 {
-	struct bus_name *n = bus_name_find(br->bus, name);
 	struct bridge_target *t, **pp;
 	int fd, r;
 
-	if (!n || !n->call)
-		return -ENOENT;
 	for (pp = &bp->targets; (t = *pp); pp = &t->next)
-		if (!strcmp(t->name, name))
+		if (!strcmp(t->name, key))
 			break;
-	if (t && t->channel_id == n->call->id) {
+	if (t && t->channel_id == ch->id) {
 		*ret = t;
 		return 0;
 	}
@@ -238,18 +293,13 @@ static int target_get(struct dbus_bridge *br, struct bridge_peer *bp, const char
 		target_free(br, t);
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || !(t->name = strdup(name))) {
+	if (!t || !(t->name = strdup(key))) {
 		free(t);
 		return -ENOMEM;
 	}
-	t->channel_id = n->call->id;
-	t->msg_max = n->call->slot_size;
-	/*
-	 * Badged with the D-Bus connection's id: the service sees the call as
-	 * its unique name's. Not recorded as a grant: brokerd holds it, and
-	 * checks the policy on every call it sends through it.
-	 */
-	fd = chanmgr_mint(&br->bus->chanmgr, n->call->id, IOIPC_SUB_SEND, bp->id);
+	t->channel_id = ch->id;
+	t->msg_max = ch->slot_size;
+	fd = chanmgr_mint(&br->bus->chanmgr, ch->id, IOIPC_SUB_SEND, bp->id);
 	if (fd < 0) {
 		target_free(br, t);
 		return fd;
@@ -262,9 +312,30 @@ static int target_get(struct dbus_bridge *br, struct bridge_peer *bp, const char
 	}
 	t->next = bp->targets;
 	bp->targets = t;
-	reply_caps_push(br, bp, n);
 	*ret = t;
 	return 0;
+}
+
+/* The SEND cap for calls to native name; its receivers get reply caps for bp's inbox first. */
+static int call_target_get(struct dbus_bridge *br, struct bridge_peer *bp, const char *name,
+			   struct bridge_target **ret)
+{
+	struct bus_name *n = bus_name_find(br->bus, name);
+	struct bridge_target *t = NULL;
+	int r;
+
+	if (!n || !n->call)
+		return -ENOENT;
+	for (t = bp->targets; t && strcmp(t->name, name); t = t->next)
+		;
+	if (t && t->channel_id == n->call->id) {
+		*ret = t;
+		return 0;
+	}
+	r = target_get(br, bp, name, n->call, ret);
+	if (r == 0)
+		reply_caps_push(br, bp, n);
+	return r;
 }
 
 /* ---- D-Bus to native ----------------------------------------------------------- */
@@ -301,42 +372,29 @@ static void refuse(struct dbus_conn *c, const struct dbus_message *m, const char
 	(void)dbus_driver_reply_error(c, m, error, text);
 }
 
-/* Send m as a CALL on t's channel: inline, or with its body in a memfd when it does not fit. */
-static int call_send(struct dbus_bridge *br, struct bridge_target *t, const struct dbus_message *m,
-		     const int *fds)
+/* Send cm (its body native, fds n) on t's channel: inline, or with its body in a memfd when it does not fit. */
+static int msg_send(struct dbus_bridge *br, struct bridge_target *t, struct chmsg *cm, const int *fds,
+		    unsigned int n)
 {
-	struct chmsg cm = {
-		.type = CHMSG_CALL,
-		.flags = m->h.flags & CHMSG_F_ALL,
-		.serial = m->h.serial,
-		.path = m->h.path,
-		.interface = m->h.interface,
-		.member = m->h.member,
-		.destination = m->h.destination,
-		.signature = m->h.signature,
-		.n_fds = m->h.n_fds,
-		.body = m->body,
-		.body_len = (uint32_t)m->body_len,
-	};
 	_cleanup_free_ uint8_t *buf = NULL;
 	int all[CHMSG_FDS_MAX];
 	_cleanup_close_ int memfd = -1;
-	unsigned int n = m->h.n_fds;
 	int len, r;
 
 	buf = malloc(t->msg_max);
 	if (!buf)
 		return -ENOMEM;
-	len = chmsg_encode(&cm, buf, t->msg_max);
+	cm->n_fds = n;
+	len = chmsg_encode(cm, buf, t->msg_max);
 	if (len == -EMSGSIZE) {
-		if (m->h.n_fds + 1 > CHMSG_FDS_MAX || m->body_len > CHMSG_BODY_MAX)
+		if (n + 1 > CHMSG_FDS_MAX || cm->body_len > CHMSG_BODY_MAX)
 			return -EMSGSIZE;
-		cm.body_in_fd = true;
-		cm.n_fds++;
-		len = chmsg_encode(&cm, buf, t->msg_max);
+		cm->body_in_fd = true;
+		cm->n_fds++;
+		len = chmsg_encode(cm, buf, t->msg_max);
 		if (len < 0)
 			return len;
-		memfd = body_memfd(m->body, m->body_len);
+		memfd = body_memfd(cm->body, cm->body_len);
 		if (memfd < 0)
 			return memfd;
 	}
@@ -349,6 +407,81 @@ static int call_send(struct dbus_bridge *br, struct bridge_target *t, const stru
 	/* The kernel takes its own references: ours are closed by the callers after this. */
 	r = chan_send_fds(&br->ring, t->send, buf, (size_t)len, n ? all : NULL, n);
 	return r < 0 ? r : 0;
+}
+
+static int call_send(struct dbus_bridge *br, struct bridge_target *t, const struct dbus_message *m,
+		     const int *fds)
+{
+	struct chmsg cm = {
+		.type = CHMSG_CALL,
+		.flags = m->h.flags & CHMSG_F_ALL,
+		.serial = m->h.serial,
+		.path = m->h.path,
+		.interface = m->h.interface,
+		.member = m->h.member,
+		.destination = m->h.destination,
+		.signature = m->h.signature,
+		.body = m->body,
+		.body_len = (uint32_t)m->body_len,
+	};
+
+	return msg_send(br, t, &cm, fds, m->h.n_fds);
+}
+
+static struct bridge_ncall **ncall_find(struct dbus_bridge *br, struct dbus_conn *callee, uint32_t serial)
+{
+	for (struct bridge_ncall **p = &br->ncalls; *p; p = &(*p)->next)
+		if ((*p)->callee == callee && (*p)->serial == serial)
+			return p;
+	return NULL;
+}
+
+/*
+ * A D-Bus callee's METHOD_RETURN or ERROR to a native caller: into the
+ * caller's inbox, through a cap badged with the callee's id (the caller
+ * accepts replies from the name's owners only, and LIST_QUEUED_OWNERS
+ * names it), REPLY_SERIAL the native call's serial.
+ */
+static int reply_route(struct dbus_bridge *br, struct dbus_conn *c, struct dbus_message *m, const int *fds)
+{
+	struct bridge_ncall **pk = ncall_find(br, c, m->h.reply_serial);
+	struct chmsg cm = {
+		.type = m->h.type == DBUS_MESSAGE_ERROR ? CHMSG_ERROR : CHMSG_REPLY,
+		.serial = m->h.serial,
+		.error_name = m->h.error_name,
+		.destination = m->h.destination,
+		.signature = m->h.signature,
+		.body = m->body,
+		.body_len = (uint32_t)m->body_len,
+	};
+	struct registry_peer *p;
+	struct bus_conn *nc;
+	struct bridge_peer *bp;
+	struct bridge_target *t;
+	uint64_t id;
+	int r;
+
+	if (!pk || ctrl_unique_name_parse(m->h.destination, &id) < 0 || id != (*pk)->caller) {
+		c->front->unsolicited++;
+		log_full(LOG_DEBUG, c->name, c->cred.uid, "unsolicited reply from %s to native %s refused",
+			 c->name, m->h.destination);
+		return 0;
+	}
+	cm.reply_serial = (*pk)->caller_serial;
+	ncall_drop(br, pk);
+	p = registry_peer_find(br->bus->registry, id);
+	nc = p ? p->userdata : NULL;
+	if (!nc || nc->dead || !nc->inbox)
+		return 0; /* the caller is gone */
+	r = peer_get(br, c, &bp);
+	if (r == 0)
+		r = target_get(br, bp, p->unique_name, nc->inbox, &t);
+	if (r == 0)
+		r = msg_send(br, t, &cm, fds, m->h.n_fds);
+	if (r < 0)
+		log_full(LOG_DEBUG, c->name, c->cred.uid, "reply from %s to native %s not passed on: %s", c->name,
+			 p->unique_name, strerror(-r));
+	return 0;
 }
 
 int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fds)
@@ -367,10 +500,12 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 		       dest);
 		return 0;
 	}
+	if (m->h.type == DBUS_MESSAGE_METHOD_RETURN || m->h.type == DBUS_MESSAGE_ERROR)
+		return reply_route(br, c, m, fds);
 	if (m->h.type != DBUS_MESSAGE_METHOD_CALL) {
-		/* Replies and signals to native clients: not bridged (yet); nobody waits for them here. */
-		log_full(LOG_DEBUG, c->name, c->cred.uid, "%s: %s to native %s not bridged, dropped", c->name,
-			 m->h.type == DBUS_MESSAGE_SIGNAL ? "signal" : "reply", dest);
+		/* Unicast signals to native clients: not bridged (yet). */
+		log_full(LOG_DEBUG, c->name, c->cred.uid, "%s: signal to native %s not bridged, dropped", c->name,
+			 dest);
 		return 0;
 	}
 	if (dest[0] == ':') {
@@ -387,14 +522,16 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 		refuse(c, m, ERR("LimitsExceeded"), "%s", "Too many calls waiting for a reply");
 		return 0;
 	}
-	r = peer_get(br, c, &failed_quota, &bp);
+	r = peer_get(br, c, &bp);
+	if (r == 0)
+		r = peer_inbox(br, bp, &failed_quota);
 	if (r == -EDQUOT) {
 		refuse(c, m, ERR("LimitsExceeded"), "The %s quota of this uid is used up",
 		       quota_kind_to_string(failed_quota));
 		return 0;
 	}
 	if (r == 0)
-		r = target_get(br, bp, dest, &t);
+		r = call_target_get(br, bp, dest, &t);
 	if (r == -ENOENT) {
 		refuse(c, m, ERR("ServiceUnknown"), "The name %s has no call channel", dest);
 		return 0;
@@ -494,15 +631,29 @@ static int body_map(int fd, size_t len, void **ret)
 	return 0;
 }
 
-/*
- * A message in bp's inbox: a REPLY or ERROR to one of its bridged calls,
- * from a connection that serves the name called, or a unicast SIGNAL. It
- * goes to the D-Bus connection with SENDER the native sender's unique
- * name; anything else is dropped and counted.
- */
-static void inbox_message(struct dbus_bridge *br, struct bridge_peer *bp, struct chan *ch)
+/* The D-Bus connection that owns name, or NULL. */
+static struct dbus_conn *dbus_owner(struct dbus_bridge *br, const char *name)
 {
-	struct dbus_conn *c = bp->conn;
+	struct registry_peer *p = registry_name_owner(br->front->registry, name);
+	struct dbus_conn *c = p ? p->userdata : NULL;
+
+	return c && !c->dead ? c : NULL;
+}
+
+/*
+ * A message received on ch, passed to a D-Bus connection with SENDER the
+ * native sender's unique name (the kernel's badge), its body brought to
+ * brokerd's byte order and its fds passed on; anything else is dropped and
+ * counted. In a D-Bus caller's inbox (CHAN_KIND_INBOX): a REPLY or ERROR
+ * to one of its bridged calls from a connection that serves the name
+ * called, or a unicast SIGNAL. On the call channel of a name a D-Bus
+ * connection owns (CHAN_KIND_SERVE): a CALL, to the name's owner.
+ */
+static void channel_message(struct dbus_bridge *br, struct chan *ch)
+{
+	struct bridge_peer *bp = ch->kind == CHAN_KIND_INBOX ? ch->owner : NULL;
+	struct bridge_serve *sv = ch->kind == CHAN_KIND_SERVE ? ch->owner : NULL;
+	struct dbus_conn *c = bp ? bp->conn : NULL;
 	const struct ioipc_msg_info *info = NULL;
 	const struct ioipc_fds_hdr *fh;
 	_cleanup_free_ int *fds = NULL;
@@ -536,7 +687,18 @@ static void inbox_message(struct dbus_bridge *br, struct bridge_peer *bp, struct
 			goto drop;
 		close(fds[--n]);
 	}
-	switch (m.type) {
+	switch (sv ? (m.type == CHMSG_CALL ? CHMSG_CALL : 0) : m.type == CHMSG_CALL ? 0 : m.type) {
+	case CHMSG_CALL:
+		c = dbus_owner(br, sv->name);
+		if (!c)
+			goto drop; /* its callers learn from NameOwnerChanged */
+		h.flags = m.flags & CHMSG_F_ALL;
+		h.serial = ++br->serial ? br->serial : ++br->serial;
+		h.path = m.path;
+		h.interface = m.interface;
+		h.member = m.member;
+		h.destination = sv->name;
+		break;
 	case CHMSG_REPLY:
 	case CHMSG_ERROR:
 		pk = call_find(br, bp, m.reply_serial);
@@ -545,11 +707,13 @@ static void inbox_message(struct dbus_bridge *br, struct bridge_peer *bp, struct
 			goto drop;
 		h.reply_serial = (*pk)->serial;
 		h.error_name = m.error_name;
+		h.destination = c->name;
 		break;
 	case CHMSG_SIGNAL:
 		h.path = m.path;
 		h.interface = m.interface;
 		h.member = m.member;
+		h.destination = c->name;
 		break;
 	default:
 		goto drop;
@@ -558,6 +722,8 @@ static void inbox_message(struct dbus_bridge *br, struct bridge_peer *bp, struct
 		if (pk)
 			call_fail(br, pk, ERR("NotSupported"),
 				  "The reply carries file descriptors, and this connection did not agree to take them");
+		else
+			br->dropped++;
 		goto out;
 	}
 	if (m.body_len) {
@@ -571,9 +737,9 @@ static void inbox_message(struct dbus_bridge *br, struct bridge_peer *bp, struct
 	}
 	ctrl_unique_name_format(info->badge, sender);
 	h.type = m.type; /* the same numbers in both protocols */
-	h.serial = ++c->front->serial ? c->front->serial : ++c->front->serial;
+	if (!sv)
+		h.serial = ++c->front->serial ? c->front->serial : ++c->front->serial;
 	h.sender = sender;
-	h.destination = c->name;
 	h.signature = m.signature;
 	h.n_fds = n;
 	if (dbus_message_write(&h, body, m.body_len, &data, &data_len) < 0)
@@ -584,14 +750,27 @@ static void inbox_message(struct dbus_bridge *br, struct bridge_peer *bp, struct
 		*pk = k->next;
 		call_free(k);
 	}
+	if (sv && !(m.flags & CHMSG_F_NO_REPLY_EXPECTED) && br->n_ncalls < BRIDGE_NCALLS_MAX) {
+		struct bridge_ncall *k = calloc(1, sizeof(*k));
+
+		if (k) {
+			k->callee = c;
+			k->serial = h.serial;
+			k->caller = info->badge;
+			k->caller_serial = m.serial;
+			k->next = br->ncalls;
+			br->ncalls = k;
+			br->n_ncalls++;
+		}
+	}
 	/* Queued, or freed with its fds by dbus_conn_queue(). */
 	(void)dbus_conn_queue(c, data, data_len, n ? TAKE_PTR(fds) : NULL, n);
 	n = 0;
 	goto out;
 drop:
 	br->dropped++;
-	log_full(LOG_DEBUG, c->name, c->cred.uid, "bridge: a message from :1.%llu to %s's inbox dropped",
-		 info ? (unsigned long long)info->badge : 0ULL, c->name);
+	log_debug("bridge: a message from :1.%llu to %s dropped", info ? (unsigned long long)info->badge : 0ULL,
+		  sv ? sv->name : c->name);
 out:
 	if (fds)
 		fds_close(fds, n);
@@ -608,18 +787,15 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	ring_ack(&br->ring);
 	(void)ring_reap(&br->ring);
 	while ((ch = ring_pop_ready(&br->ring))) {
-		struct bridge_peer *bp = ch->owner;
-
 		if (ch->res < 0) {
-			/* Revoked or failed: the inbox is gone for good (its connection is leaving). */
+			/* Revoked, or its channel gone: nothing more comes (its owner closes it). */
 			if (ch->res != -EINTR && ch->res != -ECANCELED)
-				log_debug("bridge: receive on %s's inbox failed: %s", bp->conn->name,
-					  strerror(-ch->res));
+				log_debug("bridge: a receive failed: %s", strerror(-ch->res));
 			if (ch->res == -EINTR)
 				(void)chan_arm(&br->ring, ch);
 			continue;
 		}
-		inbox_message(br, bp, ch);
+		channel_message(br, ch);
 		(void)chan_arm(&br->ring, ch);
 	}
 	return 0;
@@ -657,10 +833,65 @@ static struct bus_channel *hook_inbox(void *userdata, const char *name, struct r
 	struct dbus_bridge *br = userdata;
 	struct dbus_conn *c = dbus_front_conn_by_name(br->front, name);
 
-	if (!c || !c->bridge)
+	if (!c || !c->bridge || !c->bridge->inbox)
 		return NULL;
 	*ret_peer = c->peer;
 	return c->bridge->inbox;
+}
+
+static struct bridge_serve **serve_find(struct dbus_bridge *br, const char *name)
+{
+	for (struct bridge_serve **p = &br->serves; *p; p = &(*p)->next)
+		if (!strcmp((*p)->name, name))
+			return p;
+	return NULL;
+}
+
+static void serve_drop(struct dbus_bridge *br, struct bridge_serve **p)
+{
+	struct bridge_serve *sv = *p;
+
+	*p = sv->next;
+	chan_close(&br->ring, sv->recv);
+	free(sv->name);
+	free(sv);
+}
+
+/* brokerd takes n's calls for the D-Bus connection that owns it (attached once per call channel). */
+static int hook_serve(void *userdata, struct bus_name *n)
+{
+	struct dbus_bridge *br = userdata;
+	struct bridge_serve **p = serve_find(br, n->name), *sv;
+	struct dbus_conn *owner = dbus_owner(br, n->name);
+	int fd, r;
+
+	if (!n->call || !owner)
+		return -EOPNOTSUPP;
+	if (p && (*p)->channel_id == n->call->id)
+		return 0;
+	if (p)
+		serve_drop(br, p);
+	sv = calloc(1, sizeof(*sv));
+	if (!sv || !(sv->name = strdup(n->name))) {
+		free(sv);
+		return -ENOMEM;
+	}
+	sv->channel_id = n->call->id;
+	fd = chanmgr_mint(&br->bus->chanmgr, n->call->id, IOIPC_SUB_RECV, owner->peer->id);
+	r = fd < 0 ? fd : chan_attach(&br->ring, fd, IOIPC_SUB_RECV, CHMSG_MAX, CHAN_KIND_SERVE, sv, &sv->recv);
+	if (fd >= 0)
+		close(fd);
+	if (r == 0)
+		r = chan_arm(&br->ring, sv->recv);
+	if (r < 0) {
+		chan_close(&br->ring, sv->recv);
+		free(sv->name);
+		free(sv);
+		return r;
+	}
+	sv->next = br->serves;
+	br->serves = sv;
+	return 0;
 }
 
 static void hook_handover(void *userdata)
@@ -670,12 +901,26 @@ static void hook_handover(void *userdata)
 	for (struct dbus_conn *c = br->front->conns; c; c = c->next)
 		if (c->bridge)
 			peer_free(br, c->bridge);
+	while (br->serves)
+		serve_drop(br, &br->serves);
+}
+
+void dbus_bridge_owner_changed(struct dbus_front *f, const char *name, struct registry_peer *old,
+			       struct registry_peer *new)
+{
+	struct bridge_serve **p;
+
+	/* One bus: native clients see D-Bus names change owner, and their calls fail when it goes. */
+	driver_notify_owner_changed(f->bus, name, old ? old->unique_name : "", new ? new->unique_name : "");
+	if (!new && f->bridge && (p = serve_find(f->bridge, name)))
+		serve_drop(f->bridge, p);
 }
 
 static const struct bus_bridge_hooks hooks = {
 	.peer_ending = hook_peer_ending,
 	.inbox = hook_inbox,
 	.handover = hook_handover,
+	.serve = hook_serve,
 };
 
 /* ---- The bridge ----------------------------------------------------------------- */

@@ -32,5 +32,12 @@ struct dbus_bridge *dbus_bridge_free(struct dbus_bridge *br);
 int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fds);
 /* c goes: its calls are forgotten, its inbox and caps revoked and freed. */
 void dbus_bridge_conn_gone(struct dbus_conn *c);
+/*
+ * A D-Bus well-known name changed owner (dbus-driver.c): native clients get
+ * NameOwnerChanged for it, and its call channel is no longer served when
+ * it has no owner. Works without channels too (bridge NULL).
+ */
+void dbus_bridge_owner_changed(struct dbus_front *f, const char *name, struct registry_peer *old,
+			       struct registry_peer *new);
 
 #endif

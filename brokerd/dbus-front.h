@@ -11,9 +11,9 @@
  * One bus, two protocols, as far as it goes today (brokerd/README.md,
  * "D-Bus clients"): unique ids come from the native registry so that no
  * unique name is ever given twice, quotas and the own/send policy are the
- * native ones, ListNames shows both; D-Bus names have their own queues and
- * a message between a D-Bus and a native client is refused with
- * org.freedesktop.DBus.Error.NotSupported.
+ * native ones, both protocols list both kinds of names; D-Bus names have
+ * their own queues, and calls between a D-Bus and a native client go
+ * through dbus-bridge.c (signals do not cross yet).
  */
 #ifndef BROKERD_DBUS_FRONT_H
 #define BROKERD_DBUS_FRONT_H

@@ -86,28 +86,32 @@ static void send_bus_name_owner_changed(struct bus *b, const char *name, const c
 		(void)chanmgr_send(&b->chanmgr, b->bus_signal->id, buf, (size_t)n);
 }
 
-static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
-			     struct registry_peer *new, struct registry_peer *requester)
+void driver_notify_owner_changed(struct bus *b, const char *name, const char *old_owner, const char *new_owner)
 {
-	struct bus *b = userdata;
-	struct bus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
-
-	log_full(LOG_DEBUG, NULL, (uid_t)-1, "name %s: owner %s -> %s", name, old ? old->unique_name : "-",
-		 new ? new->unique_name : "-");
 
 	/* NameOwnerChanged: control signal to those who asked, channel message on "brokerd". */
 	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0) == 0) {
 		ctrl_write_string(&w, name);
-		ctrl_write_string(&w, old ? old->unique_name : "");
-		ctrl_write_string(&w, new ? new->unique_name : "");
+		ctrl_write_string(&w, old_owner);
+		ctrl_write_string(&w, new_owner);
 		for (struct bus_conn *c = b->conns; c; c = c->next)
 			if (c->name_events)
 				conn_signal(c, &w);
 	}
 	if (b->bus_signal)
-		send_bus_name_owner_changed(b, name, old ? old->unique_name : "",
-					    new ? new->unique_name : "");
+		send_bus_name_owner_changed(b, name, old_owner, new_owner);
+}
+
+static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
+			     struct registry_peer *new, struct registry_peer *requester)
+{
+	struct bus *b = userdata;
+	struct bus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
+
+	log_full(LOG_DEBUG, NULL, (uid_t)-1, "name %s: owner %s -> %s", name, old ? old->unique_name : "-",
+		 new ? new->unique_name : "-");
+	driver_notify_owner_changed(b, name, old ? old->unique_name : "", new ? new->unique_name : "");
 
 	b->gc_needed = true;
 	if (old) {
@@ -525,7 +529,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	uint32_t flags;
 	char why[512];
 	int r, failed_quota = -1;
-	bool owned;
+	bool owned, bridged;
 
 	ctrl_read_string(rd, &name, NULL);
 	ctrl_read_u32(rd, &flags);
@@ -537,6 +541,9 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
 		return deny(c, m, POLICY_SEND, name, why);
 	owned = registry_name_owner(b->registry, name) != NULL;
+	/* A D-Bus client's name: brokerd serves its call channel and passes the calls on (dbus-bridge.c). */
+	bridged = !owned && b->bridge_hooks && b->dbus_registry && registry_name_owner(b->dbus_registry, name);
+	owned |= bridged;
 	svc = owned ? NULL : service_set_find(b->services, name);
 	if (!owned && (!svc || (flags & CTRL_CALL_NO_ACTIVATE)))
 		return conn_reply_error(c, m, svc ? CTRL_ERROR_NAME_HAS_NO_OWNER : CTRL_ERROR_SERVICE_UNKNOWN,
@@ -545,6 +552,8 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
 	if (r == -EDQUOT)
 		return conn_reply_quota(c, m, failed_quota);
+	if (r == 0 && bridged)
+		r = b->bridge_hooks->serve(b->bridge, n);
 	if (r < 0)
 		return r;
 
