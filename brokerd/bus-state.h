@@ -119,6 +119,8 @@ struct bus_bridge_hooks {
 	void (*handover)(void *bridge);
 	/* OPEN_CALL of a name a D-Bus connection owns: brokerd receives n's calls for it. */
 	int (*serve)(void *bridge, struct bus_name *n);
+	/* A native name got an owner: D-Bus clients' match rules may want its signals. */
+	void (*name_owned)(void *bridge, const char *name);
 };
 
 struct bus {

@@ -45,6 +45,10 @@
 #define CHAN_KIND_INBOX	    1 /* a D-Bus caller's inbox: RECV */
 #define CHAN_KIND_CALL	    2 /* a call channel, or a native caller's inbox: SEND */
 #define CHAN_KIND_SERVE	    3 /* the call channel of a D-Bus client's name: RECV */
+#define CHAN_KIND_SIGNAL    4 /* a native name's signal channel: RECV */
+
+/* The badge of brokerd's own receive caps (never stamped: nothing is sent through them). */
+#define BRIDGE_BADGE (UINT64_MAX - 1)
 
 /* The seals a body memfd must have (protocol/README.md 7.6). */
 #define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
@@ -93,6 +97,14 @@ struct bridge_ncall {
 	struct bridge_ncall *next;
 };
 
+/* A native name whose signals brokerd receives for D-Bus clients' match rules. */
+struct bridge_sub {
+	char *name;
+	uint32_t channel_id;
+	struct chan *recv;
+	struct bridge_sub *next;
+};
+
 /* Native calls waiting for a D-Bus reply, all callees together: beyond this, no reply is waited for. */
 #define BRIDGE_NCALLS_MAX 65536U
 
@@ -103,6 +115,8 @@ struct dbus_bridge {
 	sd_event_source *src;
 	struct bridge_call *calls;
 	struct bridge_serve *serves;
+	struct bridge_sub *subs;
+	bool watching; /* some D-Bus client has a match rule: native signals are received */
 	struct bridge_ncall *ncalls;
 	unsigned int n_ncalls;
 	uint32_t serial;       /* of the calls brokerd writes to D-Bus callees */
@@ -641,6 +655,51 @@ static struct dbus_conn *dbus_owner(struct dbus_bridge *br, const char *name)
 }
 
 /*
+ * A signal on native name sub's channel (sent by its owner, the kernel's
+ * badge) to every D-Bus connection whose rules match it, with SENDER the
+ * owner's unique name; a rule with the well-known sender sub->name matches.
+ */
+static void signal_broadcast(struct dbus_bridge *br, struct bridge_sub *sub, const struct ioipc_msg_info *info,
+			     const struct chmsg *m, const int *fds, unsigned int n)
+{
+	char sender[CTRL_UNIQUE_NAME_MAX];
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_SIGNAL,
+		.path = m->path,
+		.interface = m->interface,
+		.member = m->member,
+		.signature = m->signature,
+		.n_fds = n,
+		.sender = sender,
+	};
+	struct dbus_message dm;
+	void *body = NULL, *data = NULL;
+	size_t len;
+
+	if (m->body_len) {
+		body = malloc(m->body_len);
+		if (!body)
+			return;
+		memcpy(body, m->body, m->body_len);
+		if (dbus_body_to_native(m->signature ? m->signature : "", body, m->body_len, m->byte_order, n) < 0) {
+			br->dropped++;
+			free(body);
+			return;
+		}
+	}
+	ctrl_unique_name_format(info->badge, sender);
+	h.serial = ++br->serial ? br->serial : ++br->serial;
+	if (dbus_message_write(&h, body, m->body_len, &data, &len) == 0 &&
+	    dbus_message_parse(&dm, data, len, n) == 0)
+		dbus_front_broadcast(br->front, &dm, fds, NULL, sub->name); /* each receiver its own fds */
+	else
+		br->dropped++;
+	if (data)
+		dbus_message_deinit(&dm);
+	free(body);
+}
+
+/*
  * A message received on ch, passed to a D-Bus connection with SENDER the
  * native sender's unique name (the kernel's badge), its body brought to
  * brokerd's byte order and its fds passed on; anything else is dropped and
@@ -653,6 +712,7 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 {
 	struct bridge_peer *bp = ch->kind == CHAN_KIND_INBOX ? ch->owner : NULL;
 	struct bridge_serve *sv = ch->kind == CHAN_KIND_SERVE ? ch->owner : NULL;
+	struct bridge_sub *sub = ch->kind == CHAN_KIND_SIGNAL ? ch->owner : NULL;
 	struct dbus_conn *c = bp ? bp->conn : NULL;
 	const struct ioipc_msg_info *info = NULL;
 	const struct ioipc_fds_hdr *fh;
@@ -686,6 +746,13 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 		if (body_map(fds[n - 1], m.body_len, &map) < 0 || chmsg_decode_body(&m, map) < 0)
 			goto drop;
 		close(fds[--n]);
+	}
+	if (sub) {
+		if (m.type == CHMSG_SIGNAL)
+			signal_broadcast(br, sub, info, &m, fds, n);
+		else
+			br->dropped++;
+		goto out;
 	}
 	switch (sv ? (m.type == CHMSG_CALL ? CHMSG_CALL : 0) : m.type == CHMSG_CALL ? 0 : m.type) {
 	case CHMSG_CALL:
@@ -770,7 +837,7 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 drop:
 	br->dropped++;
 	log_debug("bridge: a message from :1.%llu to %s dropped", info ? (unsigned long long)info->badge : 0ULL,
-		  sv ? sv->name : c->name);
+		  sv ? sv->name : sub ? sub->name : c->name);
 out:
 	if (fds)
 		fds_close(fds, n);
@@ -903,6 +970,123 @@ static void hook_handover(void *userdata)
 			peer_free(br, c->bridge);
 	while (br->serves)
 		serve_drop(br, &br->serves);
+	while (br->subs) {
+		struct bridge_sub *sub = br->subs;
+
+		br->subs = sub->next;
+		chan_close(&br->ring, sub->recv);
+		free(sub->name);
+		free(sub);
+	}
+	br->watching = false;
+}
+
+/* Receive name's signals (its signal channel now), if it has native channels. */
+static void sub_name(struct dbus_bridge *br, const char *name)
+{
+	struct bus_name *n = bus_name_find(br->bus, name);
+	struct bridge_sub **p, *sub;
+	int fd, r;
+
+	if (!n || !n->signal)
+		return;
+	for (p = &br->subs; (sub = *p); p = &sub->next)
+		if (!strcmp(sub->name, name))
+			break;
+	if (sub && sub->channel_id == n->signal->id)
+		return;
+	if (sub) {
+		*p = sub->next;
+		chan_close(&br->ring, sub->recv);
+		free(sub->name);
+		free(sub);
+	}
+	sub = calloc(1, sizeof(*sub));
+	if (!sub || !(sub->name = strdup(name))) {
+		free(sub);
+		return;
+	}
+	sub->channel_id = n->signal->id;
+	fd = chanmgr_mint(&br->bus->chanmgr, n->signal->id, IOIPC_SUB_RECV, BRIDGE_BADGE);
+	r = fd < 0 ? fd : chan_attach(&br->ring, fd, IOIPC_SUB_RECV, CHMSG_MAX, CHAN_KIND_SIGNAL, sub, &sub->recv);
+	if (fd >= 0)
+		close(fd);
+	if (r == 0)
+		r = chan_arm(&br->ring, sub->recv);
+	if (r < 0) {
+		log_debug("bridge: cannot receive the signals of %s: %s", name, strerror(-r));
+		chan_close(&br->ring, sub->recv);
+		free(sub->name);
+		free(sub);
+		return;
+	}
+	sub->next = br->subs;
+	br->subs = sub;
+}
+
+static void hook_name_owned(void *userdata, const char *name)
+{
+	struct dbus_bridge *br = userdata;
+
+	if (br->watching)
+		sub_name(br, name);
+}
+
+void dbus_bridge_signals_wanted(struct dbus_front *f)
+{
+	struct dbus_bridge *br = f->bridge;
+	_cleanup_free_ const char **names = NULL;
+	size_t n;
+
+	if (!br || br->watching)
+		return;
+	br->watching = true;
+	n = registry_names_list(br->bus->registry, NULL, 0);
+	names = n ? calloc(n, sizeof(*names)) : NULL;
+	if (!names)
+		return;
+	n = registry_names_list(br->bus->registry, names, n);
+	for (size_t i = 0; i < n; i++)
+		sub_name(br, names[i]);
+}
+
+void dbus_bridge_signal(struct dbus_conn *c, const struct dbus_message *m, const int *fds)
+{
+	struct dbus_bridge *br = c->front->bridge;
+	struct bridge_peer *bp;
+	const char *name;
+
+	if (!br || !c->peer)
+		return;
+	for (unsigned int i = 0; (name = registry_peer_owned_next(c->peer, &i));) {
+		struct bus_name *n = bus_name_find(br->bus, name);
+		struct bridge_target *t;
+		char key[CTRL_NAME_MAX + 2];
+		struct chmsg cm = {
+			.type = CHMSG_SIGNAL,
+			.flags = m->h.flags & CHMSG_F_ALL,
+			.serial = m->h.serial,
+			.path = m->h.path,
+			.interface = m->h.interface,
+			.member = m->h.member,
+			.signature = m->h.signature,
+			.body = m->body,
+			.body_len = (uint32_t)m->body_len,
+		};
+		int r;
+
+		/* Only where native clients subscribed (their SUBSCRIBE made the channel). */
+		if (!n || !n->signal)
+			continue;
+		snprintf(key, sizeof(key), "/%s", name); /* no bus name has a '/': apart from call targets */
+		r = peer_get(br, c, &bp);
+		if (r == 0)
+			r = target_get(br, bp, key, n->signal, &t);
+		if (r == 0)
+			r = msg_send(br, t, &cm, fds, m->h.n_fds);
+		if (r < 0)
+			log_debug("bridge: signal of %s on %s not sent: %s", c->name, name, strerror(-r));
+	}
 }
 
 void dbus_bridge_owner_changed(struct dbus_front *f, const char *name, struct registry_peer *old,
@@ -921,6 +1105,7 @@ static const struct bus_bridge_hooks hooks = {
 	.inbox = hook_inbox,
 	.handover = hook_handover,
 	.serve = hook_serve,
+	.name_owned = hook_name_owned,
 };
 
 /* ---- The bridge ----------------------------------------------------------------- */

@@ -10,6 +10,12 @@
  * the reply or error comes back into the inbox and goes out as a D-Bus
  * message with SENDER the service's unique name (the kernel's badge).
  *
+ * The other way, brokerd receives on the call channel of a name a D-Bus
+ * connection owns and passes the calls to it, its replies into the native
+ * callers' inboxes; and signals cross both ways (native signal channels
+ * received for D-Bus match rules, D-Bus broadcasts emitted on the signal
+ * channels of the sender's names).
+ *
  * The bridge's channel I/O runs on an io_uring of its own whose eventfd
  * sd-event watches: a receive waits in the kernel, a send never blocks.
  */
@@ -39,5 +45,13 @@ void dbus_bridge_conn_gone(struct dbus_conn *c);
  */
 void dbus_bridge_owner_changed(struct dbus_front *f, const char *name, struct registry_peer *old,
 			       struct registry_peer *new);
+/*
+ * A D-Bus client added a match rule: from now on brokerd receives the
+ * signals of every native name (its signal channel) and broadcasts them to
+ * the D-Bus clients whose rules match.
+ */
+void dbus_bridge_signals_wanted(struct dbus_front *f);
+/* A broadcast signal from c: onto the signal channel of each of its names native clients subscribed to. */
+void dbus_bridge_signal(struct dbus_conn *c, const struct dbus_message *m, const int *fds);
 
 #endif

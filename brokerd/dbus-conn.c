@@ -254,7 +254,8 @@ static bool conn_matches(struct dbus_front *f, struct dbus_conn *c, const struct
 		struct dbus_match_message m = *mm;
 
 		/* A rule's well-known sender matches the messages of its current owner. */
-		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0) {
+		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0 &&
+		    !(mm->sender_name && !strcmp(x->rule.sender, mm->sender_name))) {
 			struct registry_peer *owner = registry_name_owner(f->registry, x->rule.sender);
 
 			if (!owner || owner != sender_peer)
@@ -271,6 +272,12 @@ static bool conn_matches(struct dbus_front *f, struct dbus_conn *c, const struct
 static void broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
 		      struct registry_peer *sender_peer)
 {
+	dbus_front_broadcast(f, m, fds, sender_peer, NULL);
+}
+
+void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender_peer, const char *sender_name)
+{
 	struct dbus_match_message mm = {
 		.type = m->h.type,
 		.sender = m->h.sender,
@@ -282,6 +289,7 @@ static void broadcast(struct dbus_front *f, const struct dbus_message *m, const 
 		.body = m->body,
 		.body_len = m->body_len,
 		.byte_order = m->byte_order,
+		.sender_name = sender_name,
 	};
 
 	if (!strcmp(m->h.sender, DBUS_DRIVER_NAME))
@@ -432,6 +440,7 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 	}
 	if (!m->h.destination && m->h.type == DBUS_MESSAGE_SIGNAL) {
 		broadcast(c->front, m, fds, c->peer);
+		dbus_bridge_signal(c, m, fds); /* native subscribers of its names */
 		goto out;
 	}
 	if (to_driver) {

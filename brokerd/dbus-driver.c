@@ -503,6 +503,7 @@ static int method_add_match(struct call *k)
 	x->next = c->matches;
 	c->matches = x;
 	c->n_matches++;
+	dbus_bridge_signals_wanted(c->front); /* native signals from now on */
 	return 0;
 }
 

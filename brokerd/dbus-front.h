@@ -12,8 +12,8 @@
  * "D-Bus clients"): unique ids come from the native registry so that no
  * unique name is ever given twice, quotas and the own/send policy are the
  * native ones, both protocols list both kinds of names; D-Bus names have
- * their own queues, and calls between a D-Bus and a native client go
- * through dbus-bridge.c (signals do not cross yet).
+ * their own queues, and calls and signals between a D-Bus and a native
+ * client go through dbus-bridge.c.
  */
 #ifndef BROKERD_DBUS_FRONT_H
 #define BROKERD_DBUS_FRONT_H
@@ -121,6 +121,13 @@ int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void
 /* A signal from the driver to every connection with a matching rule (destination NULL) or to one. */
 void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, const char *member,
 			      const char *signature, const void *body, size_t body_len);
+/*
+ * A signal m (sender stamped) with its fds to every connection with a
+ * matching rule; sender_name, if not NULL, is a well-known name it came
+ * from (a native name's signal channel: dbus-bridge.c).
+ */
+void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender_peer, const char *sender_name);
 void dbus_conn_kill(struct dbus_conn *c, const char *why);
 struct dbus_conn *dbus_front_conn_by_name(struct dbus_front *f, const char *name);
 /* The pid of the process that connected while it runs (pidfd), else 0. */

@@ -134,6 +134,8 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		activation_settle(b, name, NULL, NULL);
 		/* match rules without a sender: watchers get the new name's signals */
 		watch_name_owned(b, name);
+		if (b->bridge_hooks) /* and D-Bus clients' rules, through the bridge */
+			b->bridge_hooks->name_owned(b->bridge, name);
 	}
 }
 

@@ -9,7 +9,9 @@
  *
  * Methods: Echo(s) -> s; Add(ii) -> i; Who() -> s, the caller's unique name
  * as the bus said (SENDER); Fail() -> the error org.brokerdtest.Error.Failed;
- * Hang() never answers. Prints "ready" once it owns NAME.
+ * Hang() never answers; Emit(ss member, text) broadcasts the signal
+ * org.brokerdtest.Echo1.<member>(s text) from /org/brokerdtest. Prints
+ * "ready" once it owns NAME.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +52,17 @@ static int method_hang(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	return 1; /* handled, never answered */
 }
 
+static int method_emit(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	const char *member, *text;
+	int r = sd_bus_message_read(m, "ss", &member, &text);
+
+	if (r >= 0)
+		r = sd_bus_emit_signal(sd_bus_message_get_bus(m), "/org/brokerdtest", "org.brokerdtest.Echo1", member,
+				       "s", text);
+	return r < 0 ? r : sd_bus_reply_method_return(m, "");
+}
+
 static const sd_bus_vtable vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_METHOD("Echo", "s", "s", method_echo, 0),
@@ -57,6 +70,7 @@ static const sd_bus_vtable vtable[] = {
 	SD_BUS_METHOD("Who", "", "s", method_who, 0),
 	SD_BUS_METHOD("Fail", "", "", method_fail, 0),
 	SD_BUS_METHOD("Hang", "", "", method_hang, 0),
+	SD_BUS_METHOD("Emit", "ss", "", method_emit, 0),
 	SD_BUS_VTABLE_END,
 };
 
