@@ -1141,6 +1141,8 @@ struct dbus_bridge *dbus_bridge_free(struct dbus_bridge *br)
 	if (!br)
 		return NULL;
 	hook_handover(br);
+	while (br->ncalls)
+		ncall_drop(br, &br->ncalls);
 	if (br->bus->bridge == br) {
 		br->bus->bridge_hooks = NULL;
 		br->bus->bridge = NULL;
