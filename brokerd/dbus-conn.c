@@ -297,6 +297,10 @@ void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, co
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
 		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer))
 			continue;
+		/* A native name's signals: to those its receive policy allows, as for native subscribers. */
+		if (sender_name && !policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_RECEIVE,
+						 sender_name, NULL, 0))
+			continue;
 		(void)deliver_copy(c, m, fds);
 	}
 }

@@ -123,8 +123,9 @@ void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, cons
 			      const char *signature, const void *body, size_t body_len);
 /*
  * A signal m (sender stamped) with its fds to every connection with a
- * matching rule; sender_name, if not NULL, is a well-known name it came
- * from (a native name's signal channel: dbus-bridge.c).
+ * matching rule; sender_name, if not NULL, is the native name whose signal
+ * channel it came from (dbus-bridge.c): it goes only to connections the
+ * policy lets receive that name's signals.
  */
 void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
 			  struct registry_peer *sender_peer, const char *sender_name);
