@@ -119,8 +119,13 @@ struct bus_bridge_hooks {
 	void (*handover)(void *bridge);
 	/* OPEN_CALL of a name a D-Bus connection owns: brokerd receives n's calls for it. */
 	int (*serve)(void *bridge, struct bus_name *n);
-	/* A native name got an owner: D-Bus clients' match rules may want its signals. */
-	void (*name_owned)(void *bridge, const char *name);
+	/*
+	 * A native well-known name changed owner ("" for none), or a native
+	 * unique name went (name the unique name, new_owner ""): D-Bus clients
+	 * get NameOwnerChanged, and their match rules may want a new owner's
+	 * signals.
+	 */
+	void (*owner_changed)(void *bridge, const char *name, const char *old_owner, const char *new_owner);
 };
 
 struct bus {

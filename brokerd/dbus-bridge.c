@@ -870,6 +870,25 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
 /* ---- Hooks of the native layers -------------------------------------------------- */
 
+/* NameOwnerChanged from the driver to the D-Bus clients whose rules match it. */
+static void name_owner_changed_signal(struct dbus_bridge *br, const char *name, const char *old_owner,
+				      const char *new_owner)
+{
+	struct dbus_writer w;
+	void *body = NULL;
+	size_t len = 0;
+
+	if (dbus_writer_init(&w, "sss") < 0)
+		return;
+	dbus_writer_append_basic(&w, 's', name);
+	dbus_writer_append_basic(&w, 's', old_owner);
+	dbus_writer_append_basic(&w, 's', new_owner);
+	if (dbus_writer_finish(&w, &body, &len) == 0)
+		dbus_front_driver_signal(br->front, NULL, "NameOwnerChanged", "sss", body, len);
+	dbus_writer_deinit(&w);
+	free(body);
+}
+
 /*
  * A native connection ends: a bridged call to a name it received calls of
  * may have been its own, and will never be answered. As libbrokerd does for
@@ -881,6 +900,8 @@ static void hook_peer_ending(void *userdata, struct registry_peer *p)
 	struct dbus_bridge *br = userdata;
 	const char *e;
 
+	/* Its unique name goes, for the D-Bus clients that watch it (its well-known names follow). */
+	name_owner_changed_signal(br, p->unique_name, p->unique_name, "");
 	for (unsigned int i = 0; (e = registry_peer_entry_name(p, i, NULL)); i++)
 		for (struct bridge_call **pk = &br->calls; *pk;) {
 			char text[512];
@@ -1024,11 +1045,12 @@ static void sub_name(struct dbus_bridge *br, const char *name)
 	br->subs = sub;
 }
 
-static void hook_name_owned(void *userdata, const char *name)
+static void hook_owner_changed(void *userdata, const char *name, const char *old_owner, const char *new_owner)
 {
 	struct dbus_bridge *br = userdata;
 
-	if (br->watching)
+	name_owner_changed_signal(br, name, old_owner, new_owner);
+	if (br->watching && *new_owner && name[0] != ':')
 		sub_name(br, name);
 }
 
@@ -1105,7 +1127,7 @@ static const struct bus_bridge_hooks hooks = {
 	.inbox = hook_inbox,
 	.handover = hook_handover,
 	.serve = hook_serve,
-	.name_owned = hook_name_owned,
+	.owner_changed = hook_owner_changed,
 };
 
 /* ---- The bridge ----------------------------------------------------------------- */

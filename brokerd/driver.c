@@ -112,6 +112,9 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 	log_full(LOG_DEBUG, NULL, (uid_t)-1, "name %s: owner %s -> %s", name, old ? old->unique_name : "-",
 		 new ? new->unique_name : "-");
 	driver_notify_owner_changed(b, name, old ? old->unique_name : "", new ? new->unique_name : "");
+	if (b->bridge_hooks) /* D-Bus clients see it too (dbus-bridge.c) */
+		b->bridge_hooks->owner_changed(b->bridge, name, old ? old->unique_name : "",
+					       new ? new->unique_name : "");
 
 	b->gc_needed = true;
 	if (old) {
@@ -134,8 +137,6 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		activation_settle(b, name, NULL, NULL);
 		/* match rules without a sender: watchers get the new name's signals */
 		watch_name_owned(b, name);
-		if (b->bridge_hooks) /* and D-Bus clients' rules, through the bridge */
-			b->bridge_hooks->name_owned(b->bridge, name);
 	}
 }
 
