@@ -846,14 +846,15 @@ out:
 	free(body);
 }
 
-static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+/* Dispatches the receives completed so far; how many. */
+static unsigned int ring_dispatch(struct dbus_bridge *br)
 {
-	struct dbus_bridge *br = userdata;
+	unsigned int n = 0;
 	struct chan *ch;
 
-	ring_ack(&br->ring);
 	(void)ring_reap(&br->ring);
 	while ((ch = ring_pop_ready(&br->ring))) {
+		n++;
 		if (ch->res < 0) {
 			/* Revoked, or its channel gone: nothing more comes (its owner closes it). */
 			if (ch->res != -EINTR && ch->res != -ECANCELED)
@@ -865,7 +866,34 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 		channel_message(br, ch);
 		(void)chan_arm(&br->ring, ch);
 	}
+	return n;
+}
+
+static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct dbus_bridge *br = userdata;
+
+	ring_ack(&br->ring);
+	(void)ring_dispatch(br);
 	return 0;
+}
+
+/*
+ * What native clients sent before an owner change or a connection's end is
+ * passed on before what brokerd says about it: a signal sent just before
+ * its emitter left reaches D-Bus clients before NameOwnerChanged (GDBus
+ * drops a signal from a name's former owner), a reply before NoReply.
+ * Their receives may have completed in the kernel without brokerd having
+ * run the completion yet: run it, and dispatch until nothing more is there
+ * (a bounded number of rounds, so that a flood cannot hold brokerd here).
+ */
+static void ring_drain(struct dbus_bridge *br)
+{
+	for (unsigned int i = 0; i < 16; i++) {
+		(void)io_uring_get_events(&br->ring.uring);
+		if (!ring_dispatch(br))
+			break;
+	}
 }
 
 /* ---- Hooks of the native layers -------------------------------------------------- */
@@ -900,6 +928,7 @@ static void hook_peer_ending(void *userdata, struct registry_peer *p)
 	struct dbus_bridge *br = userdata;
 	const char *e;
 
+	ring_drain(br); /* its last replies and signals first */
 	/* Its unique name goes, for the D-Bus clients that watch it (its well-known names follow). */
 	name_owner_changed_signal(br, p->unique_name, p->unique_name, "");
 	for (unsigned int i = 0; (e = registry_peer_entry_name(p, i, NULL)); i++)
@@ -1049,6 +1078,7 @@ static void hook_owner_changed(void *userdata, const char *name, const char *old
 {
 	struct dbus_bridge *br = userdata;
 
+	ring_drain(br);
 	name_owner_changed_signal(br, name, old_owner, new_owner);
 	if (br->watching && *new_owner && name[0] != ':')
 		sub_name(br, name);
