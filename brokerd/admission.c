@@ -447,6 +447,8 @@ static void admission_conn_end(struct bus_conn *c)
 		if (log_ratelimit_test(&b->conn_log))
 			log_full(LOG_INFO, c->peer->unique_name, c->cred.uid, "%s disconnected",
 				 c->peer->unique_name);
+		if (b->bridge_hooks) /* D-Bus callers waiting on its names: NoReply */
+			b->bridge_hooks->peer_ending(b->bridge, c->peer);
 		registry_peer_remove(b->registry, c->peer); /* names go, queues are promoted */
 		c->peer = NULL;
 		/*

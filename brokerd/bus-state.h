@@ -25,6 +25,7 @@
 
 struct activator_req;
 struct nsview;
+struct registry_peer;
 struct bus_conn;
 struct out_msg;
 
@@ -105,6 +106,28 @@ struct activation {
 	struct activation *next;
 };
 
+/*
+ * What the native layers ask of the D-Bus bridge (dbus-bridge.c), which
+ * sits above them: set by it, NULL when no D-Bus front end runs.
+ */
+struct bus_bridge_hooks {
+	/* A native connection ends, before its names go: calls bridged to the names it served fail. */
+	void (*peer_ending)(void *bridge, struct registry_peer *p);
+	/* OPEN_INBOX of a D-Bus connection (unique or well-known name): its inbox and peer, or NULL. */
+	struct bus_channel *(*inbox)(void *bridge, const char *name, struct registry_peer **ret_peer);
+	/* brokerd hands the bus over (restart): D-Bus connections are not, so their inboxes go now. */
+	void (*handover)(void *bridge);
+	/* OPEN_CALL of a name a D-Bus connection owns: brokerd receives n's calls for it. */
+	int (*serve)(void *bridge, struct bus_name *n);
+	/*
+	 * A native well-known name changed owner ("" for none), or a native
+	 * unique name went (name the unique name, new_owner ""): D-Bus clients
+	 * get NameOwnerChanged, and their match rules may want a new owner's
+	 * signals.
+	 */
+	void (*owner_changed)(void *bridge, const char *name, const char *old_owner, const char *new_owner);
+};
+
 struct bus {
 	sd_event *event;
 	int listen_fd;
@@ -133,6 +156,10 @@ struct bus {
 	bool gc_needed;			      /* some name may have become idle */
 	struct activator_req *activator_reqs; /* waiting for the activator's answer */
 	uint32_t signal_serial;
+	const struct bus_bridge_hooks *bridge_hooks;
+	void *bridge;
+	/* The D-Bus front end's names and connections (dbus-front.h), NULL without one: listed too. */
+	struct registry *dbus_registry;
 
 	/* Connection floods (admission.c) */
 	unsigned int n_conns;	 /* admitted, with or without HELLO */

@@ -23,6 +23,7 @@
 #include "brokerd/admission.h"
 #include "brokerd/bus-state.h"
 #include "brokerd/dbus-access.h"
+#include "brokerd/dbus-bridge.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/log.h"
 #include "brokerd/policy.h"
@@ -254,7 +255,8 @@ static bool conn_matches(struct dbus_front *f, struct dbus_conn *c, const struct
 		struct dbus_match_message m = *mm;
 
 		/* A rule's well-known sender matches the messages of its current owner. */
-		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0) {
+		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0 &&
+		    !(mm->sender_name && !strcmp(x->rule.sender, mm->sender_name))) {
 			struct registry_peer *owner = registry_name_owner(f->registry, x->rule.sender);
 
 			if (!owner || owner != sender_peer)
@@ -271,6 +273,12 @@ static bool conn_matches(struct dbus_front *f, struct dbus_conn *c, const struct
 static void broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
 		      struct registry_peer *sender_peer)
 {
+	dbus_front_broadcast(f, m, fds, sender_peer, NULL);
+}
+
+void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender_peer, const char *sender_name)
+{
 	struct dbus_match_message mm = {
 		.type = m->h.type,
 		.sender = m->h.sender,
@@ -282,6 +290,7 @@ static void broadcast(struct dbus_front *f, const struct dbus_message *m, const 
 		.body = m->body,
 		.body_len = m->body_len,
 		.byte_order = m->byte_order,
+		.sender_name = sender_name,
 	};
 
 	if (!strcmp(m->h.sender, DBUS_DRIVER_NAME))
@@ -289,6 +298,10 @@ static void broadcast(struct dbus_front *f, const struct dbus_message *m, const 
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
 		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer) ||
 		    !dbus_access_broadcast(f, sender_peer, c, m))
+			continue;
+		/* A native name's signals: to those its receive policy allows, as for native subscribers. */
+		if (sender_name && !policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_RECEIVE,
+						 sender_name, NULL, 0))
 			continue;
 		(void)deliver_copy(c, m, fds);
 	}
@@ -351,9 +364,7 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 
 	if (!t) {
 		if (registry_peer_resolve(f->bus->registry, dest))
-			refuse(c, m, "org.freedesktop.DBus.Error.NotSupported",
-			       "%s is a native brokerd client; calls between D-Bus and native clients are not supported yet",
-			       dest);
+			return dbus_bridge_route(c, m, *fds); /* a native client's */
 		else
 			refuse(c, m, "org.freedesktop.DBus.Error.ServiceUnknown", "The name %s has no owner",
 			       dest);
@@ -431,6 +442,7 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 	}
 	if (!m->h.destination && m->h.type == DBUS_MESSAGE_SIGNAL) {
 		broadcast(c->front, m, fds, c->peer);
+		dbus_bridge_signal(c, m, fds); /* native subscribers of its names */
 		goto out;
 	}
 	if (to_driver) {
@@ -704,6 +716,7 @@ static void conn_gone(struct dbus_conn *c)
 		}
 		free(rep);
 	}
+	dbus_bridge_conn_gone(c);
 	if (c->peer)
 		dbus_driver_conn_gone(c);
 }
@@ -854,6 +867,12 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	}
 	for (size_t i = 0; i < sizeof(id); i++)
 		snprintf(f->guid + 2 * i, 3, "%02x", id[i]);
+	bus->dbus_registry = f->registry; /* one bus: native clients see D-Bus names too */
+	r = dbus_bridge_new(&f->bridge, f);
+	if (r < 0) {
+		dbus_front_free(f);
+		return r;
+	}
 	*ret = f;
 	return 0;
 }
@@ -876,6 +895,9 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 	 */
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		c->dead = true;
+	f->bridge = dbus_bridge_free(f->bridge);
+	if (f->bus->dbus_registry == f->registry)
+		f->bus->dbus_registry = NULL;
 	while (f->conns) {
 		struct dbus_conn *c = f->conns;
 

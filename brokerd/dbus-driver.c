@@ -15,6 +15,7 @@
 
 #include "brokerd/bus-state.h"
 #include "brokerd/conn.h"
+#include "brokerd/dbus-bridge.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/driver.h"
 #include "brokerd/policy.h"
@@ -59,6 +60,7 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		 new ? new->unique_name : "");
 	if (nc && !nc->dead)
 		signal_s(f, nc, "NameAcquired", "s", name, NULL, NULL);
+	dbus_bridge_owner_changed(f, name, old, new); /* native clients see it too */
 }
 
 static void on_entry_changed(void *userdata, struct registry_peer *p, const char *name, int delta)
@@ -501,6 +503,7 @@ static int method_add_match(struct call *k)
 	x->next = c->matches;
 	c->matches = x;
 	c->n_matches++;
+	dbus_bridge_signals_wanted(c->front); /* native signals from now on */
 	return 0;
 }
 

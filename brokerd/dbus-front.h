@@ -11,9 +11,9 @@
  * One bus, two protocols, as far as it goes today (brokerd/README.md,
  * "D-Bus clients"): unique ids come from the native registry so that no
  * unique name is ever given twice, quotas and the own/send policy are the
- * native ones, ListNames shows both; D-Bus names have their own queues and
- * a message between a D-Bus and a native client is refused with
- * org.freedesktop.DBus.Error.NotSupported.
+ * native ones, both protocols list both kinds of names; D-Bus names have
+ * their own queues, and calls and signals between a D-Bus and a native
+ * client go through dbus-bridge.c.
  */
 #ifndef BROKERD_DBUS_FRONT_H
 #define BROKERD_DBUS_FRONT_H
@@ -42,6 +42,8 @@
 #define DBUS_CONN_REPLIES_MAX 4096U
 
 struct bus;
+struct bridge_peer;
+struct dbus_bridge;
 struct registry;
 struct registry_peer;
 
@@ -84,6 +86,7 @@ struct dbus_conn {
 	struct dbus_match *matches;
 	unsigned int n_matches;
 	unsigned int n_replies; /* calls it made that wait for a reply */
+	struct bridge_peer *bridge; /* its calls to native services (dbus-bridge.c), if any */
 	bool dead;
 	struct dbus_conn *prev, *next;
 };
@@ -103,6 +106,7 @@ struct dbus_front {
 	struct registry *registry; /* D-Bus well-known names and their queues */
 	struct dbus_conn *conns;
 	struct dbus_reply *replies;
+	struct dbus_bridge *bridge; /* calls to native services; NULL without kernel channels */
 	char guid[33];
 	uint32_t serial;		  /* the driver's */
 	unsigned long unsolicited;	  /* replies refused */
@@ -117,6 +121,14 @@ int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void
 /* A signal from the driver to every connection with a matching rule (destination NULL) or to one. */
 void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, const char *member,
 			      const char *signature, const void *body, size_t body_len);
+/*
+ * A signal m (sender stamped) with its fds to every connection with a
+ * matching rule; sender_name, if not NULL, is the native name whose signal
+ * channel it came from (dbus-bridge.c): it goes only to connections the
+ * policy lets receive that name's signals.
+ */
+void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender_peer, const char *sender_name);
 void dbus_conn_kill(struct dbus_conn *c, const char *why);
 struct dbus_conn *dbus_front_conn_by_name(struct dbus_front *f, const char *name);
 /* The pid of the process that connected while it runs (pidfd), else 0. */

@@ -86,28 +86,35 @@ static void send_bus_name_owner_changed(struct bus *b, const char *name, const c
 		(void)chanmgr_send(&b->chanmgr, b->bus_signal->id, buf, (size_t)n);
 }
 
-static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
-			     struct registry_peer *new, struct registry_peer *requester)
+void driver_notify_owner_changed(struct bus *b, const char *name, const char *old_owner, const char *new_owner)
 {
-	struct bus *b = userdata;
-	struct bus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
-
-	log_full(LOG_DEBUG, NULL, (uid_t)-1, "name %s: owner %s -> %s", name, old ? old->unique_name : "-",
-		 new ? new->unique_name : "-");
 
 	/* NameOwnerChanged: control signal to those who asked, channel message on "brokerd". */
 	if (ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0) == 0) {
 		ctrl_write_string(&w, name);
-		ctrl_write_string(&w, old ? old->unique_name : "");
-		ctrl_write_string(&w, new ? new->unique_name : "");
+		ctrl_write_string(&w, old_owner);
+		ctrl_write_string(&w, new_owner);
 		for (struct bus_conn *c = b->conns; c; c = c->next)
 			if (c->name_events)
 				conn_signal(c, &w);
 	}
 	if (b->bus_signal)
-		send_bus_name_owner_changed(b, name, old ? old->unique_name : "",
-					    new ? new->unique_name : "");
+		send_bus_name_owner_changed(b, name, old_owner, new_owner);
+}
+
+static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
+			     struct registry_peer *new, struct registry_peer *requester)
+{
+	struct bus *b = userdata;
+	struct bus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
+
+	log_full(LOG_DEBUG, NULL, (uid_t)-1, "name %s: owner %s -> %s", name, old ? old->unique_name : "-",
+		 new ? new->unique_name : "-");
+	driver_notify_owner_changed(b, name, old ? old->unique_name : "", new ? new->unique_name : "");
+	if (b->bridge_hooks) /* D-Bus clients see it too (dbus-bridge.c) */
+		b->bridge_hooks->owner_changed(b->bridge, name, old ? old->unique_name : "",
+					       new ? new->unique_name : "");
 
 	b->gc_needed = true;
 	if (old) {
@@ -525,7 +532,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	uint32_t flags;
 	char why[512];
 	int r, failed_quota = -1;
-	bool owned;
+	bool owned, bridged;
 
 	ctrl_read_string(rd, &name, NULL);
 	ctrl_read_u32(rd, &flags);
@@ -537,6 +544,9 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
 		return deny(c, m, POLICY_SEND, name, why);
 	owned = registry_name_owner(b->registry, name) != NULL;
+	/* A D-Bus client's name: brokerd serves its call channel and passes the calls on (dbus-bridge.c). */
+	bridged = !owned && b->bridge_hooks && b->dbus_registry && registry_name_owner(b->dbus_registry, name);
+	owned |= bridged;
 	svc = owned ? NULL : service_set_find(b->services, name);
 	if (!owned && (!svc || (flags & CTRL_CALL_NO_ACTIVATE)))
 		return conn_reply_error(c, m, svc ? CTRL_ERROR_NAME_HAS_NO_OWNER : CTRL_ERROR_SERVICE_UNKNOWN,
@@ -545,6 +555,8 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	r = bus_name_get(b, name, c->cred.uid, &failed_quota, &n);
 	if (r == -EDQUOT)
 		return conn_reply_quota(c, m, failed_quota);
+	if (r == 0 && bridged)
+		r = b->bridge_hooks->serve(b->bridge, n);
 	if (r < 0)
 		return r;
 
@@ -592,7 +604,7 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	_cleanup_close_ int fd = -1;
 	struct registry_peer *p;
-	struct bus_conn *t;
+	struct bus_channel *inbox = NULL;
 	const char *name;
 	char why[512] = "";
 	bool ok;
@@ -603,10 +615,17 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!c->bus->chanmgr.available)
 		return no_channels(c, m);
 	p = registry_peer_resolve(c->bus->registry, name);
+	if (p) {
+		struct bus_conn *t = p->userdata;
+
+		BUG_ON(!t); /* every native peer is a connection's */
+		inbox = t->inbox;
+	} else if (c->bus->bridge_hooks) {
+		/* A D-Bus caller of ours: the inbox brokerd keeps for it (dbus-bridge.c). */
+		inbox = c->bus->bridge_hooks->inbox(c->bus->bridge, name, &p);
+	}
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
-	t = p->userdata;
-	BUG_ON(!t); /* every peer is a connection's */
 	/* A well-known name needs "send" on it, a unique name see inbox_send_allowed(). */
 	if (ctrl_name_is_valid_wellknown(name))
 		ok = conn_allowed(c, POLICY_SEND, name, why, sizeof(why));
@@ -614,9 +633,9 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 		ok = inbox_send_allowed(c, p, why, sizeof(why));
 	if (!ok)
 		return deny(c, m, POLICY_SEND, name, why);
-	if (!t->inbox)
+	if (!inbox)
 		return no_channels(c, m);
-	fd = cap_mint(c->bus, t->inbox, c, IOIPC_SUB_SEND);
+	fd = cap_mint(c->bus, inbox, c, IOIPC_SUB_SEND);
 	if (fd < 0)
 		return fd;
 	if (conn_reply_init(&w, m) < 0)

@@ -36,4 +36,11 @@ void driver_ids_load(struct bus *b);
  */
 void driver_ids_reserve(struct bus *b);
 
+/*
+ * NameOwnerChanged as native clients get it (a control signal to those that
+ * asked, a channel message on the bus's signal channel): for a name the
+ * D-Bus front end's registry holds (dbus-bridge.c). "" for no owner.
+ */
+void driver_notify_owner_changed(struct bus *b, const char *name, const char *old_owner, const char *new_owner);
+
 #endif

@@ -276,6 +276,8 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 	struct bus *b = userdata;
 
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=handing over to the next brokerd");
+	if (b->bridge_hooks) /* not handed over: the channels brokerd made for D-Bus callers */
+		b->bridge_hooks->handover(b->bridge);
 	handed_over = bus_handover(b) == 0;
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }

@@ -56,6 +56,11 @@ static int list_order(const char *a, const char *b)
 	return strcmp(a, b);
 }
 
+static int list_order_cmp(const void *a, const void *b)
+{
+	return list_order(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* The names LIST_NAMES lists, in list_order; they point into brokerd's state. */
 static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, size_t *ret_n)
 {
@@ -71,9 +76,10 @@ static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, 
 			v[k] = service_set_get(b->services, k)->name;
 		qsort(v, n, sizeof(*v), string_cmp);
 	} else {
-		size_t nn = registry_names_list(b->registry, NULL, 0);
+		struct registry *d = b->dbus_registry;
+		size_t nn = registry_names_list(b->registry, NULL, 0), dn = d ? registry_names_list(d, NULL, 0) : 0;
 
-		n = 1 + nn + registry_peer_count(b->registry);
+		n = 1 + nn + registry_peer_count(b->registry) + dn + (d ? registry_peer_count(d) : 0);
 		v = calloc(n + 1, sizeof(*v));
 		if (!v)
 			return -ENOMEM;
@@ -82,6 +88,14 @@ static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, 
 		for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p && k < n;
 		     p = registry_peer_next(b->registry, p))
 			v[k++] = p->unique_name; /* by id */
+		if (d) {
+			/* One bus: the D-Bus clients and their names, merged into the same order. */
+			k += registry_names_list(d, v + k, dn);
+			for (struct registry_peer *p = registry_peer_next(d, NULL); p && k < n;
+			     p = registry_peer_next(d, p))
+				v[k++] = p->unique_name;
+			qsort(v, k, sizeof(*v), list_order_cmp);
+		}
 	}
 	*ret = v;
 	*ret_n = k;
@@ -130,6 +144,7 @@ static int list_names_reply(struct bus_conn *c, const struct ctrl_message *m, ui
 int query_handle_queued_owners(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
+	struct registry *reg = c->bus->registry;
 	const char *name;
 	size_t n, a;
 
@@ -137,13 +152,18 @@ int query_handle_queued_owners(struct bus_conn *c, const struct ctrl_message *m,
 	if (!ctrl_name_is_valid_wellknown(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
 					name);
-	n = registry_name_queue(c->bus->registry, name, NULL, 0);
+	n = registry_name_queue(reg, name, NULL, 0);
+	if (n == 0 && c->bus->dbus_registry) {
+		/* A D-Bus client's name: its callers accept replies from its owners too (dbus-bridge.c). */
+		reg = c->bus->dbus_registry;
+		n = registry_name_queue(reg, name, NULL, 0);
+	}
 	if (n == 0)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	_cleanup_free_ struct registry_peer **q = calloc(n, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	(void)registry_name_queue(c->bus->registry, name, q, n);
+	(void)registry_name_queue(reg, name, q, n);
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
@@ -165,6 +185,8 @@ int query_handle_name_owner(struct bus_conn *c, const struct ctrl_message *m, st
 	if (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid name", name);
 	p = registry_peer_resolve(c->bus->registry, name);
+	if (!p && c->bus->dbus_registry) /* a D-Bus client, or a name one owns */
+		p = registry_peer_resolve(c->bus->dbus_registry, name);
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	if (conn_reply_init(&w, m) < 0)
