@@ -184,6 +184,8 @@ int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void
 	r = dbus_message_write(h, body, body_len, &data, &len);
 	if (r < 0)
 		return r;
+	if (c->front->n_monitors && !c->monitor)
+		dbus_monitor_driver_message(c->front, data, len);
 	return dbus_conn_queue(c, data, len, NULL, 0);
 }
 
@@ -315,8 +317,10 @@ void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, cons
 	h.serial = ++f->serial ? f->serial : ++f->serial;
 	if (dbus_message_write(&h, body, body_len, &data, &len) < 0)
 		return;
-	if (dbus_message_parse(&m, data, len, 0) == 0)
+	if (dbus_message_parse(&m, data, len, 0) == 0) {
 		broadcast(f, &m, NULL, NULL);
+		dbus_monitor_message(f, &m, NULL);
+	}
 	dbus_message_deinit(&m);
 }
 
@@ -352,7 +356,7 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 			refuse(c, m, "org.freedesktop.DBus.Error.NotSupported",
 			       "%s is a native brokerd client; calls between D-Bus and native clients are not supported yet",
 			       dest);
-		else
+		else if (dbus_activation_queue(c, m, fds) == 0)
 			refuse(c, m, "org.freedesktop.DBus.Error.ServiceUnknown", "The name %s has no owner",
 			       dest);
 		return 0;
@@ -412,6 +416,11 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 	return 0;
 }
 
+int dbus_conn_route(struct dbus_conn *c, struct dbus_message *m, int **fds)
+{
+	return route_unicast(c, m, fds);
+}
+
 /* A whole message from c with its fds (taken). Returns <0 to drop c. */
 static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 {
@@ -430,6 +439,8 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 			dbus_conn_kill(c, "cannot stamp the sender");
 			goto out;
 		}
+		if (c->front->n_monitors)
+			dbus_monitor_message(c->front, m, fds);
 	}
 	if (!m->h.destination && m->h.type == DBUS_MESSAGE_SIGNAL) {
 		broadcast(c->front, m, fds, c->peer);
@@ -706,6 +717,8 @@ static void conn_gone(struct dbus_conn *c)
 		}
 		free(rep);
 	}
+	if (c->monitor)
+		f->n_monitors--;
 	if (c->peer)
 		dbus_driver_conn_gone(c);
 }
@@ -887,6 +900,7 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 		c->dead = true;
 		conn_free(c);
 	}
+	dbus_activation_free(f);
 	registry_free(f->registry);
 	sd_event_source_disable_unref(f->listen_src);
 	if (f->listen_fd >= 0)
