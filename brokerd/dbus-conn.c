@@ -155,8 +155,12 @@ int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsig
 	c->out_tail = o;
 	c->out_bytes += len;
 	c->out_fds += n_fds;
-	/* A reader that does not keep up must not make brokerd hold its backlog. */
-	if (c->out_bytes > DBUS_CONN_OUT_BYTES_MAX || c->out_fds > DBUS_CONN_OUT_FDS_MAX) {
+	/*
+	 * A reader that does not keep up must not make brokerd hold its
+	 * backlog; what it had waiting before this message counts, so that one
+	 * message larger than the limit (up to DBUS_MESSAGE_MAX) still passes.
+	 */
+	if (c->out_bytes - len > DBUS_CONN_OUT_BYTES_MAX || c->out_fds > DBUS_CONN_OUT_FDS_MAX) {
 		char why[128];
 
 		snprintf(why, sizeof(why), "slow reader: %zu bytes and %u fds queued (limits %u, %u)",
