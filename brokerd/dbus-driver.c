@@ -891,7 +891,16 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 	int r;
 
 	if (!md) {
+		bool known = !m->h.interface;
 		char text[512];
+
+		/* An interface the bus object does not have is named as such (dbus-daemon does so too). */
+		for (size_t i = 0; i < ELEMENTSOF(methods) && !known; i++)
+			known = !strcmp(methods[i].interface, m->h.interface);
+		if (!known) {
+			snprintf(text, sizeof(text), "The bus object has no interface %s", m->h.interface);
+			return dbus_driver_reply_error(c, m, ERR("UnknownInterface"), text);
+		}
 
 		snprintf(text, sizeof(text), "%s.%s is not a method of org.freedesktop.DBus",
 			 m->h.interface ? m->h.interface : "(no interface)", m->h.member);

@@ -1299,6 +1299,25 @@ static void test_monitor(sd_bus *b)
 	ok("a monitor that sends is disconnected");
 }
 
+/* A method of an interface the bus object does not have: UnknownInterface; of one it has: UnknownMethod. */
+static void test_unknown_interface(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Containers1", "GetConnectionInstance", &e, NULL,
+				      "s", ":1.1"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownInterface"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "NoSuchMethod", &e, NULL, ""),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownMethod"));
+	sd_bus_error_free(&e);
+	ok("the driver: UnknownInterface for an interface it lacks, UnknownMethod for a method");
+}
+
 int main(int argc, char **argv)
 {
 	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300], policy_file[400];
@@ -1373,6 +1392,7 @@ int main(int argc, char **argv)
 		test_activation(b, services, self);
 	}
 	test_monitor(b);
+	test_unknown_interface(b);
 	test_noreply(b, server);
 	sd_bus_flush_close_unref(b);
 
