@@ -906,6 +906,13 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 			 m->h.interface ? m->h.interface : "(no interface)", m->h.member);
 		return dbus_driver_reply_error(c, m, ERR("UnknownMethod"), text);
 	}
+	/* Monitoring only on the bus object's own path: a policy that allows "/" does not make a monitor. */
+	if (!strcmp(md->interface, MONITORING) && strcmp(m->h.path, DBUS_DRIVER_PATH) != 0) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "%s has no interface %s", m->h.path, md->interface);
+		return dbus_driver_reply_error(c, m, ERR("UnknownInterface"), text);
+	}
 	if (strcmp(m->h.signature ? m->h.signature : "", md->in) != 0) {
 		char text[512];
 

@@ -1315,7 +1315,13 @@ static void test_unknown_interface(sd_bus *b)
 		   <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownMethod"));
 	sd_bus_error_free(&e);
-	ok("the driver: UnknownInterface for an interface it lacks, UnknownMethod for a method");
+	/* Monitoring is only on the bus object's path */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, "/", "org.freedesktop.DBus.Monitoring",
+				      "BecomeMonitor", &e, NULL, "asu", 0, 0U),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownInterface"));
+	sd_bus_error_free(&e);
+	ok("the driver: UnknownInterface for an interface it lacks (Monitoring off its path), UnknownMethod for a method");
 }
 
 int main(int argc, char **argv)
