@@ -486,6 +486,39 @@ static void matches_free(struct dbus_match *x)
 	}
 }
 
+/*
+ * A monitor's rule without its eavesdrop key: every monitor eavesdrops, and
+ * dbus-monitor sends eavesdrop=true in the rules it gives BecomeMonitor.
+ * Keys are split at commas outside quotes. -ENAMETOOLONG if out is short.
+ */
+static int rule_drop_eavesdrop(const char *text, char *out, size_t size)
+{
+	size_t o = 0;
+	const char *p = text;
+
+	while (*p) {
+		const char *start = p, *end;
+		bool quoted = false;
+
+		for (end = p; *end && (quoted || *end != ','); end++)
+			if (*end == '\'')
+				quoted = !quoted;
+		p = *end ? end + 1 : end;
+		while (start < end && (*start == ' ' || *start == '\t'))
+			start++;
+		if (!strncmp(start, "eavesdrop=", 10))
+			continue;
+		if (o + (size_t)(end - start) + 2 > size)
+			return -ENAMETOOLONG;
+		if (o)
+			out[o++] = ',';
+		memcpy(out + o, start, (size_t)(end - start));
+		o += (size_t)(end - start);
+	}
+	out[o] = 0;
+	return 0;
+}
+
 static int method_become_monitor(struct call *k)
 {
 	const char *text;
@@ -500,9 +533,13 @@ static int method_become_monitor(struct call *k)
 		struct dbus_match *x = calloc(1, sizeof(*x));
 		int r;
 
+		char rule[1024];
+
 		if (!x)
 			return -ENOMEM;
-		r = dbus_match_rule_parse(&x->rule, text);
+		r = rule_drop_eavesdrop(text, rule, sizeof(rule));
+		if (r == 0)
+			r = dbus_match_rule_parse(&x->rule, rule);
 		if (r < 0) {
 			dbus_match_rule_deinit(&x->rule);
 			free(x);
