@@ -305,7 +305,7 @@ static int front_address(struct dbus_front *f, char *buf, size_t size)
 		unsigned char ch = (unsigned char)path[i];
 
 		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		    strchr("-_/.\\*", ch))
+		    (ch && strchr("-_/.\\*", ch)))
 			buf[o++] = (char)ch;
 		else
 			o += (size_t)snprintf(buf + o, size - o, "%%%02x", ch);
