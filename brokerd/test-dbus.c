@@ -1076,6 +1076,7 @@ static void test_noreply(sd_bus *b, pid_t server)
 
 	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Die", &e, NULL, ""), <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NoReply"));
+	ASSERT_STR(e.message, "Message recipient disconnected from message bus without replying");
 	ASSERT(now_ms() - t0 < 10000);
 	printf("# NoReply %llu ms after the call\n", (unsigned long long)(now_ms() - t0));
 	sd_bus_error_free(&e);
