@@ -917,6 +917,9 @@ static int send_reply(struct call *k, const struct method *md)
 		}
 		fds[0] = TAKE_FD(k->fd);
 	}
+	/* Monitors see the driver's replies too (without the fd: a pidfd is for the caller only). */
+	if (c->front->n_monitors && !c->monitor && !fds)
+		dbus_monitor_driver_message(c->front, data, len);
 	(void)dbus_conn_queue(c, data, len, fds, fds ? 1 : 0);
 	return 0;
 }
