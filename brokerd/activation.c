@@ -92,6 +92,9 @@ void activation_settle(struct bus *b, const char *name, const char *error, const
 	 * below) or a waiting call. A name is at most 255 bytes.
 	 */
 	name = strdupa(name);
+	/* A unit that failed fails the D-Bus clients waiting for the name too. */
+	if (error && b->activation_failed)
+		b->activation_failed(b->activation_failed_userdata, name, msg);
 	n = bus_name_find(b, name);
 	if (n)
 		n->activating = false;
@@ -328,6 +331,18 @@ int activation_start(struct bus *b, const struct service *svc, char *err, size_t
 	struct start_job *j;
 	int r;
 
+	if (!svc->unit) {
+		snprintf(err, err_len,
+			 "%s has no SystemdService= unit: only its Exec= line (%s), run for D-Bus clients",
+			 svc->name, svc->file);
+		return -EOPNOTSUPP;
+	}
+	/* --activator="": a bus no systemd knows (brokerd-dbus-daemon's), which starts no units */
+	if (!b->activator_path[0]) {
+		snprintf(err, err_len,
+			 "this bus starts no systemd units (--activator=\"\"): %s is not started", svc->unit);
+		return -EOPNOTSUPP;
+	}
 	r = activator_start(b, svc);
 	if (r == 0)
 		return 0;

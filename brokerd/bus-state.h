@@ -155,6 +155,9 @@ struct bus {
 	uint32_t lossy;			      /* IOIPC_F_LOSSY if the kernel has it, for signal channels */
 	bool gc_needed;			      /* some name may have become idle */
 	struct activator_req *activator_reqs; /* waiting for the activator's answer */
+	/* The D-Bus front end's (dbus-activation.c): the unit of name failed to start. */
+	void (*activation_failed)(void *userdata, const char *name, const char *msg);
+	void *activation_failed_userdata;
 	uint32_t signal_serial;
 	const struct bus_bridge_hooks *bridge_hooks;
 	void *bridge;

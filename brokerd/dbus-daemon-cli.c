@@ -168,6 +168,21 @@ static char *address_value(const char *address, const char *key)
 	return NULL;
 }
 
+/* "unix:KEY=VALUE" with VALUE escaped as D-Bus addresses want (%XX for all but [-0-9A-Za-z_/.\\*]). */
+static void address_format(char *out, size_t size, const char *key, const char *value)
+{
+	size_t o = (size_t)snprintf(out, size, "unix:%s=", key);
+
+	for (const unsigned char *p = (const unsigned char *)value; *p && o + 4 < size; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-_/.\\*", *p))
+			out[o++] = (char)*p;
+		else
+			o += (size_t)snprintf(out + o, size - o, "%%%02x", *p);
+	}
+	out[o < size ? o : size - 1] = 0;
+}
+
 /*
  * Binds the first address of the list that this can serve: unix: with
  * path=, dir=, tmpdir= (a fresh socket in that directory), abstract=, or
@@ -217,13 +232,13 @@ static int listen_on(const char *list, char *printed, size_t printed_len)
 				die("socket path too long: %s", path);
 			strcpy(sa.sun_path, path);
 			len = sizeof(sa);
-			snprintf(printed, printed_len, "unix:path=%s", path);
+			address_format(printed, printed_len, "path", path);
 		} else if (abstract) {
 			if (strlen(abstract) + 1 >= sizeof(sa.sun_path))
 				die("abstract socket name too long: %s", abstract);
 			strcpy(sa.sun_path + 1, abstract);
 			len = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(abstract);
-			snprintf(printed, printed_len, "unix:abstract=%s", abstract);
+			address_format(printed, printed_len, "abstract", abstract);
 		} else {
 			continue;
 		}
@@ -335,8 +350,8 @@ int dbus_daemon_cli_run(int argc, char **argv, const char *prog, dbus_daemon_exe
 	}
 
 	const char *rt = getenv("XDG_RUNTIME_DIR");
-	snprintf(runtime_dir, sizeof(runtime_dir), "%s/%s.XXXXXX", rt && *rt && access(rt, W_OK) == 0 ? rt : "/tmp",
-		 prog_name);
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s/%s.XXXXXX",
+		 rt && *rt && access(rt, W_OK) == 0 ? rt : "/tmp", prog_name);
 	if (!mkdtemp(runtime_dir)) {
 		runtime_dir[0] = '\0';
 		die("cannot make a runtime directory: %s", strerror(errno));

@@ -29,7 +29,8 @@
  * In the supervisor's child: brokerd with the socket passed as systemd
  * passes brokerd-dbus.socket's (fd name "dbus"), its control socket and
  * (empty) policy and service directories in the private runtime
- * directory, so that only the XML configuration decides.
+ * directory, so that only the XML configuration decides, and no activator:
+ * services are started by their Exec= lines, as dbus-daemon starts them.
  */
 static void exec_brokerd(int sock, const char *address, const char *notify, const char *config_file,
 			 const char *runtime_dir)
@@ -53,8 +54,9 @@ static void exec_brokerd(int sock, const char *address, const char *notify, cons
 	if (mkdir(pdir, 0755) < 0 || mkdir(sdir, 0755) < 0)
 		_exit(127);
 	snprintf(config, sizeof(config), "--dbus-config=%s", config_file);
+	/* --activator="": no systemd unit is started for this bus, services run by their Exec= */
 	execl(brokerd, brokerd, "--address", ctrl, "--state", "", "--policy-dir", pdir, "--service-dir", sdir,
-	      "--no-channels", config, (char *)NULL);
+	      "--no-channels", "--activator=", config, (char *)NULL);
 	fprintf(stderr, "brokerd-dbus-daemon: cannot run %s: %s\n", brokerd, strerror(errno));
 }
 

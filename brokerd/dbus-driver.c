@@ -3,8 +3,11 @@
  * dbus-driver.c - org.freedesktop.DBus, the bus driver of the D-Bus front
  * end: Hello, names (RequestName, ReleaseName, the queues, NameOwnerChanged,
  * NameAcquired, NameLost), what the bus knows of a connection (uid, pid,
- * credentials), match rules, and the standard Peer, Introspectable and
- * Properties interfaces on the bus object. One table, one handler a method.
+ * credentials), match rules, activation (StartServiceByName,
+ * UpdateActivationEnvironment: dbus-activation.c), ReloadConfig,
+ * Monitoring.BecomeMonitor (dbus-monitor.c), and the standard Peer,
+ * Introspectable and Properties interfaces on the bus object. One table,
+ * one handler a method.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "brokerd/bus-state.h"
+#include "brokerd/bus.h"
 #include "brokerd/conn.h"
 #include "brokerd/dbus-bridge.h"
 #include "brokerd/dbus-front.h"
@@ -21,6 +25,7 @@
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
+#include "brokerd/service.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
 
@@ -61,6 +66,8 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 	if (nc && !nc->dead)
 		signal_s(f, nc, "NameAcquired", "s", name, NULL, NULL);
 	dbus_bridge_owner_changed(f, name, old, new); /* native clients see it too */
+	if (new)
+		dbus_activation_owned(f, name);
 }
 
 static void on_entry_changed(void *userdata, struct registry_peer *p, const char *name, int delta)
@@ -83,6 +90,7 @@ void dbus_driver_conn_gone(struct dbus_conn *c)
 {
 	struct dbus_front *f = c->front;
 
+	dbus_activation_conn_gone(c);
 	registry_peer_remove(f->registry, c->peer);
 	c->peer = NULL;
 	signal_s(f, NULL, "NameOwnerChanged", "sss", c->unique, c->unique, "");
@@ -127,7 +135,10 @@ struct call {
 	struct dbus_writer w;
 	int fd;
 	const char *error, *error_text;
-	char text[256];
+	char text[512];
+	bool later;			  /* answered later (StartServiceByName that starts the name) */
+	struct dbus_match *monitor_rules; /* BecomeMonitor's, once the reply is out */
+	bool monitor;
 };
 
 /* A handler sets an error this way and returns 1. */
@@ -374,10 +385,179 @@ static int method_list_names(struct call *k)
 
 static int method_list_activatable_names(struct call *k)
 {
-	/* Activation through the D-Bus socket is not there yet (README): only the driver is "activatable". */
+	const struct service_set *set = k->c->front->bus->services;
+
 	dbus_writer_open(&k->w, 'a', "s");
 	dbus_writer_append_basic(&k->w, 's', DBUS_DRIVER_NAME);
+	for (size_t i = 0; set && i < service_set_count(set); i++)
+		dbus_writer_append_basic(&k->w, 's', service_set_get(set, i)->name);
 	return dbus_writer_close(&k->w);
+}
+
+static int method_start_service_by_name(struct call *k)
+{
+	const char *name = arg_s(k);
+	uint32_t flags = 0, result = 2; /* DBUS_START_REPLY_ALREADY_RUNNING */
+	int r;
+
+	(void)dbus_reader_read_basic(&k->r, 'u', &flags);
+	if (!dbus_bus_name_is_valid(name))
+		return fail(k, ERR("InvalidArgs"), "'%s' is not a valid bus name", name);
+	if (owner_of(k->c->front, name))
+		return dbus_writer_append_basic(&k->w, 'u', &result);
+	if (name[0] == ':')
+		return fail(k, ERR("ServiceUnknown"), "The name %s has no owner and cannot be activated",
+			    name);
+	r = dbus_activation_start_by_name(k->c, k->m, name, &result, &k->error, k->text, sizeof(k->text));
+	if (r == 1)
+		k->error_text = k->text;
+	else if (r == 0)
+		k->later = true; /* 1 (DBUS_START_REPLY_SUCCESS) once the name is owned */
+	return r;
+}
+
+/* Who may change the bus itself: root and the uid the bus runs as (dbus-daemon's rule). */
+static bool caller_privileged(struct call *k)
+{
+	return k->c->cred.uid == 0 || k->c->cred.uid == getuid();
+}
+
+static int method_update_activation_environment(struct call *k)
+{
+	struct dbus_front *f = k->c->front;
+	const char *key, *value;
+	int r;
+
+	if (!caller_privileged(k))
+		return fail(k, ERR("AccessDenied"), "%s",
+			    "Only the bus's own uid and root may change the activation environment");
+	/* A system bus's services get their environment from their units, not from a caller. */
+	if (dbus_activation_system_bus(f))
+		return fail(k, ERR("AccessDenied"), "%s",
+			    "Cannot change the activation environment on a system bus");
+	if (dbus_reader_enter(&k->r, 'a') <= 0)
+		return fail(k, ERR("InvalidArgs"), "%s", "Expected a{ss}");
+	while (dbus_reader_enter(&k->r, '{') > 0) {
+		key = value = NULL;
+		(void)dbus_reader_read_basic(&k->r, 's', &key);
+		(void)dbus_reader_read_basic(&k->r, 's', &value);
+		(void)dbus_reader_exit(&k->r);
+		if (!key || !*key || strchr(key, '=') || !value)
+			return fail(k, ERR("InvalidArgs"), "'%s' is not an environment variable name",
+				    key ? key : "");
+		r = dbus_activation_setenv(f, key, value);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int method_reload_config(struct call *k)
+{
+	char err[512] = "";
+	int r = bus_reload(k->c->front->bus, err, sizeof(err));
+
+	if (r < 0)
+		return fail(k, ERR("Failed"), "Cannot reload the configuration: %s",
+			    err[0] ? err : strerror(-r));
+	return 0;
+}
+
+static int method_get_selinux_context(struct call *k)
+{
+	const char *name = arg_s(k);
+	struct creds cr;
+	int r = creds_of(k, name, &cr);
+
+	if (r)
+		return r;
+	/* brokerd does not read SELinux contexts (and most machines have none to read). */
+	return fail(k, ERR("SELinuxSecurityContextUnknown"), "Could not determine security context for '%s'",
+		    name);
+}
+
+static void matches_free(struct dbus_match *x)
+{
+	while (x) {
+		struct dbus_match *next = x->next;
+
+		dbus_match_rule_deinit(&x->rule);
+		free(x->text);
+		free(x);
+		x = next;
+	}
+}
+
+/*
+ * A monitor's rule without its eavesdrop key: every monitor eavesdrops, and
+ * dbus-monitor sends eavesdrop=true in the rules it gives BecomeMonitor.
+ * Keys are split at commas outside quotes. -ENAMETOOLONG if out is short.
+ */
+static int rule_drop_eavesdrop(const char *text, char *out, size_t size)
+{
+	size_t o = 0;
+	const char *p = text;
+
+	while (*p) {
+		const char *start = p, *end;
+		bool quoted = false;
+
+		for (end = p; *end && (quoted || *end != ','); end++)
+			if (*end == '\'')
+				quoted = !quoted;
+		p = *end ? end + 1 : end;
+		while (start < end && (*start == ' ' || *start == '\t'))
+			start++;
+		if (!strncmp(start, "eavesdrop=", 10))
+			continue;
+		if (o + (size_t)(end - start) + 2 > size)
+			return -ENAMETOOLONG;
+		if (o)
+			out[o++] = ',';
+		memcpy(out + o, start, (size_t)(end - start));
+		o += (size_t)(end - start);
+	}
+	out[o] = 0;
+	return 0;
+}
+
+static int method_become_monitor(struct call *k)
+{
+	const char *text;
+	uint32_t flags = 0;
+
+	if (!caller_privileged(k))
+		return fail(k, ERR("AccessDenied"), "%s",
+			    "Only the bus's own uid and root may monitor the bus");
+	if (dbus_reader_enter(&k->r, 'a') <= 0)
+		return fail(k, ERR("InvalidArgs"), "%s", "Expected as");
+	while (dbus_reader_read_basic(&k->r, 's', &text) > 0) {
+		struct dbus_match *x = calloc(1, sizeof(*x));
+		int r;
+
+		char rule[1024];
+
+		if (!x)
+			return -ENOMEM;
+		r = rule_drop_eavesdrop(text, rule, sizeof(rule));
+		if (r == 0)
+			r = dbus_match_rule_parse(&x->rule, rule);
+		if (r < 0) {
+			dbus_match_rule_deinit(&x->rule);
+			free(x);
+			if (r == -ENOMEM)
+				return r;
+			return fail(k, ERR("MatchRuleInvalid"), "Invalid match rule '%s'", text);
+		}
+		x->next = k->monitor_rules;
+		k->monitor_rules = x;
+	}
+	(void)dbus_reader_exit(&k->r);
+	(void)dbus_reader_read_basic(&k->r, 'u', &flags);
+	if (flags)
+		return fail(k, ERR("InvalidArgs"), "%s", "BecomeMonitor takes no flags");
+	k->monitor = true;
+	return 0;
 }
 
 static int method_name_has_owner(struct call *k)
@@ -588,11 +768,21 @@ static const char introspection[] =
 	"  <method name=\"AddMatch\"><arg direction=\"in\" type=\"s\"/></method>\n"
 	"  <method name=\"RemoveMatch\"><arg direction=\"in\" type=\"s\"/></method>\n"
 	"  <method name=\"GetId\"><arg direction=\"out\" type=\"s\"/></method>\n"
+	"  <method name=\"StartServiceByName\"><arg direction=\"in\" type=\"s\"/><arg direction=\"in\" type=\"u\"/>"
+	"<arg direction=\"out\" type=\"u\"/></method>\n"
+	"  <method name=\"UpdateActivationEnvironment\"><arg direction=\"in\" type=\"a{ss}\"/></method>\n"
+	"  <method name=\"ReloadConfig\"/>\n"
+	"  <method name=\"GetConnectionSELinuxSecurityContext\"><arg direction=\"in\" type=\"s\"/>"
+	"<arg direction=\"out\" type=\"ay\"/></method>\n"
 	"  <signal name=\"NameOwnerChanged\"><arg type=\"s\"/><arg type=\"s\"/><arg type=\"s\"/></signal>\n"
 	"  <signal name=\"NameLost\"><arg type=\"s\"/></signal>\n"
 	"  <signal name=\"NameAcquired\"><arg type=\"s\"/></signal>\n"
 	"  <property name=\"Features\" type=\"as\" access=\"read\"/>\n"
 	"  <property name=\"Interfaces\" type=\"as\" access=\"read\"/>\n"
+	" </interface>\n"
+	" <interface name=\"org.freedesktop.DBus.Monitoring\">\n"
+	"  <method name=\"BecomeMonitor\"><arg direction=\"in\" type=\"as\"/><arg direction=\"in\" type=\"u\"/>"
+	"</method>\n"
 	" </interface>\n"
 	" <interface name=\"org.freedesktop.DBus.Properties\">\n"
 	"  <method name=\"Get\"><arg direction=\"in\" type=\"s\"/><arg direction=\"in\" type=\"s\"/>"
@@ -657,10 +847,11 @@ struct method {
 	int (*handle)(struct call *k);
 };
 
-#define DBUS  DBUS_DRIVER_INTERFACE
-#define PEER  "org.freedesktop.DBus.Peer"
-#define INTRO "org.freedesktop.DBus.Introspectable"
-#define PROPS "org.freedesktop.DBus.Properties"
+#define DBUS	   DBUS_DRIVER_INTERFACE
+#define PEER	   "org.freedesktop.DBus.Peer"
+#define INTRO	   "org.freedesktop.DBus.Introspectable"
+#define PROPS	   "org.freedesktop.DBus.Properties"
+#define MONITORING "org.freedesktop.DBus.Monitoring"
 
 static const struct method methods[] = {
 	{ DBUS, "Hello", "", "s", method_hello },
@@ -677,6 +868,11 @@ static const struct method methods[] = {
 	{ DBUS, "AddMatch", "s", "", method_add_match },
 	{ DBUS, "RemoveMatch", "s", "", method_remove_match },
 	{ DBUS, "GetId", "", "s", method_get_id },
+	{ DBUS, "StartServiceByName", "su", "u", method_start_service_by_name },
+	{ DBUS, "UpdateActivationEnvironment", "a{ss}", "", method_update_activation_environment },
+	{ DBUS, "ReloadConfig", "", "", method_reload_config },
+	{ DBUS, "GetConnectionSELinuxSecurityContext", "s", "ay", method_get_selinux_context },
+	{ MONITORING, "BecomeMonitor", "asu", "", method_become_monitor },
 	{ PEER, "Ping", "", "", method_ping },
 	{ PEER, "GetMachineId", "", "s", method_get_machine_id },
 	{ INTRO, "Introspect", "", "s", method_introspect },
@@ -724,6 +920,9 @@ static int send_reply(struct call *k, const struct method *md)
 		}
 		fds[0] = TAKE_FD(k->fd);
 	}
+	/* Monitors see the driver's replies too (without the fd: a pidfd is for the caller only). */
+	if (c->front->n_monitors && !c->monitor && !fds)
+		dbus_monitor_driver_message(c->front, data, len);
 	(void)dbus_conn_queue(c, data, len, fds, fds ? 1 : 0);
 	return 0;
 }
@@ -735,11 +934,27 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 	int r;
 
 	if (!md) {
+		bool known = !m->h.interface;
 		char text[512];
+
+		/* An interface the bus object does not have is named as such (dbus-daemon does so too). */
+		for (size_t i = 0; i < ELEMENTSOF(methods) && !known; i++)
+			known = !strcmp(methods[i].interface, m->h.interface);
+		if (!known) {
+			snprintf(text, sizeof(text), "The bus object has no interface %s", m->h.interface);
+			return dbus_driver_reply_error(c, m, ERR("UnknownInterface"), text);
+		}
 
 		snprintf(text, sizeof(text), "%s.%s is not a method of org.freedesktop.DBus",
 			 m->h.interface ? m->h.interface : "(no interface)", m->h.member);
 		return dbus_driver_reply_error(c, m, ERR("UnknownMethod"), text);
+	}
+	/* Monitoring only on the bus object's own path: a policy that allows "/" does not make a monitor. */
+	if (!strcmp(md->interface, MONITORING) && strcmp(m->h.path, DBUS_DRIVER_PATH) != 0) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "%s has no interface %s", m->h.path, md->interface);
+		return dbus_driver_reply_error(c, m, ERR("UnknownInterface"), text);
 	}
 	if (strcmp(m->h.signature ? m->h.signature : "", md->in) != 0) {
 		char text[512];
@@ -758,7 +973,7 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 		r = k.w.error;
 	if (r == 1)
 		r = dbus_driver_reply_error(c, m, k.error, k.error_text);
-	else if (r == 0 && !(m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED))
+	else if (r == 0 && !k.later && !(m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED))
 		r = send_reply(&k, md);
 	else if (r < 0)
 		(void)dbus_driver_reply_error(c, m, ERR("Failed"), strerror(-r));
@@ -770,5 +985,12 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 		signal_s(c->front, c, "NameAcquired", "s", c->name, NULL, NULL);
 		signal_s(c->front, NULL, "NameOwnerChanged", "sss", c->name, "", c->name);
 	}
+	/* A monitor once its reply is out: its names go (well-known ones first), it only receives. */
+	if (k.monitor && r >= 0 && c->peer) {
+		dbus_driver_conn_gone(c);
+		signal_s(c->front, c, "NameLost", "s", c->unique, NULL, NULL);
+		dbus_monitor_become(c, TAKE_PTR(k.monitor_rules));
+	}
+	matches_free(k.monitor_rules);
 	return r < 0 ? 0 : r;
 }

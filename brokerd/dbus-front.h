@@ -87,6 +87,7 @@ struct dbus_conn {
 	unsigned int n_matches;
 	unsigned int n_replies; /* calls it made that wait for a reply */
 	struct bridge_peer *bridge; /* its calls to native services (dbus-bridge.c), if any */
+	bool monitor;		/* BecomeMonitor: receive-only, matches are its monitor rules */
 	bool dead;
 	struct dbus_conn *prev, *next;
 };
@@ -108,8 +109,10 @@ struct dbus_front {
 	struct dbus_reply *replies;
 	struct dbus_bridge *bridge; /* calls to native services; NULL without kernel channels */
 	char guid[33];
-	uint32_t serial;		  /* the driver's */
-	unsigned long unsolicited;	  /* replies refused */
+	uint32_t serial;			  /* the driver's */
+	unsigned long unsolicited;		  /* replies refused */
+	struct dbus_activation_state *activation; /* dbus-activation.c, created on first use */
+	unsigned int n_monitors;		  /* dbus-monitor.c */
 };
 
 /* ---- dbus-conn.c ----------------------------------------------------------- */
@@ -145,6 +148,39 @@ void dbus_driver_conn_gone(struct dbus_conn *c);
 /* An error reply to m from the driver (if m wants one). */
 int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, const char *name,
 			    const char *text);
+
+/* ---- dbus-activation.c: activatable names for D-Bus clients --------------- */
+
+/*
+ * A message from c to name, which has no owner (taken: *fds and m->data when
+ * it returns 1). 0: name is not activatable, or m asked not to start it
+ * (NO_AUTO_START): the caller refuses it as usual. 1: it waits for the name
+ * to be owned (then routed as if sent then) or was answered with an error.
+ */
+int dbus_activation_queue(struct dbus_conn *c, struct dbus_message *m, int **fds);
+/* StartServiceByName: 0 and *started (1 now, or 2 already running), 1 with an error set, <0. */
+int dbus_activation_start_by_name(struct dbus_conn *c, const struct dbus_message *m, const char *name,
+				  uint32_t *result, const char **error, char *text, size_t text_len);
+/* name was owned: what waited for it goes on (from the registry callback). */
+void dbus_activation_owned(struct dbus_front *f, const char *name);
+/* c goes: what it sent that waits is dropped. */
+void dbus_activation_conn_gone(struct dbus_conn *c);
+/* UpdateActivationEnvironment: KEY=VALUE set for what is started later (taken). */
+int dbus_activation_setenv(struct dbus_front *f, const char *key, const char *value);
+void dbus_activation_free(struct dbus_front *f);
+/* The XML configuration says <type>system</type>. */
+bool dbus_activation_system_bus(struct dbus_front *f);
+/* Route a stamped message from c as if it had just come (dbus-conn.c); *fds taken. */
+int dbus_conn_route(struct dbus_conn *c, struct dbus_message *m, int **fds);
+
+/* ---- dbus-monitor.c: BecomeMonitor ---------------------------------------- */
+
+/* A copy of every message on the bus (stamped) to each monitor whose rules match it. */
+void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, const int *fds);
+/* The same for a message the driver wrote (data, len), parsed only if somebody monitors. */
+void dbus_monitor_driver_message(struct dbus_front *f, const void *data, size_t len);
+/* c, whose names are gone already, becomes a monitor with rules (parsed, taken; NULL: everything). */
+void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules);
 
 /* ---- the daemon ------------------------------------------------------------ */
 

@@ -634,7 +634,10 @@ int policy_dbus_report(FILE *f, const char *config, const char *const *policy_di
 	for (size_t i = 0; i < service_set_count(s); i++) {
 		const struct service *sv = service_set_get(s, i);
 
-		fprintf(f, "service: %s -> %s (%s)\n", sv->name, sv->unit, sv->file);
+		if (sv->unit)
+			fprintf(f, "service: %s -> %s (%s)\n", sv->name, sv->unit, sv->file);
+		else
+			fprintf(f, "service: %s -> Exec=%s (%s)\n", sv->name, sv->exec, sv->file);
 	}
 	not_honoured = counts.n[POLICY_DBUS_PARTLY] + counts.n[POLICY_DBUS_STRICTER] +
 		       counts.n[POLICY_DBUS_NOT_HONOURED];

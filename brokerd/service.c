@@ -22,8 +22,9 @@ void service_deinit(struct service *s)
 		return;
 	free(s->name);
 	free(s->unit);
+	free(s->exec);
 	free(s->file);
-	s->name = s->unit = s->file = NULL;
+	s->name = s->unit = s->exec = s->file = NULL;
 }
 
 static bool unit_name_is_valid(const char *u)
@@ -90,9 +91,16 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 			}
 			free(s.unit);
 			s.unit = strdup(eq);
-		} else if (dbus && (strcmp(l, "Exec") == 0 || strcmp(l, "User") == 0 ||
-				    strcmp(l, "AssumedAppArmorLabel") == 0)) {
-			/* dbus-daemon's own launcher's: the systemd unit says how to run it */
+		} else if (dbus && strcmp(l, "Exec") == 0) {
+			free(s.exec);
+			s.exec = strdup(eq);
+			if (!s.exec) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			continue;
+		} else if (dbus && (strcmp(l, "User") == 0 || strcmp(l, "AssumedAppArmorLabel") == 0)) {
+			/* dbus-daemon's setuid launcher's: brokerd runs Exec= as itself */
 			continue;
 		} else {
 			r = line_fail(err, err_len, file, lr.line, "unknown key '%s'", l);
@@ -103,12 +111,11 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 			goto fail;
 		}
 	}
-	if (dbus && s.name && !s.unit) {
-		r = line_fail(err, err_len, file, lr.line,
-			      "no SystemdService=: brokerd activates through systemd only, Exec= is not run");
+	if (dbus && s.name && !s.unit && !s.exec) {
+		r = line_fail(err, err_len, file, lr.line, "Name= and SystemdService= or Exec= are required");
 		goto fail;
 	}
-	if (!s.name || !s.unit) {
+	if (!s.name || (!s.unit && !dbus)) {
 		r = line_fail(err, err_len, file, lr.line, "Name= and SystemdService= are required");
 		goto fail;
 	}

@@ -7,9 +7,11 @@
  *   SystemdService=example-echo.service
  *
  * The file name must be NAME.service. D-Bus service files ("[D-BUS Service]",
- * /usr/share/dbus-1/system-services) are read too: their Exec=, User= and
- * AssumedAppArmorLabel= are dbus-daemon's launcher's and not used, so one
- * without SystemdService= is refused. Pure parsing, plus reading a directory.
+ * /usr/share/dbus-1/system-services) are read too, with their Exec= line
+ * (what the D-Bus front end runs when there is no systemd to start the unit,
+ * dbus-activation.c); User= and AssumedAppArmorLabel= are dbus-daemon's
+ * setuid launcher's and not used. A native file needs SystemdService=, a
+ * D-Bus one SystemdService= or Exec=. Pure parsing, plus reading a directory.
  */
 #ifndef BROKERD_SERVICE_H
 #define BROKERD_SERVICE_H
@@ -21,7 +23,8 @@
 
 struct service {
 	char *name;
-	char *unit;
+	char *unit; /* NULL: Exec= only (a D-Bus service file) */
+	char *exec; /* the D-Bus file's Exec=, as written; NULL if none */
 	char *file;
 };
 

@@ -49,12 +49,24 @@ static void ok(const char *what)
 static sd_bus *connect_bus(void)
 {
 	sd_bus *b = NULL;
+	int r;
 
-	ASSERT_INT(sd_bus_new(&b), ==, 0);
-	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
-	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
-	ASSERT_INT(sd_bus_negotiate_fds(b, 1), >=, 0);
-	ASSERT_INT(sd_bus_start(b), >=, 0);
+	/*
+	 * The socket file exists from bind() on, before brokerd's listen():
+	 * on a loaded machine a connect can fall in between (ECONNREFUSED).
+	 */
+	for (int i = 0;; i++) {
+		ASSERT_INT(sd_bus_new(&b), ==, 0);
+		ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
+		ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
+		ASSERT_INT(sd_bus_negotiate_fds(b, 1), >=, 0);
+		r = sd_bus_start(b);
+		if (r != -ECONNREFUSED || i >= 100)
+			break;
+		b = sd_bus_flush_close_unref(b);
+		usleep(20000);
+	}
+	ASSERT_INT(r, >=, 0);
 	return b;
 }
 
@@ -1128,6 +1140,7 @@ static void test_noreply(sd_bus *b, pid_t server)
 
 	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Die", &e, NULL, ""), <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NoReply"));
+	ASSERT_STR(e.message, "Message recipient disconnected from message bus without replying");
 	ASSERT(now_ms() - t0 < 10000);
 	printf("# NoReply %llu ms after the call\n", (unsigned long long)(now_ms() - t0));
 	sd_bus_error_free(&e);
@@ -1136,11 +1149,290 @@ static void test_noreply(sd_bus *b, pid_t server)
 	ok("a callee that exits in a call: NoReply, and its name is released");
 }
 
+/* ---- Activation, the driver's other methods, monitors ---------------------- */
+
+#define ACT_NAME    "org.brokerdtest.Activated"
+#define AUTO_NAME   "org.brokerdtest.Auto"
+#define BROKEN_NAME "org.brokerdtest.Broken"
+
+/* What brokerd runs for an activatable name (Exec=): owns it and answers Env (the variable asked for). */
+static int on_env(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *k, *v;
+	int r = sd_bus_message_read(m, "s", &k);
+
+	if (r < 0)
+		return r;
+	v = getenv(k);
+	return sd_bus_reply_method_return(m, "s", v ? v : "(unset)");
+}
+
+static const sd_bus_vtable activated_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD("Echo", "s", "s", on_echo, 0),
+	SD_BUS_METHOD("Env", "s", "s", on_env, 0),
+	SD_BUS_VTABLE_END,
+};
+
+static int activated_main(const char *name)
+{
+	const char *a = getenv("DBUS_STARTER_ADDRESS");
+	sd_bus *b = NULL;
+
+	/* the bus's address comes from brokerd, as dbus-daemon gives it */
+	if (!a || sd_bus_new(&b) < 0 || sd_bus_set_address(b, a) < 0 || sd_bus_set_bus_client(b, 1) < 0 ||
+	    sd_bus_start(b) < 0)
+		return 2;
+	if (sd_bus_add_object_vtable(b, NULL, PATH, IFACE, activated_vtable, NULL) < 0 ||
+	    sd_bus_request_name(b, name, 0) < 0)
+		return 3;
+	for (int i = 0; i < 600; i++) {
+		int r = sd_bus_process(b, NULL);
+
+		if (r < 0)
+			return 0; /* brokerd went: so do we */
+		if (r == 0)
+			(void)sd_bus_wait(b, 100000);
+	}
+	return 0;
+}
+
+static void write_service(const char *dir, const char *name, const char *exec)
+{
+	char path[400];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s.service", dir, name);
+	fp = fopen(path, "we");
+	ASSERT(fp);
+	fprintf(fp, "[D-BUS Service]\nName=%s\nExec=%s\n", name, exec);
+	ASSERT_INT(fclose(fp), ==, 0);
+}
+
+static uint32_t start_by_name(sd_bus *b, const char *name, sd_bus_error *e)
+{
+	sd_bus_message *reply = NULL;
+	uint32_t u = 0;
+
+	if (sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+			       "StartServiceByName", e, &reply, "su", name, 0U) < 0)
+		return 0;
+	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
+	sd_bus_message_unref(reply);
+	return u;
+}
+
+/*
+ * Service files with Exec= only (a private bus has no systemd): ReloadConfig
+ * finds them, StartServiceByName starts one (1) and then finds it running
+ * (2), a call to a name nobody owns starts it and gets its answer, an Exec=
+ * that fails fails the call, NO_AUTO_START does not start anything, and
+ * UpdateActivationEnvironment reaches what is started later.
+ */
+static void test_activation(sd_bus *b, const char *services, const char *self)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL, *m = NULL;
+	char exec[600], **names = NULL;
+	const char *s;
+
+	snprintf(exec, sizeof(exec), "'%s' --activated " ACT_NAME, self);
+	write_service(services, ACT_NAME, exec);
+	snprintf(exec, sizeof(exec), "'%s' --activated " AUTO_NAME, self);
+	write_service(services, AUTO_NAME, exec);
+	write_service(services, BROKEN_NAME, "/nonexistent/program");
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ReloadConfig", &e, NULL, ""),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ListActivatableNames", &e, &reply, ""),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read_strv(reply, &names), >=, 0);
+	reply = sd_bus_message_unref(reply);
+	ASSERT(list_has(names, ACT_NAME) && list_has(names, AUTO_NAME) && list_has(names, DBUS_DRIVER_NAME));
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+	ok("ReloadConfig reads new service files; ListActivatableNames lists them");
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "UpdateActivationEnvironment", &e, NULL, "a{ss}", 1, "BROKERD_TEST_ENV",
+				      "from UpdateActivationEnvironment"),
+		   >=, 0);
+	ASSERT_INT(start_by_name(b, ACT_NAME, &e), ==, 1);
+	ASSERT_INT(start_by_name(b, ACT_NAME, &e), ==, 2);
+	ASSERT_INT(sd_bus_call_method(b, ACT_NAME, PATH, IFACE, "Env", &e, &reply, "s", "BROKERD_TEST_ENV"),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "from UpdateActivationEnvironment");
+	reply = sd_bus_message_unref(reply);
+	ok("StartServiceByName runs Exec= (1), then finds it running (2); UpdateActivationEnvironment reaches it");
+
+	/* NO_AUTO_START: refused, nothing started */
+	ASSERT_INT(sd_bus_message_new_method_call(b, &m, AUTO_NAME, PATH, IFACE, "Echo"), >=, 0);
+	ASSERT_INT(sd_bus_message_set_auto_start(m, 0), >=, 0);
+	ASSERT_INT(sd_bus_message_append(m, "s", "hi"), >=, 0);
+	ASSERT_INT(sd_bus_call(b, m, 0, &e, NULL), <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
+	sd_bus_error_free(&e);
+	m = sd_bus_message_unref(m);
+	/* auto-start: the call waits for the name, then is answered by what was started */
+	ASSERT_INT(sd_bus_call_method(b, AUTO_NAME, PATH, IFACE, "Echo", &e, &reply, "s", "auto"), >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "auto");
+	reply = sd_bus_message_unref(reply);
+	ok("a call to an activatable name nobody owns starts it and is answered (not with NO_AUTO_START)");
+
+	/* an Exec= that cannot run: the call fails with the child's exit */
+	ASSERT_INT(sd_bus_call_method(b, BROKEN_NAME, PATH, IFACE, "Echo", &e, NULL, "s", "x"), <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.ChildExited"));
+	printf("# %s: %s\n", e.name, e.message);
+	sd_bus_error_free(&e);
+	ASSERT(start_by_name(b, "org.brokerdtest.NoSuchService", &e) == 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
+	sd_bus_error_free(&e);
+	ok("an activation that fails answers Spawn.ChildExited; an unknown name ServiceUnknown");
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionSELinuxSecurityContext", &e, NULL, "s", DBUS_DRIVER_NAME),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.SELinuxSecurityContextUnknown"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetConnectionSELinuxSecurityContext", &e, NULL, "s", ":1.999999"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NameHasNoOwner"));
+	sd_bus_error_free(&e);
+	ok("GetConnectionSELinuxSecurityContext: SELinuxSecurityContextUnknown, NameHasNoOwner");
+}
+
+/*
+ * BecomeMonitor: the monitor loses its unique name, sees a call between two
+ * other connections and its reply, and is closed when it sends anything.
+ */
+static void test_monitor(sd_bus *b)
+{
+	sd_bus *mon = NULL;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *mon_name;
+	char *unique = NULL;
+	bool saw_call = false, saw_reply = false;
+	uint64_t t0;
+
+	ASSERT_INT(sd_bus_new(&mon), ==, 0);
+	ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(mon), >=, 0);
+	ASSERT_INT(sd_bus_get_unique_name(mon, &mon_name), >=, 0);
+	unique = strdup(mon_name);
+	ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL, "asu", 1,
+				      "eavesdrop=true,type='method_call',member='Echo'", 0U),
+		   >=, 0);
+	wait_owner(b, unique, false);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, IFACE, "Echo", &e, &reply, "s", "watched"), >=, 0);
+	reply = sd_bus_message_unref(reply);
+	t0 = now_ms();
+	while (!saw_call && now_ms() - t0 < 5000) {
+		sd_bus_message *m = NULL;
+		int r = sd_bus_process(mon, &m);
+
+		ASSERT(r >= 0);
+		if (m && sd_bus_message_is_method_call(m, IFACE, "Echo") &&
+		    !strcmp(sd_bus_message_get_destination(m), NAME))
+			saw_call = true;
+		/* the rule asked for Echo calls only */
+		uint8_t type = 0;
+
+		if (m && sd_bus_message_get_type(m, &type) >= 0 && type == SD_BUS_MESSAGE_METHOD_RETURN)
+			saw_reply = true;
+		sd_bus_message_unref(m);
+		if (r == 0)
+			(void)sd_bus_wait(mon, 100000);
+	}
+	ASSERT(saw_call && !saw_reply);
+	ok("BecomeMonitor: the monitor's unique name goes, it sees the call its rule matches");
+	/* receive-only: anything it sends closes it */
+	ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetId",
+				      &e, NULL, ""),
+		   <, 0);
+	sd_bus_error_free(&e);
+	sd_bus_flush_close_unref(mon);
+	free(unique);
+	ok("a monitor that sends is disconnected");
+
+	/* no rules: everything, the driver's replies included */
+	ASSERT_INT(sd_bus_new(&mon), ==, 0);
+	ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(mon), >=, 0);
+	ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL, "asu", 0,
+				      0U),
+		   >=, 0);
+	ASSERT_INT(sd_bus_get_unique_name(b, &mon_name), >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetId",
+				      &e, &reply, ""),
+		   >=, 0);
+	reply = sd_bus_message_unref(reply);
+	saw_reply = false;
+	t0 = now_ms();
+	while (!saw_reply && now_ms() - t0 < 5000) {
+		sd_bus_message *m = NULL;
+		uint8_t type = 0;
+		int r = sd_bus_process(mon, &m);
+
+		ASSERT(r >= 0);
+		if (m && sd_bus_message_get_type(m, &type) >= 0 && type == SD_BUS_MESSAGE_METHOD_RETURN &&
+		    !strcmp(sd_bus_message_get_sender(m), DBUS_DRIVER_NAME) &&
+		    !strcmp(sd_bus_message_get_destination(m), mon_name))
+			saw_reply = true;
+		sd_bus_message_unref(m);
+		if (r == 0)
+			(void)sd_bus_wait(mon, 100000);
+	}
+	ASSERT(saw_reply);
+	sd_bus_flush_close_unref(mon);
+	ok("a monitor without rules sees the driver's replies too");
+}
+
+/* A method of an interface the bus object does not have: UnknownInterface; of one it has: UnknownMethod. */
+static void test_unknown_interface(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+				      "org.freedesktop.DBus.Containers1", "GetConnectionInstance", &e, NULL,
+				      "s", ":1.1"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownInterface"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "NoSuchMethod", &e, NULL, ""),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownMethod"));
+	sd_bus_error_free(&e);
+	/* Monitoring is only on the bus object's path */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, "/", "org.freedesktop.DBus.Monitoring",
+				      "BecomeMonitor", &e, NULL, "asu", 0, 0U),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownInterface"));
+	sd_bus_error_free(&e);
+	ok("the driver: UnknownInterface for an interface it lacks (Monitoring off its path), UnknownMethod for a method");
+}
+
 int main(int argc, char **argv)
 {
 	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300], policy_file[400];
 	pid_t daemon = -1, server;
 	sd_bus *b;
+
+	/* brokerd runs this for an activatable name (test_activation) */
+	if (argc == 3 && !strcmp(argv[1], "--activated"))
+		return activated_main(argv[2]);
 
 	/* No argument: the guest test, against the system brokerd. */
 	if (argc < 2 || !strcmp(argv[1], "--system")) {
@@ -1201,6 +1493,14 @@ int main(int argc, char **argv)
 	if (daemon > 0)
 		ASSERT_INT(driver_pid(b), ==, daemon);
 	test_stray_fds(daemon > 0 ? daemon : driver_pid(b));
+	if (daemon > 0) {
+		char self[300] = "";
+
+		ASSERT(readlink("/proc/self/exe", self, sizeof(self) - 1) > 0);
+		test_activation(b, services, self);
+	}
+	test_monitor(b);
+	test_unknown_interface(b);
 	test_noreply(b, server);
 	sd_bus_flush_close_unref(b);
 
@@ -1215,6 +1515,14 @@ int main(int argc, char **argv)
 		unlink(sock_path);
 		unlink(ctrl);
 		unlink(policy_file);
+		for (const char *n = ACT_NAME; n; n = !strcmp(n, ACT_NAME)  ? AUTO_NAME :
+						      !strcmp(n, AUTO_NAME) ? BROKEN_NAME :
+									      NULL) {
+			char p[400];
+
+			snprintf(p, sizeof(p), "%s/%s.service", services, n);
+			unlink(p);
+		}
 		rmdir(policy);
 		rmdir(services);
 		rmdir(tmpdir);

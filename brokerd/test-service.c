@@ -34,9 +34,16 @@ int main(void)
 				    "AssumedAppArmorLabel=unconfined\nSystemdService=x-echo.service\n",
 				    err, sizeof(err)) == 0);
 	ASSERT(strcmp(s.name, "org.x.Echo") == 0 && strcmp(s.unit, "x-echo.service") == 0);
+	ASSERT(strcmp(s.exec, "/bin/false") == 0);
 	service_deinit(&s);
-	bad("[D-BUS Service]\nName=org.x.Echo\nExec=/bin/false\n",
-	    "/d/org.x.Echo.service:3: no SystemdService=: brokerd activates through systemd only, Exec= is not run");
+	/* Exec= alone: run by the D-Bus front end when there is no unit */
+	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service",
+				    "[D-BUS Service]\nName=org.x.Echo\nExec=/bin/echo 'a b'\n", err,
+				    sizeof(err)) == 0);
+	ASSERT(!s.unit && strcmp(s.exec, "/bin/echo 'a b'") == 0);
+	service_deinit(&s);
+	bad("[D-BUS Service]\nName=org.x.Echo\nUser=root\n",
+	    "/d/org.x.Echo.service:3: Name= and SystemdService= or Exec= are required");
 	bad("[D-BUS Service]\nName=org.x.Echo\nSystemdService=x.service\nBogus=1\n",
 	    "/d/org.x.Echo.service:4: unknown key 'Bogus'");
 	bad("Name=org.x.Echo\n", "/d/org.x.Echo.service:1: assignment outside [Service]");

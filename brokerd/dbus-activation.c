@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dbus-activation.c - activatable names for D-Bus clients: a message to a
+ * name nobody owns that has a service file (and no NO_AUTO_START) waits
+ * until the name is owned, then goes on as if sent then; StartServiceByName
+ * waits the same way. The service starts through its SystemdService= unit
+ * (activation.c: the activator or systemd) when it has one and systemd can
+ * be asked; otherwise brokerd runs its Exec= line itself, as dbus-daemon
+ * does without systemd (a private bus such as brokerd-dbus-daemon's),
+ * telling it where the bus is (DBUS_STARTER_ADDRESS, and
+ * DBUS_SESSION_BUS_ADDRESS on a session bus). A start that fails (the
+ * process exits before it owns the name, the unit fails, the timeout)
+ * answers everything waiting with the error dbus-daemon gives.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "brokerd/activation.h"
+#include "brokerd/bus-state.h"
+#include "brokerd/dbus-config.h"
+#include "brokerd/dbus-front.h"
+#include "brokerd/policy.h"
+#include "brokerd/service.h"
+#include "util/macro.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+#define ERR(x) "org.freedesktop.DBus.Error." x
+/* Messages that may wait for one connection (each holds its bytes and fds in brokerd). */
+#define PENDING_PER_CONN_MAX 256U
+
+extern char **environ;
+
+/* A message (or a StartServiceByName) waiting for its name. */
+struct pending {
+	struct dbus_conn *conn;
+	uint8_t type, flags;
+	uint32_t serial;
+	bool start; /* StartServiceByName: answer 1 when owned */
+	uint8_t *data;
+	size_t len;
+	int *fds;
+	unsigned int n_fds;
+	struct pending *next;
+};
+
+/* One name being started. */
+struct starting {
+	struct dbus_activation_state *st;
+	char *name;
+	struct pending *head, *tail;
+	sd_event_source *timer;
+	pid_t pid; /* its Exec= process, 0 if started through systemd */
+	bool owned;
+	struct starting *next;
+};
+
+/* A process brokerd ran, watched until it exits (also after it took its name). */
+struct child {
+	struct dbus_activation_state *st;
+	pid_t pid;
+	int pidfd;
+	sd_event_source *src;
+	char *name;
+	struct child *next;
+};
+
+struct dbus_activation_state {
+	struct dbus_front *front;
+	struct starting *starting;
+	struct child *children;
+	char **env; /* UpdateActivationEnvironment's KEY=VALUE */
+	size_t n_env;
+	char *bus_type; /* the XML configuration's <type>, NULL if none */
+	sd_event_source *deliver_src;
+};
+
+static void on_unit_failed(void *userdata, const char *name, const char *msg);
+
+static struct dbus_activation_state *state_get(struct dbus_front *f)
+{
+	struct dbus_activation_state *st = f->activation;
+
+	if (st)
+		return st;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->front = f;
+	if (f->bus->dbus_config) {
+		struct dbus_config *c = NULL;
+		char err[256];
+
+		if (dbus_config_load(&c, f->bus->dbus_config, err, sizeof(err)) == 0 && c->type)
+			st->bus_type = strdup(c->type);
+		dbus_config_free(c);
+	}
+	f->bus->activation_failed = on_unit_failed;
+	f->bus->activation_failed_userdata = f;
+	f->activation = st;
+	return st;
+}
+
+static void pending_free(struct pending *p)
+{
+	for (unsigned int i = 0; i < p->n_fds; i++)
+		close(p->fds[i]);
+	free(p->fds);
+	free(p->data);
+	free(p);
+}
+
+static struct starting *starting_find(struct dbus_activation_state *st, const char *name)
+{
+	for (struct starting *s = st->starting; s; s = s->next)
+		if (!strcmp(s->name, name))
+			return s;
+	return NULL;
+}
+
+static void starting_unlink(struct dbus_activation_state *st, struct starting *s)
+{
+	for (struct starting **pp = &st->starting; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	sd_event_source_disable_unref(s->timer);
+	s->timer = NULL;
+}
+
+static void starting_free(struct starting *s)
+{
+	while (s->head) {
+		struct pending *p = s->head;
+
+		s->head = p->next;
+		pending_free(p);
+	}
+	sd_event_source_disable_unref(s->timer);
+	free(s->name);
+	free(s);
+}
+
+/* The error for a waiting message (only calls that want a reply get one). */
+static void pending_fail(struct pending *p, const char *error, const char *text)
+{
+	struct dbus_message m = { .h = { .type = p->type, .flags = p->flags, .serial = p->serial } };
+
+	if (!p->conn->dead)
+		(void)dbus_driver_reply_error(p->conn, &m, error, text);
+}
+
+/* Everything waiting for s fails with error; s is freed. */
+static void starting_fail(struct dbus_activation_state *st, struct starting *s, const char *error,
+			  const char *text)
+{
+	starting_unlink(st, s);
+	log_warning("D-Bus activation of %s failed: %s", s->name, text);
+	for (struct pending *p = s->head; p; p = p->next)
+		pending_fail(p, error, text);
+	starting_free(s);
+}
+
+static void on_unit_failed(void *userdata, const char *name, const char *msg)
+{
+	struct dbus_front *f = userdata;
+	struct dbus_activation_state *st = f->activation;
+	struct starting *s = st ? starting_find(st, name) : NULL;
+
+	if (s && !s->pid)
+		starting_fail(st, s, ERR("Spawn.Failed"), msg);
+}
+
+static int on_timeout(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct starting *s = userdata;
+	char text[400];
+
+	/* Nothing waits any more after this: the next message starts the name again. */
+	snprintf(text, sizeof(text), "Activation of %s timed out", s->name);
+	starting_fail(s->st, s, ERR("TimedOut"), text);
+	return 0;
+}
+
+/* ---- Exec= ---------------------------------------------------------------------- */
+
+/*
+ * Exec= split as dbus-daemon splits it (a shell's quoting without the
+ * shell): words by blanks, '...' literal, "..." with \" \\ \$ \` escapes, \x
+ * outside quotes. Returns a NULL-terminated argv, or NULL for an unbalanced
+ * quote or an empty line.
+ */
+static char **exec_split(const char *line)
+{
+	size_t n = 0, cap = 8;
+	char **argv = calloc(cap, sizeof(char *));
+	char *word = malloc(strlen(line) + 1);
+	const char *p = line;
+
+	if (!argv || !word)
+		goto fail;
+	for (;;) {
+		size_t l = 0;
+		bool any = false;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		while (*p && *p != ' ' && *p != '\t' && *p != '\n') {
+			any = true;
+			if (*p == '\'') {
+				const char *e = strchr(p + 1, '\'');
+
+				if (!e)
+					goto fail;
+				memcpy(word + l, p + 1, (size_t)(e - p - 1));
+				l += (size_t)(e - p - 1);
+				p = e + 1;
+			} else if (*p == '"') {
+				for (p++; *p && *p != '"'; p++) {
+					if (*p == '\\' && p[1] && strchr("\"\\$`", p[1]))
+						p++;
+					word[l++] = *p;
+				}
+				if (*p != '"')
+					goto fail;
+				p++;
+			} else if (*p == '\\' && p[1]) {
+				word[l++] = p[1];
+				p += 2;
+			} else {
+				word[l++] = *p++;
+			}
+		}
+		if (!any)
+			continue;
+		if (n + 2 > cap) {
+			char **a = realloc(argv, (cap *= 2) * sizeof(char *));
+
+			if (!a)
+				goto fail;
+			argv = a;
+		}
+		argv[n] = strndup(word, l);
+		if (!argv[n])
+			goto fail;
+		argv[++n] = NULL;
+	}
+	free(word);
+	if (!n)
+		goto fail_nofree;
+	return argv;
+fail:
+	free(word);
+fail_nofree:
+	if (argv)
+		for (size_t i = 0; i < n; i++)
+			free(argv[i]);
+	free(argv);
+	return NULL;
+}
+
+static void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The address clients use for the socket brokerd serves (its bound name), escaped as D-Bus wants. */
+static int front_address(struct dbus_front *f, char *buf, size_t size)
+{
+	struct sockaddr_un sa;
+	socklen_t l = sizeof(sa);
+	const char *path;
+	size_t plen, o;
+	bool abstract;
+
+	if (f->listen_fd < 0 || getsockname(f->listen_fd, (struct sockaddr *)&sa, &l) < 0 ||
+	    l <= offsetof(struct sockaddr_un, sun_path))
+		return -ENOENT;
+	plen = l - offsetof(struct sockaddr_un, sun_path);
+	abstract = sa.sun_path[0] == 0;
+	path = sa.sun_path + abstract;
+	plen -= abstract;
+	if (!abstract)
+		plen = strnlen(path, plen);
+	o = (size_t)snprintf(buf, size, "unix:%s=", abstract ? "abstract" : "path");
+	for (size_t i = 0; i < plen && o + 4 < size; i++) {
+		unsigned char ch = (unsigned char)path[i];
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		    (ch && strchr("-_/.\\*", ch)))
+			buf[o++] = (char)ch;
+		else
+			o += (size_t)snprintf(buf + o, size - o, "%%%02x", ch);
+	}
+	buf[o] = 0;
+	return 0;
+}
+
+static bool env_overridden(char *const *over, size_t n, const char *kv)
+{
+	size_t kl = strcspn(kv, "=");
+
+	for (size_t i = 0; i < n; i++)
+		if (over[i] && !strncmp(over[i], kv, kl) && over[i][kl] == '=')
+			return true;
+	return false;
+}
+
+static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+
+/* Runs svc's Exec= line; the process is watched until it exits. */
+static int exec_start(struct dbus_activation_state *st, const struct service *svc, pid_t *ret_pid, char *err,
+		      size_t err_len)
+{
+	struct dbus_front *f = st->front;
+	char **argv = exec_split(svc->exec), **envp = NULL;
+	char address[sizeof(((struct sockaddr_un *)0)->sun_path) * 3 + 32], kv[3][sizeof(address) + 32];
+	size_t n_environ = 0, n = 0;
+	struct child *ch = NULL;
+	int pidfd = -1, r;
+	pid_t pid;
+
+	if (!argv) {
+		snprintf(err, err_len, "Cannot parse Exec= line '%s' of %s", svc->exec, svc->file);
+		return -EINVAL;
+	}
+	r = front_address(f, address, sizeof(address));
+	if (r < 0) {
+		strv_free(argv);
+		snprintf(err, err_len, "The bus has no address to give to %s", svc->name);
+		return r;
+	}
+	/* brokerd's environment, UpdateActivationEnvironment's over it, then where the bus is */
+	snprintf(kv[0], sizeof(kv[0]), "DBUS_STARTER_ADDRESS=%s", address);
+	snprintf(kv[1], sizeof(kv[1]), "DBUS_STARTER_BUS_TYPE=%s",
+		 st->bus_type && !strcmp(st->bus_type, "system") ? "system" : "session");
+	snprintf(kv[2], sizeof(kv[2]), "%s=%s",
+		 st->bus_type && !strcmp(st->bus_type, "system") ? "DBUS_SYSTEM_BUS_ADDRESS" :
+								   "DBUS_SESSION_BUS_ADDRESS",
+		 address);
+	while (environ[n_environ])
+		n_environ++;
+	envp = calloc(n_environ + st->n_env + 4, sizeof(char *));
+	if (!envp) {
+		strv_free(argv);
+		return -ENOMEM;
+	}
+	{
+		char *fixed[3] = { kv[0], kv[1], kv[2] };
+
+		for (size_t i = 0; i < n_environ; i++)
+			if (!env_overridden(st->env, st->n_env, environ[i]) &&
+			    !env_overridden(fixed, 3, environ[i]))
+				envp[n++] = environ[i];
+		for (size_t i = 0; i < st->n_env; i++)
+			if (!env_overridden(fixed, 3, st->env[i]))
+				envp[n++] = st->env[i];
+		for (size_t i = 0; i < 3; i++)
+			envp[n++] = kv[i];
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		snprintf(err, err_len, "Cannot fork for %s: %s", svc->name, strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		sigset_t all;
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		/* sd-event blocked some signals in brokerd: the service starts with none blocked */
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+		(void)setsid();
+		if (null >= 0)
+			dup2(null, STDIN_FILENO);
+		(void)syscall(SYS_close_range, 3U, ~0U, 0U);
+		execve(argv[0], argv, envp);
+		fprintf(stderr, "brokerd: cannot run %s for %s: %s\n", argv[0], svc->name, strerror(errno));
+		_exit(127);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	ch = calloc(1, sizeof(*ch));
+	if (pidfd < 0 || !ch || !(ch->name = strdup(svc->name)) ||
+	    sd_event_add_io(f->event, &ch->src, pidfd, EPOLLIN, on_child, ch) < 0) {
+		/* not watched, not reaped: never left behind as a zombie, nor half started */
+		kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0);
+		if (pidfd >= 0)
+			close(pidfd);
+		if (ch)
+			free(ch->name);
+		free(ch);
+		r = -ENOMEM;
+		snprintf(err, err_len, "Cannot watch the process of %s", svc->name);
+		goto out;
+	}
+	ch->st = st;
+	ch->pid = pid;
+	ch->pidfd = pidfd;
+	ch->next = st->children;
+	st->children = ch;
+	*ret_pid = pid;
+	log_info("D-Bus activation of %s: started %s (pid %d)", svc->name, argv[0], (int)pid);
+	r = 0;
+out:
+	strv_free(argv);
+	free(envp);
+	return r;
+}
+
+static void child_free(struct dbus_activation_state *st, struct child *ch)
+{
+	for (struct child **pp = &st->children; *pp; pp = &(*pp)->next)
+		if (*pp == ch) {
+			*pp = ch->next;
+			break;
+		}
+	sd_event_source_disable_unref(ch->src);
+	close(ch->pidfd);
+	free(ch->name);
+	free(ch);
+}
+
+static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct child *ch = userdata;
+	struct dbus_activation_state *st = ch->st;
+	siginfo_t si = { 0 };
+	struct starting *s;
+	char text[400];
+
+	if (waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+		return 0;
+	s = starting_find(st, ch->name);
+	/* It ended before it owned its name: whatever waits for it fails. */
+	if (s && s->pid == ch->pid && !s->owned) {
+		if (si.si_code == CLD_EXITED) {
+			snprintf(text, sizeof(text), "Process %s exited with status %d", ch->name,
+				 si.si_status);
+			starting_fail(st, s, ERR("Spawn.ChildExited"), text);
+		} else {
+			snprintf(text, sizeof(text), "Process %s received signal %d", ch->name, si.si_status);
+			starting_fail(st, s, ERR("Spawn.ChildSignaled"), text);
+		}
+	}
+	child_free(st, ch);
+	return 0;
+}
+
+/* ---- Starting, waiting, delivering ------------------------------------------ */
+
+/* Starts name (svc) unless it is starting already; returns it, or NULL with error and text set. */
+static struct starting *start(struct dbus_activation_state *st, const struct service *svc, const char **error,
+			      char *text, size_t text_len)
+{
+	struct dbus_front *f = st->front;
+	struct starting *s = starting_find(st, svc->name);
+	int r = -EOPNOTSUPP;
+
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(svc->name))) {
+		free(s);
+		s = NULL;
+		*error = ERR("NoMemory");
+		snprintf(text, text_len, "%s", "Out of memory");
+		return NULL;
+	}
+	/* systemd's unit first; without one, or with no systemd to ask, the Exec= line */
+	if (svc->unit)
+		r = activation_start(f->bus, svc, text, text_len);
+	if (r < 0 && svc->exec)
+		r = exec_start(st, svc, &s->pid, text, text_len);
+	if (r < 0) {
+		free(s->name);
+		free(s);
+		*error = ERR("Spawn.ExecFailed");
+		log_warning("D-Bus activation of %s: %s", svc->name, text);
+		return NULL;
+	}
+	s->st = st;
+	if (sd_event_add_time_relative(f->event, &s->timer, CLOCK_MONOTONIC, f->bus->activation_timeout, 0,
+				       on_timeout, s) < 0)
+		s->timer = NULL;
+	s->next = st->starting;
+	st->starting = s;
+	return s;
+}
+
+static unsigned int pending_of(struct dbus_activation_state *st, struct dbus_conn *c)
+{
+	unsigned int n = 0;
+
+	for (struct starting *s = st->starting; s; s = s->next)
+		for (struct pending *p = s->head; p; p = p->next)
+			n += p->conn == c;
+	return n;
+}
+
+static int add_pending(struct dbus_activation_state *st, struct starting *s, struct dbus_conn *c,
+		       const struct dbus_header *h, struct pending **ret)
+{
+	struct pending *p;
+
+	if (pending_of(st, c) >= PENDING_PER_CONN_MAX)
+		return -ENOBUFS;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->conn = c;
+	p->type = h->type;
+	p->flags = h->flags;
+	p->serial = h->serial;
+	if (s->tail)
+		s->tail->next = p;
+	else
+		s->head = p;
+	s->tail = p;
+	*ret = p;
+	return 0;
+}
+
+int dbus_activation_queue(struct dbus_conn *c, struct dbus_message *m, int **fds)
+{
+	struct dbus_front *f = c->front;
+	const char *dest = m->h.destination;
+	const struct service *svc;
+	struct dbus_activation_state *st;
+	struct starting *s;
+	struct pending *p;
+	const char *error = NULL;
+	char text[512];
+	int r;
+
+	if (dest[0] == ':' || (m->h.flags & DBUS_FLAG_NO_AUTO_START) ||
+	    m->h.type == DBUS_MESSAGE_METHOD_RETURN || m->h.type == DBUS_MESSAGE_ERROR)
+		return 0;
+	svc = service_set_find(f->bus->services, dest);
+	if (!svc)
+		return 0;
+	/* Nobody starts what they may not send to. */
+	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, dest, NULL, 0)) {
+		snprintf(text, sizeof(text), "Sending to %s is not allowed by policy", dest);
+		(void)dbus_driver_reply_error(c, m, ERR("AccessDenied"), text);
+		return 1;
+	}
+	st = state_get(f);
+	if (!st)
+		return -ENOMEM;
+	s = start(st, svc, &error, text, sizeof(text));
+	if (!s) {
+		(void)dbus_driver_reply_error(c, m, error, text);
+		return 1;
+	}
+	r = add_pending(st, s, c, &m->h, &p);
+	if (r < 0) {
+		snprintf(text, sizeof(text), "Too many messages of %s wait for activated names", c->name);
+		(void)dbus_driver_reply_error(c, m, ERR("LimitsExceeded"), text);
+		return 1;
+	}
+	p->data = TAKE_PTR(m->data);
+	p->len = m->len;
+	p->fds = TAKE_PTR(*fds);
+	p->n_fds = m->h.n_fds;
+	return 1;
+}
+
+int dbus_activation_start_by_name(struct dbus_conn *c, const struct dbus_message *m, const char *name,
+				  uint32_t *result, const char **error, char *text, size_t text_len)
+{
+	struct dbus_front *f = c->front;
+	const struct service *svc = service_set_find(f->bus->services, name);
+	struct dbus_activation_state *st;
+	struct starting *s;
+	struct pending *p;
+
+	if (!svc) {
+		*error = ERR("ServiceUnknown");
+		snprintf(text, text_len, "The name %s was not provided by any .service files", name);
+		return 1;
+	}
+	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, name, NULL, 0)) {
+		*error = ERR("AccessDenied");
+		snprintf(text, text_len, "Sending to %s is not allowed by policy", name);
+		return 1;
+	}
+	st = state_get(f);
+	if (!st)
+		return -ENOMEM;
+	s = start(st, svc, error, text, text_len);
+	if (!s)
+		return 1;
+	if (add_pending(st, s, c, &m->h, &p) < 0) {
+		*error = ERR("LimitsExceeded");
+		snprintf(text, text_len, "Too many calls of %s wait for activated names", c->name);
+		return 1;
+	}
+	p->start = true;
+	*result = 0; /* answered when the name is owned */
+	return 0;
+}
+
+/* StartServiceByName's reply: 1, the name was started for it. */
+static void reply_started(struct pending *p)
+{
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_METHOD_RETURN,
+		.reply_serial = p->serial,
+		.signature = "u",
+	};
+	struct dbus_writer w;
+	uint32_t one = 1;
+	void *body = NULL;
+	size_t len = 0;
+
+	if (p->conn->dead || (p->flags & DBUS_FLAG_NO_REPLY_EXPECTED) || dbus_writer_init(&w, "u") < 0)
+		return;
+	dbus_writer_append_basic(&w, 'u', &one);
+	if (dbus_writer_finish(&w, &body, &len) == 0)
+		(void)dbus_conn_send_driver(p->conn, &h, body, len);
+	dbus_writer_deinit(&w);
+	free(body);
+}
+
+/* Later than the owner change: the RequestName that made it is answered first, then this goes on. */
+static int on_deliver(sd_event_source *src, void *userdata)
+{
+	struct dbus_activation_state *st = userdata;
+
+	st->deliver_src = sd_event_source_disable_unref(st->deliver_src);
+	for (struct starting *s = st->starting, *next; s; s = next) {
+		next = s->next;
+		if (!s->owned)
+			continue;
+		starting_unlink(st, s);
+		for (struct pending *p = s->head; p; p = p->next) {
+			struct dbus_message m;
+
+			if (p->conn->dead)
+				continue;
+			if (p->start) {
+				reply_started(p);
+				continue;
+			}
+			if (dbus_message_parse(&m, TAKE_PTR(p->data), p->len, p->n_fds) == 0)
+				(void)dbus_conn_route(p->conn, &m, &p->fds);
+			dbus_message_deinit(&m);
+		}
+		starting_free(s);
+		/* routing may have started other names: start from the top */
+		next = st->starting;
+	}
+	return 0;
+}
+
+void dbus_activation_owned(struct dbus_front *f, const char *name)
+{
+	struct dbus_activation_state *st = f->activation;
+	struct starting *s = st ? starting_find(st, name) : NULL;
+
+	if (!s)
+		return;
+	s->owned = true;
+	if (!st->deliver_src && sd_event_add_defer(f->event, &st->deliver_src, on_deliver, st) < 0)
+		st->deliver_src = NULL;
+}
+
+void dbus_activation_conn_gone(struct dbus_conn *c)
+{
+	struct dbus_activation_state *st = c->front->activation;
+
+	if (!st)
+		return;
+	for (struct starting *s = st->starting; s; s = s->next) {
+		struct pending **pp = &s->head;
+
+		s->tail = NULL;
+		while (*pp) {
+			struct pending *p = *pp;
+
+			if (p->conn != c) {
+				s->tail = p;
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			pending_free(p);
+		}
+	}
+}
+
+int dbus_activation_setenv(struct dbus_front *f, const char *key, const char *value)
+{
+	struct dbus_activation_state *st = state_get(f);
+	size_t kl = strlen(key);
+	char *kv, **e;
+
+	if (!st)
+		return -ENOMEM;
+	if (asprintf(&kv, "%s=%s", key, value) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->n_env; i++)
+		if (!strncmp(st->env[i], key, kl) && st->env[i][kl] == '=') {
+			free(st->env[i]);
+			st->env[i] = kv;
+			return 0;
+		}
+	e = realloc(st->env, (st->n_env + 1) * sizeof(char *));
+	if (!e) {
+		free(kv);
+		return -ENOMEM;
+	}
+	st->env = e;
+	st->env[st->n_env++] = kv;
+	return 0;
+}
+
+bool dbus_activation_system_bus(struct dbus_front *f)
+{
+	struct dbus_activation_state *st = state_get(f);
+
+	return st && st->bus_type && !strcmp(st->bus_type, "system");
+}
+
+void dbus_activation_free(struct dbus_front *f)
+{
+	struct dbus_activation_state *st = f->activation;
+
+	if (!st)
+		return;
+	while (st->starting) {
+		struct starting *s = st->starting;
+
+		st->starting = s->next;
+		starting_free(s);
+	}
+	/* What brokerd started keeps running, as dbus-daemon's do; only the watch ends. */
+	while (st->children)
+		child_free(st, st->children);
+	for (size_t i = 0; i < st->n_env; i++)
+		free(st->env[i]);
+	free(st->env);
+	free(st->bus_type);
+	sd_event_source_disable_unref(st->deliver_src);
+	if (f->bus->activation_failed_userdata == f)
+		f->bus->activation_failed = NULL;
+	free(st);
+	f->activation = NULL;
+}

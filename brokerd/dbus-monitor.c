@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dbus-monitor.c - org.freedesktop.DBus.Monitoring.BecomeMonitor: a
+ * connection that becomes a monitor loses its names, unique one included
+ * (NameLost, NameOwnerChanged), and from then on receives a copy of every
+ * message on the D-Bus side that one of its rules matches (no rule: all of
+ * them), whoever it is for, the driver's own included; it may send nothing
+ * (a message from it closes it, as for any connection without a name).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brokerd/bus-state.h"
+#include "brokerd/dbus-front.h"
+#include "brokerd/registry.h"
+#include "util/macro.h"
+
+static bool monitor_matches(struct dbus_front *f, struct dbus_conn *c, const struct dbus_match_message *mm)
+{
+	if (!c->matches)
+		return true;
+	for (struct dbus_match *x = c->matches; x; x = x->next) {
+		struct dbus_match_message m = *mm;
+
+		/* A well-known sender in a rule stands for its owner at the time. */
+		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0) {
+			struct registry_peer *owner = registry_name_owner(f->registry, x->rule.sender);
+
+			if (!owner || strcmp(owner->unique_name, mm->sender) != 0)
+				continue;
+			m.sender_name = x->rule.sender;
+		}
+		if (dbus_match_rule_matches(&x->rule, &m))
+			return true;
+	}
+	return false;
+}
+
+void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, const int *fds)
+{
+	struct dbus_match_message mm = {
+		.type = m->h.type,
+		.sender = m->h.sender ? m->h.sender : "",
+		.interface = m->h.interface,
+		.member = m->h.member,
+		.path = m->h.path,
+		.destination = m->h.destination,
+		.signature = m->h.signature ? m->h.signature : "",
+		.body = m->body,
+		.body_len = m->body_len,
+		.byte_order = m->byte_order,
+	};
+
+	if (!f->n_monitors)
+		return;
+	if (!strcmp(mm.sender, DBUS_DRIVER_NAME))
+		mm.sender_name = DBUS_DRIVER_NAME;
+	for (struct dbus_conn *c = f->conns; c; c = c->next) {
+		void *data;
+		int *d = NULL;
+
+		if (!c->monitor || c->dead || !monitor_matches(f, c, &mm))
+			continue;
+		/* A message that carries fds can only go to a monitor that takes fds. */
+		if (m->h.n_fds && (!fds || !c->sasl.fds_agreed))
+			continue;
+		data = malloc(m->len);
+		if (!data)
+			continue;
+		memcpy(data, m->data, m->len);
+		if (m->h.n_fds) {
+			d = calloc(m->h.n_fds, sizeof(int));
+			for (unsigned int i = 0; d && i < m->h.n_fds; i++) {
+				d[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+				if (d[i] < 0) {
+					while (i--)
+						close(d[i]);
+					free(d);
+					d = NULL;
+				}
+			}
+			if (!d) {
+				free(data);
+				continue;
+			}
+		}
+		(void)dbus_conn_queue(c, data, m->len, d, m->h.n_fds);
+	}
+}
+
+void dbus_monitor_driver_message(struct dbus_front *f, const void *data, size_t len)
+{
+	struct dbus_message m;
+	void *copy;
+
+	if (!f->n_monitors)
+		return;
+	copy = malloc(len);
+	if (!copy)
+		return;
+	memcpy(copy, data, len);
+	if (dbus_message_parse(&m, copy, len, 0) == 0)
+		dbus_monitor_message(f, &m, NULL);
+	dbus_message_deinit(&m);
+}
+
+void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules)
+{
+	struct dbus_front *f = c->front;
+
+	while (c->matches) {
+		struct dbus_match *x = c->matches;
+
+		c->matches = x->next;
+		dbus_match_rule_deinit(&x->rule);
+		free(x->text);
+		free(x);
+	}
+	c->matches = rules;
+	c->n_matches = 0;
+	for (struct dbus_match *x = rules; x; x = x->next)
+		c->n_matches++;
+	c->monitor = true;
+	f->n_monitors++;
+}
