@@ -38,6 +38,7 @@ struct conn_fifo {
 struct grant {
 	uint64_t peer_id;
 	uint32_t rights; /* IOIPC_SUB_*, of all caps minted for the peer */
+	pid_t pid;	 /* the peer's process (brokerd's pid namespace), 0: unknown */
 };
 
 #define GRANT_ALL (IOIPC_SUB_SEND | IOIPC_SUB_RECV | IOIPC_SUB_MONITOR)
@@ -81,6 +82,7 @@ struct bus_conn {
 	uint64_t deadline; /* CLOCK_MONOTONIC usec, while on a fifo */
 	bool name_events;
 	bool watch_signals; /* WATCH_SIGNALS: SignalChannel for names owned later */
+	bool ended_pid;	    /* OPEN_CALL asked ENDED_PID: CallReceiverEnded with the pid */
 	bool monitor;
 	bool dead;
 	bool ended; /* gone for the others; its fds and memory go in a batch */

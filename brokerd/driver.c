@@ -317,9 +317,9 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 		return r;
 	ctrl_write_string(&w, c->peer->unique_name);
 	ctrl_write_u64(&w, c->peer->id);
-	ctrl_write_u32(&w, b->chanmgr.available ?
-				   CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES | CTRL_FEATURE_MSG_SIZE :
-				   0);
+	ctrl_write_u32(&w, b->chanmgr.available ? CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES |
+							  CTRL_FEATURE_MSG_SIZE | CTRL_FEATURE_ENDED_PID :
+						  0);
 	if (fd >= 0)
 		ctrl_write_fd(&w, fd);
 	if (log_ratelimit_test(&b->conn_log))
@@ -539,8 +539,11 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	if (!ctrl_name_is_valid_wellknown(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
 					name);
-	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT | CTRL_CALL_MSG_SIZE))
+	if (flags & ~(CTRL_CALL_NO_ACTIVATE | CTRL_CALL_NO_WAIT | CTRL_CALL_MSG_SIZE | CTRL_CALL_ENDED_PID))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown flags 0x%x", flags);
+	/* for good: a caller that can use the pid once can use it always */
+	if (flags & CTRL_CALL_ENDED_PID)
+		c->ended_pid = true;
 	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
 		return deny(c, m, POLICY_SEND, name, why);
 	owned = registry_name_owner(b->registry, name) != NULL;

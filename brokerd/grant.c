@@ -20,6 +20,7 @@
 #include "brokerd/conn.h"
 #include "brokerd/grant.h"
 #include "brokerd/log.h"
+#include "brokerd/nsview.h"
 #include "brokerd/policy-dbus.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
@@ -205,14 +206,18 @@ bool grant_has(struct bus_channel *ch, uint64_t peer_id, uint32_t rights)
  * (protocol/README.md, Worker pools). Called after its RECV was revoked in
  * the kernel: the signal says when, so that a call sent later (it went to
  * the receivers left) is not failed for it. When no receiver is left,
- * NameOwnerChanged to no owner says it already.
+ * NameOwnerChanged to no owner says it already. A caller that asked
+ * (OPEN_CALL's ENDED_PID) also learns the pid of the receiver's process as
+ * it sees it: with the kernel's receipts it knows which worker took which
+ * call, and fails only that one's.
  */
-static void call_receiver_ended(struct bus *b, struct bus_channel *ch, uint64_t peer_id)
+static void call_receiver_ended(struct bus *b, struct bus_channel *ch, uint64_t peer_id, pid_t pid)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	char receiver[CTRL_UNIQUE_NAME_MAX];
 	uint64_t revoked_at = now_usec();
 	bool receivers = false;
+	struct bus_conn *conn;
 
 	for (size_t i = 0; i < ch->n_grants; i++)
 		receivers |= ch->grants[i].rights & IOIPC_SUB_RECV;
@@ -227,10 +232,14 @@ static void call_receiver_ended(struct bus *b, struct bus_channel *ch, uint64_t 
 		p = registry_peer_find(b->registry, ch->grants[i].peer_id);
 		if (!p || ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0) < 0)
 			continue;
+		conn = p->userdata;
 		ctrl_write_string(&w, ch->name);
 		ctrl_write_string(&w, receiver);
 		ctrl_write_u64(&w, revoked_at);
-		conn_signal(p->userdata, &w);
+		/* 0 when it cannot be told there (another container, gone, unknown) */
+		if (conn->ended_pid)
+			ctrl_write_u32(&w, pid > 0 ? (uint32_t)nsview_pid(conn->nsview, pid) : 0);
+		conn_signal(conn, &w);
 		ctrl_writer_deinit(&w);
 	}
 }
@@ -244,6 +253,8 @@ void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint3
 	for (size_t i = 0; ch && i < ch->n_grants; i++) {
 		struct grant *g = &ch->grants[i];
 		int r;
+
+		pid_t pid = g->pid;
 
 		if (g->peer_id != peer_id)
 			continue;
@@ -262,7 +273,7 @@ void grant_revoke(struct bus *b, struct bus_channel *ch, uint64_t peer_id, uint3
 			*g = ch->grants[--ch->n_grants];
 		if (ch->kind == CTRL_CHANNEL_CALL && (rights & IOIPC_SUB_RECV) &&
 		    !registry_peer_find(b->registry, peer_id))
-			call_receiver_ended(b, ch, peer_id); /* its connection ended */
+			call_receiver_ended(b, ch, peer_id, pid); /* its connection ended */
 		return;
 	}
 }
@@ -283,6 +294,10 @@ int cap_mint(struct bus *b, struct bus_channel *ch, struct bus_conn *c, uint32_t
 		close(fd);
 		return r;
 	}
+	/* who ends with the connection, for CallReceiverEnded */
+	for (size_t i = 0; i < ch->n_grants; i++)
+		if (ch->grants[i].peer_id == c->peer->id)
+			ch->grants[i].pid = c->cred.pid;
 	c->n_caps++;
 	return fd;
 }

@@ -7,6 +7,12 @@
  * meanwhile wait, encoded, in their slots and go out when the cap comes,
  * or fail with brokerd's error. A revoked chan is reopened the same way.
  * The synchronous brokerd_bus_call() runs the loop and lives in bus-loop.c.
+ *
+ * Where the kernel has receipts (IOIPC_SEND_RECEIPT), a call learns which
+ * process took it: only a reply stamped with that pid answers it (one that
+ * comes before the receipt waits in the slot for it), a call the kernel
+ * dropped untaken fails at once, and when a worker of a pool ends only the
+ * calls it took fail (CallReceiverEnded with its pid).
  */
 #include <errno.h>
 #include <string.h>
@@ -16,6 +22,17 @@
 #include "client/bus-control.h"
 #include "client/bus-name.h"
 #include "client/bus-slot.h"
+
+/* Drops the replies s kept for its receipt, counted as forgeries: none was from its taker. */
+static void call_drop_held(brokerd_bus *bus, struct brokerd_slot *s)
+{
+	for (unsigned int i = 0; i < s->n_held; i++) {
+		brokerd_msg_unref(s->held[i]);
+		if (bus)
+			bus->counters[BROKERD_COUNTER_FORGED_REPLY]++;
+	}
+	s->n_held = 0;
+}
 
 void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 {
@@ -27,6 +44,7 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 	s->serial = 0; /* done: no longer pending */
 	s->deadline = 0;
 	s->queued = bus_out_free(s->queued); /* never sent */
+	call_drop_held(s->bus, s);
 	if (floating)
 		slot_destroy(s);
 	if (h)
@@ -104,6 +122,159 @@ bool bus_call_reply_is_genuine(brokerd_bus *bus, struct brokerd_slot *s, uint64_
 	return bname_fetch_receivers(bus, b, badge) > 0;
 }
 
+/* The pending call with this serial, or NULL. */
+static struct brokerd_slot *call_find(brokerd_bus *bus, uint64_t serial)
+{
+	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
+		if (s->type == SLOT_CALL && s->serial && s->serial == serial)
+			return s;
+	return NULL;
+}
+
+/* The call is to be looked at in this dispatch pass's deadline check (bus_call_due()). */
+static void call_look_now(brokerd_bus *bus, struct brokerd_slot *s)
+{
+	s->deadline = 1;
+	bus_kick(bus);
+}
+
+/*
+ * The kernel's receipt for the call with serial cookie: the pid of the
+ * process that took it (0: not in our pid namespace), or the errno it was
+ * dropped for. Called from ring_reap(), maybe inside a send: it only
+ * records, and leaves what follows (a reply kept, a failure) to the
+ * deadline check.
+ */
+static void call_receipt(void *userdata, uint64_t cookie, int res)
+{
+	brokerd_bus *bus = userdata;
+	struct brokerd_slot *s = call_find(bus, cookie);
+
+	if (!s || s->receipt != RECEIPT_PENDING)
+		return; /* done already: answered, timed out, cancelled */
+	if (res < 0) {
+		s->dropped = res;
+		call_look_now(bus, s);
+		return;
+	}
+	s->receipt = RECEIPT_TAKEN;
+	s->taker = res;
+	if (s->n_held || s->ended_receiver)
+		call_look_now(bus, s);
+}
+
+/* Sends s's encoded call on c, with a receipt where the kernel gives them. */
+static int call_out_send(brokerd_bus *bus, struct chan *c, struct brokerd_slot *s, const struct bus_out *o)
+{
+	bool receipt;
+	int k;
+
+	bus->ring.on_receipt = call_receipt;
+	bus->ring.receipt_userdata = bus;
+	/* the receipt may come at once: the slot waits for it from here on */
+	s->receipt = RECEIPT_PENDING;
+	s->taker = 0;
+	k = chan_send_receipt(&bus->ring, c, o->buf, o->len, o->n_fds ? o->fds : NULL, o->n_fds, s->serial,
+			      &receipt);
+	if (!receipt && s->receipt == RECEIPT_PENDING)
+		s->receipt = RECEIPT_NONE;
+	return k;
+}
+
+/*
+ * Whether the process with this pid (0: brokerd could not say) may have
+ * taken s: without receipts any receiver may have; with them, the one the
+ * kernel named (all, if it could not name it to us). A call not taken yet
+ * waits in the channel for the receivers left.
+ */
+static bool call_taken_by(const struct brokerd_slot *s, pid_t pid)
+{
+	switch (s->receipt) {
+	case RECEIPT_PENDING:
+		return false;
+	case RECEIPT_TAKEN:
+		return !s->taker || !pid || s->taker == pid;
+	default:
+		return true;
+	}
+}
+
+void bus_call_reply(brokerd_bus *bus, struct brokerd_slot *s, brokerd_msg *msg)
+{
+	/*
+	 * Anyone allowed to send to our inbox can guess a serial: the kernel's
+	 * badge must name a receiver of the call, and its pid the process
+	 * that took it. A forgery leaves the call waiting for the real reply.
+	 */
+	if (!bus_call_reply_is_genuine(bus, s, msg->creds.id) ||
+	    (s->receipt == RECEIPT_TAKEN && s->taker && msg->creds.pid != s->taker)) {
+		bus->counters[BROKERD_COUNTER_FORGED_REPLY]++;
+		return;
+	}
+	if (s->receipt == RECEIPT_PENDING) {
+		/* it came before the receipt: kept until the receipt says whose it is */
+		if (s->n_held == ELEMENTSOF(s->held)) {
+			bus->counters[BROKERD_COUNTER_FORGED_REPLY]++;
+			return;
+		}
+		s->held[s->n_held++] = brokerd_msg_ref(msg);
+		return;
+	}
+	bus_call_complete(s, msg, msg->type == BROKERD_MSG_ERROR ? -EREMOTEIO : 0);
+}
+
+void bus_call_mark_ended(brokerd_bus *bus, struct bname *b, uint64_t id, pid_t pid, uint64_t seq,
+			 uint64_t revoked_at)
+{
+	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
+		/* a receipt still due may only not have been reaped yet: bus_call_due() decides */
+		if (s->type == SLOT_CALL && s->serial && s->bname == b && !s->queued && s->ctrl_seq < seq &&
+		    s->sent < revoked_at && (s->receipt == RECEIPT_PENDING || call_taken_by(s, pid))) {
+			s->ended_receiver = id;
+			s->ended_pid = pid;
+			call_look_now(bus, s);
+		}
+}
+
+int bus_call_due(brokerd_bus *bus, struct brokerd_slot *s)
+{
+	BUG_ON(s->type != SLOT_CALL || !s->serial);
+	/* receipts the kernel posted before what made us look */
+	(void)ring_reap(&bus->ring);
+	if (s->dropped) {
+		/* nobody can take it any more: its receiver or its channel is gone */
+		bus_call_complete(s, NULL, -ECONNRESET);
+		return 1;
+	}
+	if (s->receipt == RECEIPT_TAKEN && s->n_held) {
+		brokerd_msg *msg = NULL;
+
+		for (unsigned int i = 0; i < s->n_held && !msg; i++)
+			if (!s->taker || s->held[i]->creds.pid == s->taker) {
+				msg = s->held[i];
+				s->held[i] = s->held[--s->n_held];
+			}
+		call_drop_held(bus, s); /* the others were not its taker's */
+		if (msg) {
+			bus_call_complete(s, msg, msg->type == BROKERD_MSG_ERROR ? -EREMOTEIO : 0);
+			brokerd_msg_unref(msg);
+			return 1;
+		}
+	}
+	if (s->ended_receiver) {
+		/* NoReply: the receiver that took it ended (bus-dispatch.c) */
+		if (call_taken_by(s, s->ended_pid))
+			return 2;
+		s->ended_receiver = 0; /* another took it, or nobody yet */
+	}
+	if (s->timeout_at <= now_usec()) {
+		bus_call_complete(s, NULL, -ETIMEDOUT);
+		return 1;
+	}
+	s->deadline = s->timeout_at;
+	return 0;
+}
+
 /* The call of b that has waited longest for b's call chan, or NULL. */
 static struct brokerd_slot *call_oldest_queued(brokerd_bus *bus, struct bname *b)
 {
@@ -147,7 +318,7 @@ static void call_flush_queued(brokerd_bus *bus, struct bname *b, int error)
 			continue;
 		}
 		s->ctrl_seq = bus->ctrl_seq; /* it goes out only now (bus-dispatch.c) */
-		k = b->call_send ? bus_out_send(bus, b->call_send, data) : -ENOTCONN;
+		k = b->call_send ? call_out_send(bus, b->call_send, s, data) : -ENOTCONN;
 		if ((k == -EACCES || k == -ENOENT || k == -EPIPE) && !s->reopened) {
 			/* revoked or gone while it opened: once more, then brokerd's verdict */
 			chan_close(&bus->ring, b->call_send);
@@ -243,7 +414,7 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 		m->flags |= CHMSG_F_NO_REPLY_EXPECTED;
 	s->sent = now_usec();
 	s->ctrl_seq = bus->ctrl_seq;
-	s->deadline = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
+	s->deadline = s->timeout_at = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
 	data = malloc(sizeof(*data));
 	/* a chan still to open: the size that fits any (it may be queued behind others) */
 	k = data ? bus_out_encode(bus, m, bus_chan_inline_max(b->opening ? NULL : b->call_send), data) :
@@ -255,7 +426,7 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 	}
 	k = -EAGAIN;
 	if (b->call_send && !b->opening) {
-		k = bus_out_send(bus, b->call_send, data);
+		k = call_out_send(bus, b->call_send, s, data);
 		if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
 			/* capability revoked or channel gone: open it afresh, once */
 			chan_close(&bus->ring, b->call_send);

@@ -21,10 +21,14 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
  * bus_out_deinit() frees it.
  */
 int bus_out_encode(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, struct bus_out *o);
-/* The OPEN_CALL flags that ask for the channel's size, if this brokerd tells it. */
+/*
+ * The OPEN_CALL flags that ask for the channel's size and for the pid in
+ * CallReceiverEnded, if this brokerd tells them.
+ */
 static inline uint32_t bus_open_call_flags(const brokerd_bus *bus)
 {
-	return (bus->features & CTRL_FEATURE_MSG_SIZE) ? CTRL_CALL_MSG_SIZE : 0;
+	return ((bus->features & CTRL_FEATURE_MSG_SIZE) ? CTRL_CALL_MSG_SIZE : 0) |
+	       ((bus->features & CTRL_FEATURE_ENDED_PID) ? CTRL_CALL_ENDED_PID : 0);
 }
 /* The largest message sent inline on c: what brokerd told, else BUS_INLINE_MAX (c may be NULL). */
 size_t bus_chan_inline_max(const struct chan *c);

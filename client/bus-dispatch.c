@@ -86,16 +86,7 @@ static void dispatch_reply(brokerd_bus *bus, brokerd_msg *msg)
 {
 	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
 		if (s->type == SLOT_CALL && s->serial && s->serial == msg->reply_serial) {
-			/*
-			 * Anyone allowed to send to our inbox can guess a serial:
-			 * the kernel's badge must name a receiver of the call.
-			 * A forgery leaves the call waiting for the real reply.
-			 */
-			if (!bus_call_reply_is_genuine(bus, s, msg->creds.id)) {
-				bus->counters[BROKERD_COUNTER_FORGED_REPLY]++;
-				return;
-			}
-			bus_call_complete(s, msg, msg->type == BROKERD_MSG_ERROR ? -EREMOTEIO : 0);
+			bus_call_reply(bus, s, msg); /* unless it is a forgery */
 			return;
 		}
 	bus->counters[BROKERD_COUNTER_UNEXPECTED_REPLY]++; /* late, cancelled, or never asked */
@@ -217,27 +208,6 @@ static void fail_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t s
 			next = bus->slots;
 		}
 	}
-}
-
-/*
- * The receiver of b's calls with this id ended, as the seq-th control
- * datagram said, and brokerd revoked its RECV at revoked_at (CLOCK_MONOTONIC):
- * the calls it may have taken, sent before both, will never be answered
- * (a call sent later went to the receivers left). But a reply it sent
- * before it ended may already wait in our inbox, and must win: so those
- * calls are only marked here, and fail at the end of this dispatch pass,
- * after the inbox was read (bus-loop.c, deadlines).
- */
-static void mark_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t id, uint64_t seq,
-				   uint64_t revoked_at)
-{
-	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
-		if (s->type == SLOT_CALL && s->serial && s->bname == b && !s->queued && s->ctrl_seq < seq &&
-		    s->sent < revoked_at) {
-			s->ended_receiver = id;
-			s->deadline = 1; /* due now */
-		}
-	bus_kick(bus);
 }
 
 void bus_dispatch_receiver_ended(brokerd_bus *bus, struct brokerd_slot *s)
@@ -363,13 +333,15 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 	case CTRL_SIGNAL_CALL_RECEIVER_ENDED: {
 		/* one of the name's receivers ended, others remain: its calls fail, replies first */
 		uint64_t id, revoked_at;
+		uint32_t pid = 0; /* `sstu` (ENDED_PID), or `sst` from a brokerd that does not tell */
 
 		if (ctrl_read_string(&r, &a, NULL) >= 0 && ctrl_read_string(&r, &n, NULL) >= 0 &&
-		    ctrl_read_u64(&r, &revoked_at) >= 0 && ctrl_unique_name_parse(n, &id) >= 0) {
+		    ctrl_read_u64(&r, &revoked_at) >= 0 && ctrl_unique_name_parse(n, &id) >= 0 &&
+		    (ctrl_reader_at_end(&r) || ctrl_read_u32(&r, &pid) >= 0)) {
 			struct bname *b = bname_get(bus, a, false);
 
 			if (b)
-				mark_calls_sent_before(bus, b, id, seq, revoked_at);
+				bus_call_mark_ended(bus, b, id, (pid_t)pid, seq, revoked_at);
 		}
 		break;
 	}

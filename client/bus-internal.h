@@ -39,6 +39,7 @@ enum {
 #define BUS_RECONNECT_MIN_MSEC	 50
 #define BUS_RECONNECT_MAX_MSEC	 2000
 #define BNAME_RECEIVERS_MAX	 32
+#define BUS_HELD_REPLIES	 4 /* replies a call keeps while its receipt is due */
 /*
  * Largest message sent inline on a chan whose size brokerd did not tell
  * (chan.msg_max 0): the max_msg_size of its default channels, and the
@@ -133,6 +134,13 @@ struct bus_match {
 	bool watch;	     /* no well-known sender: counted in bus->n_watch_matches */
 };
 
+/* What the kernel said of a call's message (IOIPC_SEND_RECEIPT, bus-call.c). */
+enum call_receipt {
+	RECEIPT_NONE,	 /* not asked for (a kernel without receipts): any receiver may have it */
+	RECEIPT_PENDING, /* not taken yet */
+	RECEIPT_TAKEN,	 /* taken by the process slot.taker */
+};
+
 enum slot_type {
 	SLOT_SUBSCRIBE,
 	SLOT_METHOD,
@@ -172,6 +180,13 @@ struct brokerd_slot {
 	struct bus_out *queued;
 	bool reopened;			     /* calls: its chan was reopened once for it (revoked) */
 	uint64_t ended_receiver;	     /* calls: a receiver that may have taken it ended (its id) */
+	pid_t ended_pid;		     /* calls: with ended_receiver, its pid if brokerd told (or 0) */
+	uint64_t timeout_at;		     /* calls: its timeout (deadline may be 1: "look at it now") */
+	enum call_receipt receipt;	     /* calls: see enum call_receipt */
+	pid_t taker;			     /* calls: RECEIPT_TAKEN: its pid, 0 if not visible to us */
+	int dropped;			     /* calls: the kernel dropped it untaken (-errno) */
+	brokerd_msg *held[BUS_HELD_REPLIES]; /* calls: replies that came before the receipt */
+	unsigned int n_held;
 	const struct brokerd_vtable *vtable; /* objects: the caller's */
 };
 

@@ -41,16 +41,17 @@ static int bus_process_timeouts(brokerd_bus *bus)
 {
 	uint64_t now = now_usec(), v;
 	struct brokerd_slot *s, *next;
-	int n = 0;
+	int n = 0, k;
 
 	(void)!read(bus->timer_fd, &v, sizeof(v));
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
 		if (s->type == SLOT_CALL && s->serial && s->deadline <= now) {
-			if (s->ended_receiver)
+			k = bus_call_due(bus, s);
+			if (k == 0)
+				continue; /* waits on */
+			if (k == 2)
 				bus_dispatch_receiver_ended(bus, s);
-			else
-				bus_call_complete(s, NULL, -ETIMEDOUT);
 			n++;
 			/* the handler may have freed any slot: start over */
 			next = bus->slots;

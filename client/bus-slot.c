@@ -62,6 +62,10 @@ void slot_destroy(struct brokerd_slot *s)
 	brokerd_bus *bus = s->bus;
 	struct bname *b = s->bname;
 
+	/* replies a call kept for its receipt */
+	for (unsigned int i = 0; i < s->n_held; i++)
+		brokerd_msg_unref(s->held[i]);
+	s->n_held = 0;
 	if (!bus) {
 		/* orphaned by brokerd_bus_close(): only the memory is left */
 		s->queued = bus_out_free(s->queued);

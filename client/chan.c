@@ -20,6 +20,7 @@
 #define TAG_RECV   0UL
 #define TAG_SEND   1UL
 #define TAG_IGNORE 2UL
+#define TAG_RCPT   3UL /* a send with a receipt: its cookie above the tag, both its CQEs */
 #define TAG_MASK   3UL
 
 struct send_op {
@@ -175,6 +176,22 @@ static int recv_cancel_prep(struct ring *r, struct chan *c)
 	return 0;
 }
 
+/*
+ * A CQE of a send with a receipt: the kernel's receipt (IORING_CQE_F_NOTIF)
+ * goes to the ring's owner, the send's own CQE to chan_send_receipt()
+ * waiting for it.
+ */
+static void ring_reap_receipt(struct ring *r, uintptr_t ud, const struct io_uring_cqe *cqe)
+{
+	if (cqe->flags & IORING_CQE_F_NOTIF) {
+		if (r->on_receipt)
+			r->on_receipt(r->receipt_userdata, ud >> 2, cqe->res);
+	} else if (r->receipt_wait == ud) {
+		r->receipt_res = cqe->res;
+		r->receipt_wait = 0;
+	}
+}
+
 int ring_reap(struct ring *r)
 {
 	struct io_uring_cqe *cqe;
@@ -189,7 +206,9 @@ int ring_reap(struct ring *r)
 		void *p = (void *)(ud & ~TAG_MASK);
 
 		n++;
-		if (tag == TAG_SEND) {
+		if (tag == TAG_RCPT) {
+			ring_reap_receipt(r, ud, cqe);
+		} else if (tag == TAG_SEND) {
 			struct send_op *op = p;
 
 			op->res = cqe->res;
@@ -338,6 +357,66 @@ int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, c
 		(void)ring_reap(r);
 	}
 	return op.res;
+}
+
+/* Submits a send of cookie's user_data and waits for its own completion. */
+static int send_receipt_wait(struct ring *r, struct io_uring_sqe *sqe, uint64_t cookie)
+{
+	uintptr_t ud = (uintptr_t)(cookie << 2) | TAG_RCPT;
+	int k;
+
+	sqe->ioprio |= IOIPC_SEND_RECEIPT;
+	io_uring_sqe_set_data64(sqe, ud);
+	r->receipt_wait = ud;
+	while (r->receipt_wait) {
+		k = io_uring_submit_and_wait(&r->uring, 1);
+		if (k < 0 && k != -EINTR && k != -EAGAIN && k != -ETIME) {
+			r->receipt_wait = 0;
+			return k;
+		}
+		(void)ring_reap(r);
+	}
+	return r->receipt_res;
+}
+
+/* Whether the kernel posts receipts: a send to id 0 fails -ENOENT if it knows the flag, else -EINVAL. */
+static bool ring_receipts(struct ring *r)
+{
+	struct io_uring_sqe *sqe;
+
+	if (r->receipts)
+		return r->receipts > 0;
+	sqe = ring_get_sqe(r);
+	if (!sqe)
+		return false; /* ask again next time */
+	ioipc_prep_send(sqe, 0, "", 0, 0);
+	r->receipts = send_receipt_wait(r, sqe, 0) == -ENOENT ? 1 : -1;
+	return r->receipts > 0;
+}
+
+int chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+		      unsigned int n, uint64_t cookie, bool *ret_receipt)
+{
+	struct io_uring_sqe *sqe;
+	int k;
+
+	*ret_receipt = false;
+	if (!cookie || cookie > (UINTPTR_MAX >> 2) || !ring_receipts(r))
+		return chan_send_fds(r, c, buf, len, fds, n);
+	if (!c || !(c->rights & IOIPC_SUB_SEND) || !buf || len > UINT32_MAX || n > IOIPC_MAX_FDS ||
+	    (n && !fds))
+		return -EINVAL;
+	sqe = ring_get_sqe(r);
+	if (!sqe)
+		return -EBUSY;
+	if (n)
+		ioipc_prep_send_fds(sqe, c->sub_id, buf, (unsigned int)len, 0, fds, n);
+	else
+		ioipc_prep_send(sqe, c->sub_id, buf, (unsigned int)len, 0);
+	k = send_receipt_wait(r, sqe, cookie);
+	/* a send that failed owes no receipt */
+	*ret_receipt = k >= 0;
+	return k;
 }
 
 void ring_unready(struct ring *r, struct chan *c)

@@ -38,6 +38,12 @@ struct ring {
 	int efd; /* eventfd signalled on each completion */
 	struct chan *ready_head, **ready_tail;
 	struct chan *zombies; /* closed with a receive still in flight */
+	/* receipts (chan_send_receipt): the owner's, called from ring_reap() */
+	void (*on_receipt)(void *userdata, uint64_t cookie, int res);
+	void *receipt_userdata;
+	int receipts;		/* the kernel posts them: 1 yes, -1 no, 0 not asked yet */
+	uintptr_t receipt_wait; /* the receipt send waiting for its own CQE */
+	int receipt_res;
 };
 
 int ring_init(struct ring *r, unsigned int entries);
@@ -61,6 +67,15 @@ int chan_arm(struct ring *r, struct chan *c);
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
 /* The same, passing n fds (1..IOIPC_MAX_FDS); the kernel takes its own references. */
 int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n);
+/*
+ * chan_send_fds() (n may be 0) with a receipt (IOIPC_SEND_RECEIPT): once the
+ * message is taken or dropped in the kernel, ring_reap() calls the ring's
+ * on_receipt with cookie (not 0) and the taker's pid or -errno, exactly
+ * once; it must not send or reap. *ret_receipt says whether one will come:
+ * false if the send failed or the kernel has no receipts (a plain send).
+ */
+int chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+		      unsigned int n, uint64_t cookie, bool *ret_receipt);
 /* Cancels a parked receive and waits (briefly) for its completion: after it
  * the channel is either idle or ready with a message it had already taken. */
 void chan_cancel_wait(struct ring *r, struct chan *c);

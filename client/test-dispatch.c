@@ -8,7 +8,7 @@
  * go out; broker signals go through bus_dispatch_ctrl().
  *
  * No channel is needed: the test links with --wrap for chan_arm,
- * chan_send, chan_close and chan_attach, so receives are "armed" by
+ * chan_send, chan_send_receipt, chan_close and chan_attach, so receives are "armed" by
  * counting, sends are kept here, decoded and checked, and caps "attach" to
  * chans of a static pool. The chans are the test's own. Where the control
  * connection matters (the asynchronous OPEN_CALL, reply caps pushed by
@@ -36,6 +36,8 @@
 
 int __wrap_chan_arm(struct ring *r, struct chan *c);
 int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
+int __wrap_chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			     unsigned int n, uint64_t cookie, bool *ret_receipt);
 void __wrap_chan_close(struct ring *r, struct chan *c);
 int __wrap_chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size, unsigned int kind,
 		       void *owner, struct chan **ret);
@@ -62,6 +64,17 @@ int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len
 	memcpy(sent.buf, buf, len);
 	sent.len = len;
 	return (int)len;
+}
+
+/* Whether the "kernel" posts receipts for calls; the test posts them through ring.on_receipt. */
+static bool receipts_on;
+
+int __wrap_chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			     unsigned int n, uint64_t cookie, bool *ret_receipt)
+{
+	ASSERT(cookie != 0);
+	*ret_receipt = receipts_on;
+	return __wrap_chan_send(r, c, buf, len);
 }
 
 void __wrap_chan_close(struct ring *r, struct chan *c)
@@ -149,11 +162,14 @@ static void chan_free_test(struct chan *c)
 	free(c);
 }
 
+/* The pid the kernel stamps on what the test receives. */
+static uint32_t recv_pid = 4242;
+
 /* What the kernel leaves after a receive of payload (len bytes) sent by badge. */
 static void receive_raw(struct chan *c, const void *payload, size_t len, uint32_t info_len, uint64_t badge)
 {
 	struct ioipc_msg_info info = {
-		.pid = 4242,
+		.pid = recv_pid,
 		.uid = 2001,
 		.gid = 2100,
 		.badge = badge,
@@ -875,6 +891,130 @@ static void test_ctrl(struct fixture *f)
 	brokerd_slot_free(watch);
 }
 
+/* A reply from the peer (its badge), stamped with pid, to the call with serial. */
+static void reply_from(struct fixture *f, uint32_t serial, uint32_t pid, const char *text)
+{
+	struct chmsg r = { .type = CHMSG_REPLY, .serial = 400, .member = "", .destination = ":1.1" };
+	static uint8_t body[64];
+
+	set_bytes(&r, "ay", text, body);
+	r.reply_serial = serial;
+	recv_pid = pid;
+	deliver(f->bus, f->inbox, &r);
+	recv_pid = 4242;
+}
+
+/* CallReceiverEnded for SVC's receiver PEER_NAME, with its pid (`sstu`) or without (pid < 0: `sst`). */
+static void receiver_ended(struct fixture *f, int pid)
+{
+	struct ctrl_writer w;
+	const void *data;
+	size_t len;
+
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0), ==, 0);
+	ctrl_write_string(&w, SVC);
+	ctrl_write_string(&w, PEER_NAME);
+	ctrl_write_u64(&w, now_usec());
+	if (pid >= 0)
+		ctrl_write_u32(&w, (uint32_t)pid);
+	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
+	ctrl_writer_deinit(&w);
+}
+
+/*
+ * Receipts (IOIPC_SEND_RECEIPT): the kernel names the process that took a
+ * call. Only a reply stamped with its pid answers it, one that comes before
+ * the receipt waits in the slot for it, a call the kernel dropped untaken
+ * fails at once, and CallReceiverEnded with a pid fails only the calls that
+ * process took: not those another worker took, nor those nobody took yet.
+ */
+static void test_receipts(struct fixture *f)
+{
+	struct seen a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 }, e = { 0 }, g = { 0 }, h = { 0 };
+	brokerd_slot *sa, *sb, *sc, *sd, *se, *sg, *sh;
+	uint32_t serial[7];
+	uint64_t forged = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY);
+	struct seen *seen[] = { &a, &b, &c, &d, &e, &g, &h };
+	brokerd_slot **slots[] = { &sa, &sb, &sc, &sd, &se, &sg, &sh };
+	struct ring *ring = &f->bus->ring;
+
+	f->svc->receivers[0] = PEER_BADGE;
+	f->svc->n_receivers = 1;
+	f->svc->receivers_usec = now_usec();
+	receipts_on = true;
+	for (unsigned int i = 0; i < ELEMENTSOF(serial); i++) {
+		ASSERT_INT(brokerd_bus_call_async(f->bus, slots[i], SVC, "Hang", NULL, 0, 0,
+						  i == 3 ? on_local_reply : on_reply, seen[i]),
+			   ==, 0);
+		serial[i] = last_sent().serial;
+		ASSERT_INT((*slots[i])->receipt, ==, RECEIPT_PENDING);
+	}
+	ASSERT(ring->on_receipt && ring->receipt_userdata == f->bus);
+
+	/* a: its reply came before its receipt: kept, then answered once the receipt names its sender */
+	reply_from(f, serial[0], 4242, "pong-a");
+	ASSERT_INT(a.n, ==, 0);
+	ASSERT_INT(sa->n_held, ==, 1);
+	ring->on_receipt(ring->receipt_userdata, serial[0], 4242);
+	ASSERT(sa->receipt == RECEIPT_TAKEN && sa->taker == 4242 && sa->deadline <= now_usec());
+	ASSERT_INT(bus_call_due(f->bus, sa), ==, 1);
+	ASSERT_INT(a.n, ==, 1);
+	ASSERT_INT(a.error, ==, 0);
+	ASSERT(strcmp(a.body, "pong-a") == 0);
+
+	/* b: taken by 4243; another worker of the pool (a receiver's badge, pid 4242) cannot answer it */
+	ring->on_receipt(ring->receipt_userdata, serial[1], 4243);
+	reply_from(f, serial[1], 4242, "forged");
+	ASSERT_INT(b.n, ==, 0);
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY), ==, forged + 1);
+	reply_from(f, serial[1], 4243, "pong-b");
+	ASSERT_INT(b.n, ==, 1);
+	ASSERT(strcmp(b.body, "pong-b") == 0);
+	/* and a forgery kept before the receipt is dropped once it came */
+	reply_from(f, serial[6], 4242, "forged");
+	ring->on_receipt(ring->receipt_userdata, serial[6], 4243);
+	ASSERT_INT(bus_call_due(f->bus, sh), ==, 0);
+	ASSERT_INT(h.n, ==, 0);
+	ASSERT_INT(sh->n_held, ==, 0);
+	ASSERT(sh->deadline > now_usec());
+	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY), ==, forged + 2);
+
+	/* c: dropped in the kernel, untaken (its channel gone, no receiver left): fails at once */
+	ring->on_receipt(ring->receipt_userdata, serial[2], -EPIPE);
+	ASSERT(sc->deadline <= now_usec());
+	ASSERT_INT(bus_call_due(f->bus, sc), ==, 1);
+	ASSERT_INT(c.n, ==, 1);
+	ASSERT_INT(c.error, ==, -ECONNRESET);
+
+	/* d taken by 4243, e by 4244, g by nobody yet: the receiver 4243 ended */
+	ring->on_receipt(ring->receipt_userdata, serial[3], 4243);
+	ring->on_receipt(ring->receipt_userdata, serial[4], 4244);
+	usleep(1000);
+	receiver_ended(f, 4243);
+	ASSERT(sd->ended_receiver == PEER_BADGE && sd->ended_pid == 4243);
+	ASSERT(!se->ended_receiver && se->deadline > now_usec());
+	ASSERT(sg->ended_receiver && sg->deadline <= now_usec()); /* looked at: its receipt may be unread */
+	ASSERT_INT(bus_call_due(f->bus, sd), ==, 2);
+	bus_dispatch_receiver_ended(f->bus, sd);
+	ASSERT_INT(d.n, ==, 1);
+	ASSERT_INT(d.error, ==, -EREMOTEIO);
+	ASSERT_INT(bus_call_due(f->bus, sg), ==, 0);
+	ASSERT(!sg->ended_receiver && sg->deadline > now_usec());
+	ASSERT_INT(e.n + g.n, ==, 0);
+	/* a brokerd that does not tell the pid: the calls taken, by anyone, fail as before */
+	usleep(1000);
+	receiver_ended(f, -1);
+	ASSERT(se->ended_receiver && !se->ended_pid);
+	ASSERT_INT(bus_call_due(f->bus, se), ==, 2);
+	ASSERT_INT(bus_call_due(f->bus, sg), ==, 0); /* untaken still */
+	ASSERT_INT(e.n + g.n, ==, 0);
+
+	receipts_on = false;
+	for (unsigned int i = 0; i < ELEMENTSOF(serial); i++)
+		brokerd_slot_free(*slots[i]);
+}
+
 /* --- brokerd's end of the control connection ---------------------------------------- */
 
 static int broker_fd = -1;
@@ -1136,6 +1276,7 @@ int main(void)
 	test_signal(&f);
 	test_match(&f);
 	test_reply(&f);
+	test_receipts(&f);
 	test_malformed(&f);
 	test_ctrl(&f);
 	test_async_open(&f);

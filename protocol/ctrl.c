@@ -128,7 +128,7 @@ static const struct ctrl_op_info signals[] = {
 		.name = "ReplyCapability", .reply_sig = "ss", .min_len = 6, .max_reply_fds = 1,
 	},
 	[CTRL_SIGNAL_CALL_RECEIVER_ENDED] = {
-		.name = "CallReceiverEnded", .reply_sig = "sst", .min_len = 14,
+		.name = "CallReceiverEnded", .reply_sig = "sst", .reply_sig_ext = "sstu", .min_len = 14,
 	},
 };
 _Static_assert(ELEMENTSOF(signals) == _CTRL_SIGNAL_MAX, "every signal needs an entry in signals[]");
@@ -402,8 +402,9 @@ int ctrl_message_decode(struct ctrl_message *m, const void *buf, size_t len, uns
 	if (m->hdr.type == CTRL_TYPE_REQUEST && m->hdr.length < info->min_len)
 		return -EBADMSG;
 	if (ctrl_sig_validate(sig, p + CTRL_HEADER_SIZE, m->hdr.length) < 0) {
-		/* a reply with the fields the request's flag asked for */
-		if (m->hdr.type != CTRL_TYPE_REPLY || !info->reply_sig_ext ||
+		/* a reply or signal with the fields a request's flag asked for */
+		if ((m->hdr.type != CTRL_TYPE_REPLY && m->hdr.type != CTRL_TYPE_SIGNAL) ||
+		    !info->reply_sig_ext ||
 		    ctrl_sig_validate(info->reply_sig_ext, p + CTRL_HEADER_SIZE, m->hdr.length) < 0)
 			return -EBADMSG;
 		sig = info->reply_sig_ext;

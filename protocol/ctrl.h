@@ -80,9 +80,10 @@ enum ctrl_signal {
 #define CTRL_HELLO_NAME_EVENTS (1U << 0) /* send NameOwnerChanged as control signals */
 
 /* HELLO reply features */
-#define CTRL_FEATURE_CHANNELS (1U << 0) /* the kernel has IPC channels; fds are passed */
-#define CTRL_FEATURE_BADGES   (1U << 1) /* capability fds are badged (IOIPC_REGISTER_MINT) */
-#define CTRL_FEATURE_MSG_SIZE (1U << 2) /* OPEN_CALL and REQUEST_NAME take their MSG_SIZE flag */
+#define CTRL_FEATURE_CHANNELS  (1U << 0) /* the kernel has IPC channels; fds are passed */
+#define CTRL_FEATURE_BADGES    (1U << 1) /* capability fds are badged (IOIPC_REGISTER_MINT) */
+#define CTRL_FEATURE_MSG_SIZE  (1U << 2) /* OPEN_CALL and REQUEST_NAME take their MSG_SIZE flag */
+#define CTRL_FEATURE_ENDED_PID (1U << 3) /* OPEN_CALL takes its ENDED_PID flag */
 
 /* REQUEST_NAME flags and results (D-Bus numbering) */
 #define CTRL_NAME_ALLOW_REPLACEMENT (1U << 0)
@@ -131,6 +132,7 @@ enum ctrl_unwatch_signals_result {
 #define CTRL_CALL_NO_ACTIVATE (1U << 0) /* unowned: fail instead of activating */
 #define CTRL_CALL_NO_WAIT     (1U << 1) /* reply at once while activating */
 #define CTRL_CALL_MSG_SIZE    (1U << 2) /* reply `uu`: the call channel's max message size too */
+#define CTRL_CALL_ENDED_PID   (1U << 3) /* CallReceiverEnded to us: `sstu`, with the receiver's pid */
 
 enum ctrl_open_call_result {
 	CTRL_CALL_OWNED = 1,

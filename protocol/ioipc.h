@@ -111,6 +111,20 @@ _Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "at
  */
 #define IOIPC_SEND_FDS	(1U << 0)
 #define IOIPC_MAX_FDS	253 /* IORING_IPC_MAX_FDS, as SCM_RIGHTS */
+
+/*
+ * Receipts ("Receipts" in io_uring_ipc.rst). IPC_SEND with IOIPC_SEND_RECEIPT
+ * (unicast and multicast channels; -EINVAL on broadcast) completes with
+ * IORING_CQE_F_MORE, and one more CQE follows with the same user_data and
+ * IORING_CQE_F_NOTIF: res is the pid (in the sender's pid namespace, 0 when
+ * not visible there) of the process whose receive took the message, or a
+ * negative errno when it was dropped untaken (-ENOENT or -EACCES: the
+ * subscriber it was targeted at detached or revoked; -EPIPE: the channel
+ * destroyed and no receiver left). It may come before the send's own CQE.
+ * A kernel without receipts fails the flag with -EINVAL in the prep; one
+ * with them fails a send to id 0 with -ENOENT: the probe.
+ */
+#define IOIPC_SEND_RECEIPT (1U << 1)
 #define IOIPC_FDS_TRUNC (1U << 0)
 
 struct ioipc_fds_hdr { /* struct io_uring_ipc_fds_hdr */

@@ -474,9 +474,50 @@ static void test_open_call_size(void)
 	ctrl_writer_deinit(&w);
 }
 
+/* CallReceiverEnded: `sst`, or `sstu` (the receiver's pid) to a client that asked; nothing longer. */
+static void test_receiver_ended_pid(void)
+{
+	const struct ctrl_op_info *i = ctrl_signal_get(CTRL_SIGNAL_CALL_RECEIVER_ENDED);
+	struct ctrl_writer w;
+	struct ctrl_message m;
+	struct ctrl_reader r;
+	const char *s;
+	const void *d;
+	uint64_t t;
+	uint32_t u;
+	size_t l;
+
+	ASSERT(i && strcmp(i->reply_sig, "sst") == 0 && strcmp(i->reply_sig_ext, "sstu") == 0);
+	for (int extra = 0; extra <= 2; extra++) {
+		ASSERT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0) == 0);
+		ctrl_write_string(&w, "org.example.Foo");
+		ctrl_write_string(&w, ":1.7");
+		ctrl_write_u64(&w, 1234);
+		for (int k = 0; k < extra; k++)
+			ctrl_write_u32(&w, 4242);
+		if (extra == 2) {
+			/* a second field is trailing bytes */
+			ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+			ctrl_writer_deinit(&w);
+			break;
+		}
+		ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+		ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+		ASSERT(strcmp(m.sig, extra ? "sstu" : "sst") == 0);
+		ctrl_reader_init(&r, &m);
+		ASSERT(ctrl_read_string(&r, &s, NULL) == 0 && ctrl_read_string(&r, &s, NULL) == 0);
+		ASSERT(ctrl_read_u64(&r, &t) == 0 && t == 1234);
+		ASSERT(ctrl_reader_at_end(&r) == !extra);
+		if (extra)
+			ASSERT(ctrl_read_u32(&r, &u) == 0 && u == 4242 && ctrl_reader_at_end(&r));
+		ctrl_writer_deinit(&w);
+	}
+}
+
 int main(void)
 {
 	test_table();
+	test_receiver_ended_pid();
 	test_unsubscribe();
 	test_open_call_size();
 	test_list_pages();

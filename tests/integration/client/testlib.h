@@ -191,7 +191,11 @@ static inline void t_say(int fd, const char *fmt, ...)
 	(void)!write(fd, buf, (size_t)n);
 }
 
-/* Reads one line into buf (timeout in ms): 0, or -ETIMEDOUT / -EPIPE. */
+/*
+ * Reads one line into buf (timeout in ms): 0, or -ETIMEDOUT / -EPIPE. A line
+ * begun is read to its end (t_say() writes it whole) for up to 5 s more: a
+ * short timeout that ran out in the middle of one would lose its start.
+ */
 static inline int t_hear(int fd, char *buf, size_t size, int timeout_ms)
 {
 	size_t n = 0;
@@ -199,12 +203,12 @@ static inline int t_hear(int fd, char *buf, size_t size, int timeout_ms)
 
 	while (n + 1 < size) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = now_usec();
+		uint64_t now = now_usec(), limit = end + (n ? 5000000 : 0);
 		ssize_t k;
 
-		if (now >= end)
+		if (now >= limit)
 			return -ETIMEDOUT;
-		if (poll(&p, 1, (int)((end - now) / 1000) + 1) <= 0)
+		if (poll(&p, 1, (int)((limit - now) / 1000) + 1) <= 0)
 			continue;
 		k = read(fd, buf + n, 1);
 		if (k <= 0)
