@@ -28,6 +28,15 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 	close(fd);
 	if (k < 0)
 		return k;
+	/*
+	 * Signals, monitor copies and our inbox: one multishot receive drains
+	 * whatever arrived, without a submit per message (where the kernel has
+	 * no buffer rings, the chan stays single-shot). Not calls: a receive
+	 * kept posted on a name's call channel would be handed calls while the
+	 * handler is busy, which a pool's other workers should take.
+	 */
+	if (c->buf && kind != CHAN_CALL_RECV)
+		(void)chan_set_multishot(&bus->ring, c, BUS_RECV_BUFS);
 	if (c->buf) {
 		k = chan_arm(&bus->ring, c);
 		if (k < 0) {

@@ -47,6 +47,13 @@ enum {
  * (BODY_FD, protocol/README.md 7.2).
  */
 #define BUS_INLINE_MAX 8192
+/*
+ * Provided buffers per multishot chan (client/chan.c): the messages one
+ * subscription can take before the layer above dispatches them; as many as
+ * brokerd's channels have slots by default. Each is CHMSG_MAX plus headers,
+ * mapped, so only the pages messages were written to are backed.
+ */
+#define BUS_RECV_BUFS 32
 
 /* A message encoded for chan_send_fds(): its bytes and the fds to pass (owned). */
 struct bus_out {

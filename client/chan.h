@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * chan.h - the client's io_uring channel layer: one ring per bus, channels
- * attached through capability fds from brokerd, waiting receives that complete
- * into per-channel buffers, and synchronous sends. Knows nothing about the
- * message format above it.
+ * attached through capability fds from brokerd, receives that complete into
+ * a per-channel buffer (single-shot) or into a ring of provided buffers
+ * (multishot: one receive for many messages), and synchronous sends. Knows
+ * nothing about the message format above it.
  */
 #ifndef BROKERD_CLIENT_CHAN_H
 #define BROKERD_CLIENT_CHAN_H
@@ -30,6 +31,27 @@ struct chan {
 	struct chan *ready_next;
 	size_t buf_size;
 	uint8_t *buf; /* struct ioipc_msg_info + payload */
+
+	/*
+	 * Multishot (chan_set_multishot()): one receive fills the provided
+	 * buffers of group bgid, each completion is queued in done[] until it
+	 * is dispatched, and the message being dispatched is cur (its buffer
+	 * goes back to the kernel on the next chan_arm()). buf is then the
+	 * first provided buffer, which a fallback to single-shot receives into.
+	 */
+	bool multishot;
+	uint16_t bgid;
+	unsigned int nbufs;   /* a power of two */
+	struct io_uring_buf_ring *br;
+	uint8_t *bufs;	      /* nbufs buffers of buf_size bytes */
+	struct chan_done {
+		int32_t bid; /* -1: the receive's end, res its error */
+		int32_t res;
+	} *done;
+	unsigned int done_head, done_n;
+	bool has_cur;	/* holds a completion from done[] (cur NULL: the receive's end) */
+	uint8_t *cur;	/* the message being dispatched (NULL: none, or c->buf's) */
+	int32_t cur_bid; /* cur's buffer, -1 none */
 };
 
 struct ring {
@@ -38,6 +60,7 @@ struct ring {
 	int efd; /* eventfd signalled on each completion */
 	struct chan *ready_head, **ready_tail;
 	struct chan *zombies; /* closed with a receive still in flight */
+	uint64_t bgid_used[1024]; /* provided buffer group ids in use, a bit each */
 };
 
 int ring_init(struct ring *r, unsigned int entries);
@@ -55,7 +78,22 @@ struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind);
 /* Attaches through a capability fd (not closed). recv_size 0: send only. */
 int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size, unsigned int kind,
 		void *owner, struct chan **ret);
-/* Submits one waiting receive with the kernel's info header. */
+/*
+ * Receives c's messages with one multishot receive into nbufs (a power of
+ * two) provided buffers of c->buf_size bytes instead of a waiting receive
+ * each; call after chan_attach(), before the first chan_arm(). Fails (and c
+ * stays single-shot) where the kernel has no buffer rings; a kernel without
+ * multishot IPC receives is found out at the first receive, which then goes
+ * on single-shot.
+ */
+int chan_set_multishot(struct ring *r, struct chan *c, unsigned int nbufs);
+/*
+ * Done with the message c holds, if any: arms the next receive. Single-shot:
+ * submits one waiting receive with the kernel's info header. Multishot: gives
+ * the message's buffer back to the kernel, makes the next completed message
+ * (if any) ready, and submits a new multishot receive only if the kernel
+ * ended the last one.
+ */
 int chan_arm(struct ring *r, struct chan *c);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
