@@ -111,13 +111,57 @@ static void dispatch_monitor(brokerd_bus *bus, struct monitor_chan *mc, brokerd_
 		}
 }
 
+/* Whether slot s would have heard a message lost on c. */
+static bool slot_hears(const struct brokerd_slot *s, const struct chan *c)
+{
+	switch (c->kind) {
+	case CHAN_SIGNAL_RECV:
+		if (s->type == SLOT_SUBSCRIBE)
+			return s->bname && s->bname == c->owner;
+		/* a rule without a well-known sender hears every name's signals */
+		return s->type == SLOT_MATCH && s->match && (s->match->bname == c->owner || s->match->watch);
+	case CHAN_MONITOR:
+		return s->type == SLOT_MONITOR &&
+		       (!s->name || strcmp(s->name, ((const struct monitor_chan *)c->owner)->name) == 0);
+	default:
+		return false;
+	}
+}
+
+/*
+ * The kernel dropped n messages for c before the one it holds now (a lossy
+ * signal channel or a monitor fell a ring behind): counted for the bus and
+ * every slot that would have heard them, whose lost handlers learn it
+ * before the message is dispatched.
+ */
+static void dispatch_lost(brokerd_bus *bus, struct chan *c, uint32_t n)
+{
+	struct brokerd_slot *s, *next;
+
+	bus->counters[BROKERD_COUNTER_LOST] += n;
+	for (s = bus->slots; s; s = s->next)
+		if (slot_hears(s, c))
+			s->lost += n;
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (slot_hears(s, c) && s->lost_handler)
+			s->lost_handler(s, n, s->userdata);
+		if (bus->closed)
+			return;
+	}
+}
+
 /* A receive completed on c: decode, re-arm, dispatch. */
 void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 {
 	struct bname *b = NULL;
 	struct monitor_chan *mc = NULL;
+	const struct ioipc_msg_info *info;
 	const char *name = "";
 	brokerd_msg *msg = NULL;
+	const void *payload;
+	uint32_t lost;
+	size_t len;
 	int k;
 
 	if (c->kind == CHAN_CALL_RECV || c->kind == CHAN_SIGNAL_RECV) {
@@ -129,6 +173,8 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		BUG_ON(!mc);
 		name = mc->name;
 	}
+	/* counted even when what follows the loss turns out malformed */
+	lost = chan_message(c, &info, &payload, &len) >= 0 ? info->lost : 0;
 	k = msg_receive(bus, c, name, &msg);
 	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
 		(void)chan_arm(&bus->ring, c); /* a malformed call: take the next one */
@@ -170,9 +216,16 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 			bus->counters[k == -EMFILE ? BROKERD_COUNTER_FDS_LOST : BROKERD_COUNTER_INVALID]++;
 		if (mc)
 			dispatch_monitor(bus, mc, NULL, k);
+		if (lost)
+			dispatch_lost(bus, c, lost);
 		return;
 	}
 	bus_ref(bus);
+	/* the loss first, then the message that told of it */
+	if (lost)
+		dispatch_lost(bus, c, lost);
+	if (bus->closed)
+		goto done;
 	switch (c->kind) {
 	case CHAN_INBOX:
 		if (msg->type == BROKERD_MSG_REPLY || msg->type == BROKERD_MSG_ERROR)
@@ -197,6 +250,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 	default:
 		break;
 	}
+done:
 	brokerd_msg_unref(msg);
 	bus_unref(bus);
 }
@@ -408,6 +462,26 @@ done:
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return 1;
+}
+
+_public_ int brokerd_slot_get_lost(brokerd_slot *slot, uint64_t *ret)
+{
+	if (!slot || !ret)
+		return -EINVAL;
+	if (slot->type != SLOT_SUBSCRIBE && slot->type != SLOT_MATCH && slot->type != SLOT_MONITOR)
+		return -EOPNOTSUPP;
+	*ret = slot->lost;
+	return 0;
+}
+
+_public_ int brokerd_slot_set_lost_handler(brokerd_slot *slot, brokerd_lost_handler_t handler)
+{
+	if (!slot)
+		return -EINVAL;
+	if (slot->type != SLOT_SUBSCRIBE && slot->type != SLOT_MATCH && slot->type != SLOT_MONITOR)
+		return -EOPNOTSUPP;
+	slot->lost_handler = handler;
+	return 0;
 }
 
 _public_ uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter)

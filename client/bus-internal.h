@@ -180,6 +180,8 @@ struct brokerd_slot {
 	bool reopened;			     /* calls: its chan was reopened once for it (revoked) */
 	uint64_t ended_receiver;	     /* calls: a receiver that may have taken it ended (its id) */
 	const struct brokerd_vtable *vtable; /* objects: the caller's */
+	uint64_t lost;			     /* subscriptions, matches, monitors: what the kernel dropped */
+	brokerd_lost_handler_t lost_handler;
 };
 
 struct monitor_chan {
@@ -288,6 +290,7 @@ struct brokerd_msg {
 	void *owned_data;	    /* the sealed body */
 	char *owned_signature;
 	char peeked[256]; /* brokerd_msg_peek_type()'s contents */
+	uint32_t lost;	  /* received: messages the kernel dropped for us just before this one */
 	uint8_t buf[] __attribute__((aligned(8)));
 };
 

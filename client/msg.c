@@ -75,6 +75,7 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 		msg->creds.uid = (uid_t)info->uid;
 		msg->creds.gid = (gid_t)info->gid;
 		msg->creds.id = info->badge;
+		msg->lost = info->lost;
 		if (info->badge)
 			ctrl_unique_name_format(info->badge, msg->sender);
 	}

@@ -149,6 +149,9 @@ static void chan_free_test(struct chan *c)
 	free(c);
 }
 
+/* The kernel's lost count the next receive reports (then 0 again). */
+static uint32_t next_lost;
+
 /* What the kernel leaves after a receive of payload (len bytes) sent by badge. */
 static void receive_raw(struct chan *c, const void *payload, size_t len, uint32_t info_len, uint64_t badge)
 {
@@ -158,8 +161,10 @@ static void receive_raw(struct chan *c, const void *payload, size_t len, uint32_
 		.gid = 2100,
 		.badge = badge,
 		.len = info_len,
+		.lost = next_lost,
 	};
 
+	next_lost = 0;
 	ASSERT(sizeof(info) + len <= c->buf_size);
 	memcpy(c->buf, &info, sizeof(info));
 	memcpy(c->buf + sizeof(info), payload, len);
@@ -485,6 +490,80 @@ static void test_signal(struct fixture *f)
 	ASSERT(f->svc->sig_recv == NULL);
 	f->svc->sig_recv = f->sig_recv; /* subscribed again, as far as the next test can tell */
 	brokerd_slot_free(s_direct);
+}
+
+static uint64_t lost_seen;
+static unsigned int lost_calls, lost_at_n;
+
+static void on_lost(brokerd_slot *slot, uint64_t n, void *userdata)
+{
+	struct seen *s = userdata;
+
+	lost_seen += n;
+	lost_calls++;
+	lost_at_n = s->n;
+}
+
+/*
+ * Loss is never silent: the kernel's lost count on a signal channel reaches
+ * every subscription of that name (its counter and lost handler, before the
+ * message that told of it) and the bus's counter, not the subscriptions of
+ * other names, nor slots that cannot lose messages.
+ */
+static void test_lost(struct fixture *f)
+{
+	struct seen a = { 0 }, b = { 0 }, direct = { 0 };
+	struct chmsg sig = {
+		.type = CHMSG_SIGNAL, .serial = 9, .path = "/", .interface = "org.test.Iface", .member = "Tick"
+	};
+	static uint8_t body[64];
+	brokerd_slot *s_a = NULL, *s_b = NULL, *s_direct = NULL, *s_method = NULL;
+	uint64_t n, before = brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_LOST);
+
+	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_a, SVC, "Tick", on_msg, &a), ==, 0);
+	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_b, SVC, "Tock", on_msg, &b), ==, 0);
+	ASSERT_INT(brokerd_bus_subscribe(f->bus, &s_direct, NULL, NULL, on_msg, &direct), ==, 0);
+	ASSERT_INT(brokerd_bus_add_method(f->bus, &s_method, SVC, "M", on_msg, &a), ==, 0);
+	ASSERT_INT(brokerd_slot_set_lost_handler(s_a, on_lost), ==, 0);
+	ASSERT_INT(brokerd_slot_set_lost_handler(s_method, on_lost), ==, -EOPNOTSUPP);
+	ASSERT_INT(brokerd_slot_set_lost_handler(NULL, on_lost), ==, -EINVAL);
+	ASSERT_INT(brokerd_slot_get_lost(s_method, &n), ==, -EOPNOTSUPP);
+	ASSERT_INT(brokerd_slot_get_lost(s_a, NULL), ==, -EINVAL);
+
+	set_bytes(&sig, "ay", "1", body);
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 1);
+	ASSERT_INT(brokerd_slot_get_lost(s_a, &n), ==, 0);
+	ASSERT(n == 0 && lost_calls == 0);
+
+	next_lost = 5;
+	deliver(f->bus, f->sig_recv, &sig);
+	ASSERT_INT(a.n, ==, 2);
+	ASSERT(lost_seen == 5 && lost_calls == 1);
+	ASSERT_INT(lost_at_n, ==, 1); /* told before the message that told of the loss */
+	ASSERT_INT(brokerd_slot_get_lost(s_a, &n), ==, 0);
+	ASSERT(n == 5);
+	/* b's filter would not have taken a Tick, but who knows what was lost */
+	ASSERT_INT(brokerd_slot_get_lost(s_b, &n), ==, 0);
+	ASSERT(n == 5);
+	ASSERT_INT(brokerd_slot_get_lost(s_direct, &n), ==, 0);
+	ASSERT(n == 0);
+	ASSERT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_LOST) == before + 5);
+
+	/* a malformed message after a loss: dropped, the loss still counted */
+	next_lost = 2;
+	receive_raw(f->sig_recv, "junk", 4, 4, PEER_BADGE);
+	bus_dispatch_chan(f->bus, f->sig_recv);
+	ASSERT_INT(a.n, ==, 2);
+	ASSERT_INT(brokerd_slot_get_lost(s_a, &n), ==, 0);
+	ASSERT(n == 7 && lost_seen == 7);
+	ASSERT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_LOST) == before + 7);
+
+	brokerd_slot_free(s_method);
+	brokerd_slot_free(s_direct);
+	brokerd_slot_free(s_b);
+	brokerd_slot_free(s_a);
+	f->svc->sig_recv = f->sig_recv;
 }
 
 /* The body "s" of one string (native byte order). */
@@ -1134,6 +1213,7 @@ int main(void)
 	}
 	test_call(&f);
 	test_signal(&f);
+	test_lost(&f);
 	test_match(&f);
 	test_reply(&f);
 	test_malformed(&f);
