@@ -4,9 +4,10 @@
  * receive is decoded, its receive re-armed and the message handed to a
  * method, the subscriptions, a pending call or the monitor; a broker signal
  * on the control socket updates names, caps and monitors and reaches the
- * name watches. Messages are copied out of the receive buffer and the
- * receive re-armed before any handler runs, so handlers may make calls of
- * their own.
+ * name watches. The receive is re-armed before any handler runs, so that
+ * handlers may make calls of their own: a message from a multishot receive
+ * is read in place, its buffer lent until the dispatch ends (copied out
+ * then if a handler kept the message), others are copied out first.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -175,7 +176,7 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 	}
 	/* counted even when what follows the loss turns out malformed */
 	lost = chan_message(c, &info, &payload, &len) >= 0 ? info->lost : 0;
-	k = msg_receive(bus, c, name, &msg);
+	k = msg_receive_in_place(bus, c, name, &msg);
 	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
 		(void)chan_arm(&bus->ring, c); /* a malformed call: take the next one */
 	if (c->res < 0 && c->res != -EINTR && c->res != -ETIME) {
@@ -251,6 +252,9 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		break;
 	}
 done:
+	/* kept by a handler (or a synchronous call's caller): copied out of the buffer now */
+	if (msg->n_ref > 1)
+		(void)msg_keep(msg);
 	brokerd_msg_unref(msg);
 	bus_unref(bus);
 }

@@ -250,6 +250,9 @@ struct brokerd_bus {
 	const int *send_fds;
 	unsigned int n_send_fds;
 
+	/* a received message's struct, kept for the next (msg.c) */
+	struct brokerd_msg *msg_cache;
+
 	/* messages dropped, by BROKERD_COUNTER_* (brokerd_bus_get_counter()) */
 	uint64_t counters[_BROKERD_COUNTER_MAX];
 
@@ -291,6 +294,18 @@ struct brokerd_msg {
 	char *owned_signature;
 	char peeked[256]; /* brokerd_msg_peek_type()'s contents */
 	uint32_t lost;	  /* received: messages the kernel dropped for us just before this one */
+	/*
+	 * Read in place (msg.c): data and the strings point into a receive
+	 * buffer that held_chan lent (chan_hold()) until the message is freed
+	 * or kept (msg_keep() copies it out); name is in name_buf. The struct
+	 * goes back to bus->msg_cache when freed, so that dispatching a message
+	 * allocates nothing.
+	 */
+	struct chan *held_chan;
+	int held_bid;
+	bool cached; /* a struct without buf[]: reused, not freed */
+	void *kept;  /* msg_keep()'s copy of the body and strings */
+	char name_buf[256];
 	uint8_t buf[] __attribute__((aligned(8)));
 };
 

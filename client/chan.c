@@ -316,7 +316,7 @@ static void multishot_complete(struct ring *r, struct chan *c, int res, unsigned
 	if (c->closing) {
 		if (has_buf)
 			buf_drop_fds(c, bid, res);
-		if (!more) {
+		if (!more && !c->holds) {
 			zombie_remove(r, c);
 			chan_free(r, c);
 		}
@@ -345,6 +345,7 @@ static void multishot_complete(struct ring *r, struct chan *c, int res, unsigned
 		return;
 	} else {
 		done_push(c, -1, res); /* for good: the layer above sees why */
+		c->ended = true;
 	}
 	if (again)
 		(void)multishot_submit(r, c);
@@ -535,7 +536,7 @@ int chan_arm(struct ring *r, struct chan *c)
 		c->cur_bid = -1;
 		c->has_cur = false;
 		c->res = 0;
-		if (multishot_next(r, c) || c->armed)
+		if (multishot_next(r, c) || c->armed || c->ended)
 			return 0;
 		/* the kernel ended it (for want of buffers, say): again */
 		return multishot_submit(r, c);
@@ -630,15 +631,15 @@ void chan_close(struct ring *r, struct chan *c)
 	ring_unready(r, c);
 	if (r->initialized)
 		(void)ioipc_channel_detach(&r->uring, c->sub_id);
-	if (!c->armed || !r->initialized) {
+	if ((!c->armed && !c->holds) || !r->initialized) {
 		chan_free(r, c);
 		return;
 	}
-	/* the kernel still holds our buffer: free once the receive completes */
+	/* the kernel or a message read in place still holds a buffer: free once they are done */
 	c->closing = true;
 	c->ready_next = r->zombies;
 	r->zombies = c;
-	if (recv_cancel_prep(r, c) == 0)
+	if (c->armed && recv_cancel_prep(r, c) == 0)
 		(void)io_uring_submit(&r->uring);
 }
 
@@ -680,4 +681,35 @@ int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, c
 	*ret_payload = c->buf + sizeof(*info);
 	*ret_len = info->len;
 	return 0;
+}
+
+int chan_hold(struct chan *c)
+{
+	int bid;
+
+	if (!c || !c->multishot || c->cur_bid < 0)
+		return -1;
+	bid = c->cur_bid;
+	c->cur_bid = -1;
+	c->holds++;
+	return bid;
+}
+
+void chan_release(struct ring *r, struct chan *c, int bid)
+{
+	if (!c || bid < 0 || (unsigned int)bid >= c->nbufs)
+		return;
+	BUG_ON(!c->holds);
+	c->holds--;
+	if (c->closing) {
+		if (!c->holds && !c->armed) {
+			zombie_remove(r, c);
+			chan_free(r, c);
+		}
+		return;
+	}
+	buf_recycle(c, bid);
+	/* the kernel may have ended the receive for want of this very buffer */
+	if (c->multishot && !c->armed && !c->ended && !c->has_cur && !c->done_n)
+		(void)multishot_submit(r, c);
 }

@@ -52,6 +52,8 @@ struct chan {
 	bool has_cur;	/* holds a completion from done[] (cur NULL: the receive's end) */
 	uint8_t *cur;	/* the message being dispatched (NULL: none, or c->buf's) */
 	int32_t cur_bid; /* cur's buffer, -1 none */
+	bool ended;	 /* the multishot receive ended for good (its error is queued) */
+	unsigned int holds; /* buffers taken by chan_hold(): c is freed only when all are back */
 };
 
 struct ring {
@@ -102,6 +104,16 @@ int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, c
 /* Cancels a parked receive and waits (briefly) for its completion: after it
  * the channel is either idle or ready with a message it had already taken. */
 void chan_cancel_wait(struct ring *r, struct chan *c);
+/*
+ * Multishot: takes the buffer of the message c holds away from the next
+ * chan_arm(), so that the message can be read in place while c moves on to
+ * the next one. The buffer, and c, stay valid (even through chan_close())
+ * until chan_release(). Returns the buffer id, or -1 when c cannot lend one
+ * (single-shot: its one buffer is reused by the next receive).
+ */
+int chan_hold(struct chan *c);
+/* Gives a buffer chan_hold() took back to the kernel (or frees a closed c with its last one). */
+void chan_release(struct ring *r, struct chan *c, int bid);
 /* Takes a ready channel off the ready list. */
 void ring_unready(struct ring *r, struct chan *c);
 /* Detaches; the struct is freed now or once its receive completes. */
