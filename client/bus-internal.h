@@ -250,6 +250,8 @@ struct brokerd_bus {
 	const int *send_fds;
 	unsigned int n_send_fds;
 
+	uint64_t spin_usec; /* low-latency mode: spin this long on the CQ before sleeping */
+
 	/* a received message's struct, kept for the next (msg.c) */
 	struct brokerd_msg *msg_cache;
 

@@ -177,6 +177,8 @@ _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 		return 1;
 	/* the timer in the epoll set covers call deadlines and reconnects */
 	bus_update_timer(bus);
+	if (bus->spin_usec && timeout_usec && ring_spin(&bus->ring, bus->spin_usec))
+		return 1;
 	pfd = (struct pollfd){ .fd = bus->epoll_fd, .events = POLLIN };
 	ms = timeout_usec == UINT64_MAX	     ? -1 :
 	     timeout_usec / 1000 > INT32_MAX ? INT32_MAX :
@@ -185,6 +187,16 @@ _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 	if (k < 0)
 		return errno == EINTR ? 0 : -errno;
 	return k;
+}
+
+_public_ int brokerd_bus_set_spin(brokerd_bus *bus, uint64_t usec)
+{
+	if (!bus || bus->closed)
+		return -EINVAL;
+	if (usec > 1000000)
+		return -ERANGE;
+	bus->spin_usec = usec;
+	return 0;
 }
 
 _public_ int brokerd_bus_exit(brokerd_bus *bus, int code)

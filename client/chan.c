@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/chan.h"
@@ -174,6 +175,43 @@ void ring_ack(struct ring *r)
 
 	if (r->efd >= 0)
 		(void)!read(r->efd, &v, sizeof(v));
+}
+
+/* A spinning CPU's hint to its sibling thread and its power management. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+bool ring_spin(struct ring *r, uint64_t usec)
+{
+	struct timespec ts;
+	uint64_t end, now;
+
+	if (!r->initialized)
+		return false;
+	/*
+	 * A completion is posted by task_work, which the kernel runs when it
+	 * interrupts this thread (the IPI of task_work's notification), so
+	 * watching the CQ tail from user space sees it; a clock read every 64
+	 * looks keeps the cost of looking low.
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000 + usec;
+	do {
+		for (unsigned int i = 0; i < 64; i++) {
+			if (io_uring_cq_ready(&r->uring))
+				return true;
+			cpu_relax();
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
+	} while (now < end);
+	return false;
 }
 
 static void zombie_remove(struct ring *r, struct chan *c)

@@ -70,6 +70,11 @@ void ring_deinit(struct ring *r);
 
 /* Drains completions; receive completions go on the ready list. */
 int ring_reap(struct ring *r);
+/*
+ * Spins up to usec microseconds for a completion (a message, say) to appear
+ * in the CQ, without a syscall: true if one did (reap it), false at the end.
+ */
+bool ring_spin(struct ring *r, uint64_t usec);
 /* Clears the eventfd; call before reaping so no wakeup is lost. */
 void ring_ack(struct ring *r);
 struct chan *ring_pop_ready(struct ring *r);

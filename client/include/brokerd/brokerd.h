@@ -69,6 +69,14 @@ int brokerd_bus_get_fd(brokerd_bus *bus);
 int brokerd_bus_process(brokerd_bus *bus);
 /* Waits up to timeout_usec (UINT64_MAX: forever) for the fd: > 0 when ready. */
 int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec);
+/*
+ * Low-latency mode, off by default (usec 0): brokerd_bus_wait() (and so
+ * brokerd_bus_run() and the synchronous calls) first spins on the ring's
+ * completion queue for up to usec microseconds (at most 1 s: -ERANGE)
+ * before it sleeps, so that a message arriving meanwhile is handled without
+ * the wake-up of a sleeping thread. Costs up to usec of CPU time per wait.
+ */
+int brokerd_bus_set_spin(brokerd_bus *bus, uint64_t usec);
 /* Blocking convenience loop: process and wait until brokerd_bus_exit(). */
 int brokerd_bus_run(brokerd_bus *bus);
 /* Ends brokerd_bus_run(); the bus also stops taking new calls (a worker
