@@ -25,6 +25,7 @@ static void bus_free(brokerd_bus *bus)
 {
 	ring_deinit(&bus->ring);
 	free(bus->msg_cache);
+	free(bus->send_buf);
 	bus_ctrl_queue_clear(bus);
 	if (bus->epoll_fd >= 0)
 		close(bus->epoll_fd);

@@ -57,7 +57,8 @@ enum {
 
 /* A message encoded for chan_send_fds(): its bytes and the fds to pass (owned). */
 struct bus_out {
-	uint8_t *buf;
+	uint8_t *buf; /* CHMSG_MAX bytes: its own, or the bus's send_buf (borrowed) */
+	bool borrowed;
 	size_t len;
 	unsigned int n_fds;
 	int fds[CHMSG_FDS_MAX];
@@ -251,6 +252,11 @@ struct brokerd_bus {
 	unsigned int n_send_fds;
 
 	uint64_t spin_usec; /* low-latency mode: spin this long on the CQ before sleeping */
+	/*
+	 * Where messages sent at once are encoded (bus_chan_send()), reused:
+	 * the send completes before anything else runs, so one is enough.
+	 */
+	uint8_t *send_buf;
 
 	/* a received message's struct, kept for the next (msg.c) */
 	struct brokerd_msg *msg_cache;
