@@ -346,10 +346,22 @@ int msg_keep(brokerd_msg *msg)
 		return -ENOMEM; /* it keeps the buffer instead */
 	p = block;
 	if (!msg->map) {
+		const uint8_t *old = msg->data;
+
 		memcpy(p, msg->data, copy_len);
 		p[copy_len] = 0;
 		msg->data = p;
 		msg->body = p + body_off;
+		/* a typed read under way goes on in the copy: its pointers into the body move along */
+		if (msg->reader && msg->reader->data == old) {
+			msg->reader->data = p;
+			for (unsigned int i = 0; i <= msg->reader->depth && i <= DBUS_DEPTH_MAX; i++) {
+				const char *sig = msg->reader->frames[i].sig;
+
+				if (sig && (const uint8_t *)sig >= old && (const uint8_t *)sig < old + copy_len)
+					msg->reader->frames[i].sig = (const char *)p + ((const uint8_t *)sig - old);
+			}
+		}
 	}
 	p += copy_len + 1;
 	msg->member = put_string(&p, msg->member);

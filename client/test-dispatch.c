@@ -629,6 +629,14 @@ static int on_in_place(brokerd_msg *msg, void *userdata)
 	ip->n++;
 	if (size == 4 && memcmp(body, "keep", 4) == 0)
 		ip->kept = brokerd_msg_ref(msg);
+	if (strcmp(brokerd_msg_get_signature(msg), "su") == 0) {
+		const char *first;
+
+		/* a typed read under way when the message is kept goes on in the copy */
+		ASSERT_INT(brokerd_msg_read(msg, "s", &first), >=, 0);
+		ASSERT(strcmp(first, "first") == 0);
+		ip->kept = brokerd_msg_ref(msg);
+	}
 	return 0;
 }
 
@@ -683,6 +691,22 @@ static void test_in_place(struct fixture *f)
 	ASSERT(strcmp(brokerd_msg_get_name(ip.kept), SVC) == 0);
 	ASSERT(strcmp(brokerd_msg_get_sender(ip.kept), PEER_NAME) == 0);
 	brokerd_msg_unref(ip.kept);
+
+	{
+		static const uint8_t su[] = { 5, 0, 0, 0, 'f', 'i', 'r', 's', 't', 0, 0, 0, 42, 0, 0, 0 };
+		uint32_t u = 0;
+
+		ip.kept = NULL;
+		sig.signature = "su";
+		sig.body = su;
+		sig.body_len = sizeof(su);
+		deliver_in(f->bus, c, 1, &sig);
+		ASSERT(ip.kept && c->holds == 0);
+		memset(c->bufs, 'X', c->nbufs * c->buf_size);
+		ASSERT_INT(brokerd_msg_read(ip.kept, "u", &u), >=, 0);
+		ASSERT_INT(u, ==, 42);
+		brokerd_msg_unref(ip.kept);
+	}
 
 	brokerd_slot_free(s);
 	multishot_free(c);
