@@ -9,8 +9,11 @@
  * called before the signal after each gap with exactly the gap's size,
  * brokerd_slot_get_lost() and BROKERD_COUNTER_LOST agree). The stalled one
  * must have lost some (600 signals do not fit the channel's ring and its
- * receive buffers), and it still receives the last signals in order.
+ * receive buffers), and it still receives the last signals in order. A
+ * monitor of the name that stalls the same way accounts for every signal
+ * too, its loss counted on its monitor slot.
  */
+#include "client/bus-introspect.h"
 #include "tests/integration/client/testlib.h"
 
 #define NAME "org.brokerd.test.Lossy"
@@ -81,6 +84,43 @@ static int subscriber(void *arg)
 	return brokerd_bus_run(bus) < 0;
 }
 
+static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m, int error,
+		       void *u)
+{
+	if (!m || strcmp(brokerd_msg_get_member(m), "Seq") != 0)
+		return;
+	(void)on_signal(m, u);
+}
+
+/* A monitor of the name: stalls until the emitter is done, then counts like a subscriber. */
+static int monitor(void *arg)
+{
+	struct sub *s = arg;
+	brokerd_bus *bus = t_open();
+	unsigned int have = 0;
+	char buf[8];
+	int k;
+
+	k = bus_monitor_start(bus, &s->slot, NAME, on_monitor, s);
+	if (k < 0)
+		FAIL("monitor: %s", strerror(-k));
+	CHECK_R(brokerd_slot_set_lost_handler(s->slot, on_lost), 0);
+	/* brokerd announced k channels: wait until every one is attached */
+	for (int i = 0; i < 500 && (int)have < k; i++) {
+		(void)brokerd_bus_process(bus);
+		have = 0;
+		for (struct monitor_chan *mc = bus->monitors; mc; mc = mc->next)
+			have++;
+		if ((int)have < k)
+			usleep(10000);
+	}
+	if ((int)have < k)
+		FAIL("monitor: %u of %d channels attached", have, k);
+	t_say(s->ready[1], "ready");
+	CHECK(t_hear(s->go[0], buf, sizeof(buf), 30000) > 0);
+	return brokerd_bus_run(bus) < 0;
+}
+
 static void check_sub(struct sub *s, const char *what, bool must_lose)
 {
 	char line[128];
@@ -99,8 +139,8 @@ static void check_sub(struct sub *s, const char *what, bool must_lose)
 int main(void)
 {
 	brokerd_bus *bus = t_open();
-	struct sub fast = { 0 }, slow = { .stall = true };
-	pid_t pf, ps;
+	struct sub fast = { 0 }, slow = { .stall = true }, mon = { .stall = true };
+	pid_t pf, ps, pm;
 
 	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
 	t_pipe(fast.ready), t_pipe(fast.out), t_pipe(fast.go);
@@ -109,6 +149,9 @@ int main(void)
 	ps = t_fork(subscriber, &slow);
 	t_expect(fast.ready[0], "ready", 5000);
 	t_expect(slow.ready[0], "ready", 5000);
+	t_pipe(mon.ready), t_pipe(mon.out), t_pipe(mon.go);
+	pm = t_fork(monitor, &mon);
+	t_expect(mon.ready[0], "ready", 10000);
 	for (uint64_t i = 0; i < N; i++) {
 		int r = brokerd_bus_emit_signal(bus, NAME, "Seq", &i, sizeof(i));
 
@@ -116,10 +159,13 @@ int main(void)
 			FAIL("emit %" PRIu64 " of %d: %s", i, N, strerror(-r));
 	}
 	t_say(slow.go[1], "go");
+	t_say(mon.go[1], "go");
 	check_sub(&fast, "running subscriber", false);
 	check_sub(&slow, "stalled subscriber", true);
+	check_sub(&mon, "stalled monitor", true);
 	CHECK_R(t_wait(pf, 5000), 0);
 	CHECK_R(t_wait(ps, 5000), 0);
+	CHECK_R(t_wait(pm, 5000), 0);
 	brokerd_bus_close(bus);
 	printf("ok\n");
 	return 0;
