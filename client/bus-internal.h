@@ -252,6 +252,7 @@ struct brokerd_bus {
 	unsigned int n_send_fds;
 
 	uint64_t spin_usec; /* low-latency mode: spin this long on the CQ before sleeping */
+	uint64_t timer_next; /* what timer_fd is armed for (UINT64_MAX: nothing, 0: not set yet) */
 	/*
 	 * Where messages sent at once are encoded (bus_chan_send()), reused:
 	 * the send completes before anything else runs, so one is enough.

@@ -28,9 +28,16 @@ static void bus_update_timer(brokerd_bus *bus)
 			next = s->deadline;
 	if (bus->reconnect_at && bus->reconnect_at < next)
 		next = bus->reconnect_at;
+	if (next == 0)
+		next = 1;
+	/*
+	 * Every dispatch pass and every wait come here: a system call only when
+	 * the deadline changed, so a subscriber draining signals pays none.
+	 */
+	if (next == bus->timer_next)
+		return;
+	bus->timer_next = next;
 	if (next != UINT64_MAX) {
-		if (next == 0)
-			next = 1;
 		its.it_value.tv_sec = (time_t)(next / 1000000ULL);
 		its.it_value.tv_nsec = (long)(next % 1000000ULL) * 1000L;
 	}
@@ -43,7 +50,9 @@ static int bus_process_timeouts(brokerd_bus *bus)
 	struct brokerd_slot *s, *next;
 	int n = 0;
 
-	(void)!read(bus->timer_fd, &v, sizeof(v));
+	/* readable only once the armed deadline passed (re-arming clears it) */
+	if (bus->timer_next != UINT64_MAX && bus->timer_next <= now)
+		(void)!read(bus->timer_fd, &v, sizeof(v));
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
 		if (s->type == SLOT_CALL && s->serial && s->deadline <= now) {
