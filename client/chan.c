@@ -285,10 +285,10 @@ static void buf_recycle(struct chan *c, int32_t bid)
 	io_uring_buf_ring_advance(c->br, 1);
 }
 
-/* Buffers the kernel filled that we did not give back yet. */
+/* Buffers the kernel filled that we did not give back yet: queued, current, or lent to a message. */
 static unsigned int multishot_held(const struct chan *c)
 {
-	unsigned int n = c->cur_bid >= 0;
+	unsigned int n = (c->cur_bid >= 0) + c->holds;
 
 	for (unsigned int i = 0; i < c->done_n; i++)
 		n += c->done[(c->done_head + i) % (c->nbufs + 1)].bid >= 0;
@@ -325,12 +325,13 @@ static int multishot_submit(struct ring *r, struct chan *c)
 				  IOIPC_RECV_INFO | (c->want_fds ? IOIPC_RECV_FDS | IOIPC_RECV_FDS_CLOEXEC : 0));
 	io_uring_sqe_set_data64(sqe, (uintptr_t)c | TAG_RECV);
 	c->armed = true;
+	/*
+	 * A submit that fails (the CQ overflowing: -EBUSY) leaves the SQE in
+	 * the SQ: it goes in with the next submit (ring_reap() makes one), so
+	 * the receive counts as armed either way.
+	 */
 	k = io_uring_submit(&r->uring);
-	if (k < 0) {
-		c->armed = false;
-		return k;
-	}
-	return 0;
+	return k < 0 && k != -EBUSY && k != -EAGAIN && k != -EINTR ? k : 0;
 }
 
 /*
@@ -490,6 +491,9 @@ int ring_reap(struct ring *r)
 		}
 	}
 	io_uring_cq_advance(&r->uring, n);
+	/* receives queued while a submit could not go in (see multishot_submit()) */
+	if (io_uring_sq_ready(&r->uring))
+		(void)io_uring_submit(&r->uring);
 	return (int)n;
 }
 
