@@ -17,6 +17,7 @@
 #include "client/bus-match.h"
 
 static long monitor_seen;
+static uint64_t monitor_lost; /* messages the kernel dropped for our monitor channels */
 static volatile sig_atomic_t quit;
 
 static void print_msg_json(struct json *j, brokerd_msg *m)
@@ -303,7 +304,25 @@ static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, br
 	static const char *const kinds[] = { "?", "inbox", "call", "signal" };
 	const char *k = kinds[kind <= 3 ? kind : 0];
 
-	if (!m || !monitor_wants(m, name, kind))
+	if (!m)
+		return;
+	/* the monitor fell a ring behind and the kernel skipped ahead: say so, whatever the filter */
+	if (m->lost && !arg_json) {
+		monitor_lost += m->lost;
+		printf("%-6s %-30s lost=%u total_lost=%" PRIu64 "\n", k, name, m->lost, monitor_lost);
+		fflush(stdout);
+	} else if (m->lost) {
+		struct json j;
+
+		monitor_lost += m->lost;
+		out_begin(&j);
+		json_member_string(&j, "channel", k);
+		json_member_string(&j, "name", name);
+		json_member_uint(&j, "lost", m->lost);
+		json_member_uint(&j, "total_lost", monitor_lost);
+		out_end(&j);
+	}
+	if (!monitor_wants(m, name, kind))
 		return;
 	if (arg_json) {
 		struct json j;

@@ -24,6 +24,8 @@ brokerd_bus *bus_ref(brokerd_bus *bus)
 static void bus_free(brokerd_bus *bus)
 {
 	ring_deinit(&bus->ring);
+	free(bus->msg_cache);
+	free(bus->send_buf);
 	bus_ctrl_queue_clear(bus);
 	if (bus->epoll_fd >= 0)
 		close(bus->epoll_fd);

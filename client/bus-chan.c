@@ -28,6 +28,15 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 	close(fd);
 	if (k < 0)
 		return k;
+	/*
+	 * Signals, monitor copies and our inbox: one multishot receive drains
+	 * whatever arrived, without a submit per message (where the kernel has
+	 * no buffer rings, the chan stays single-shot). Not calls: a receive
+	 * kept posted on a name's call channel would be handed calls while the
+	 * handler is busy, which a pool's other workers should take.
+	 */
+	if (c->buf && kind != CHAN_CALL_RECV)
+		(void)chan_set_multishot(&bus->ring, c, BUS_RECV_BUFS);
 	if (c->buf) {
 		k = chan_arm(&bus->ring, c);
 		if (k < 0) {
@@ -73,7 +82,8 @@ void bus_out_deinit(struct bus_out *o)
 	for (unsigned int i = 0; i < o->n_fds; i++)
 		close(o->fds[i]);
 	o->n_fds = 0;
-	free(o->buf);
+	if (!o->borrowed)
+		free(o->buf);
 	o->buf = NULL;
 }
 
@@ -103,7 +113,9 @@ uint32_t bus_reply_msg_max(const struct ctrl_reply *r)
 	return size;
 }
 
-int bus_out_encode(brokerd_bus *bus, const struct chmsg *msg, size_t inline_max, struct bus_out *o)
+/* bus_out_encode() into buf (CHMSG_MAX bytes, not o's) or, without one, a buffer of o's own. */
+static int bus_out_encode_into(brokerd_bus *bus, const struct chmsg *msg, size_t inline_max, uint8_t *buf,
+			       struct bus_out *o)
 {
 	struct chmsg m = *msg;
 	int k;
@@ -124,7 +136,8 @@ int bus_out_encode(brokerd_bus *bus, const struct chmsg *msg, size_t inline_max,
 	m.n_fds = o->n_fds;
 	m.body_in_fd = false;
 
-	o->buf = malloc(CHMSG_MAX);
+	o->borrowed = buf != NULL;
+	o->buf = buf ?: malloc(CHMSG_MAX);
 	if (!o->buf) {
 		k = -ENOMEM;
 		goto fail;
@@ -159,6 +172,11 @@ fail:
 	return k;
 }
 
+int bus_out_encode(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, struct bus_out *o)
+{
+	return bus_out_encode_into(bus, m, inline_max, NULL, o);
+}
+
 int bus_out_send(brokerd_bus *bus, struct chan *c, const struct bus_out *o)
 {
 	if (!o->n_fds)
@@ -171,7 +189,12 @@ int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
 	struct bus_out o;
 	int k;
 
-	k = bus_out_encode(bus, m, bus_chan_inline_max(c), &o);
+	/* sent at once: encoded into the bus's buffer, no allocation per message */
+	if (!bus->send_buf)
+		bus->send_buf = malloc(CHMSG_MAX);
+	if (!bus->send_buf)
+		return -ENOMEM;
+	k = bus_out_encode_into(bus, m, bus_chan_inline_max(c), bus->send_buf, &o);
 	if (k < 0)
 		return k;
 	k = bus_out_send(bus, c, &o);

@@ -4,9 +4,10 @@
  * receive is decoded, its receive re-armed and the message handed to a
  * method, the subscriptions, a pending call or the monitor; a broker signal
  * on the control socket updates names, caps and monitors and reaches the
- * name watches. Messages are copied out of the receive buffer and the
- * receive re-armed before any handler runs, so handlers may make calls of
- * their own.
+ * name watches. The receive is re-armed before any handler runs, so that
+ * handlers may make calls of their own: a message from a multishot receive
+ * is read in place, its buffer lent until the dispatch ends (copied out
+ * then if a handler kept the message), others are copied out first.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -102,13 +103,57 @@ static void dispatch_monitor(brokerd_bus *bus, struct monitor_chan *mc, brokerd_
 		}
 }
 
+/* Whether slot s would have heard a message lost on c. */
+static bool slot_hears(const struct brokerd_slot *s, const struct chan *c)
+{
+	switch (c->kind) {
+	case CHAN_SIGNAL_RECV:
+		if (s->type == SLOT_SUBSCRIBE)
+			return s->bname && s->bname == c->owner;
+		/* a rule without a well-known sender hears every name's signals */
+		return s->type == SLOT_MATCH && s->match && (s->match->bname == c->owner || s->match->watch);
+	case CHAN_MONITOR:
+		return s->type == SLOT_MONITOR &&
+		       (!s->name || strcmp(s->name, ((const struct monitor_chan *)c->owner)->name) == 0);
+	default:
+		return false;
+	}
+}
+
+/*
+ * The kernel dropped n messages for c before the one it holds now (a lossy
+ * signal channel or a monitor fell a ring behind): counted for the bus and
+ * every slot that would have heard them, whose lost handlers learn it
+ * before the message is dispatched.
+ */
+static void dispatch_lost(brokerd_bus *bus, struct chan *c, uint32_t n)
+{
+	struct brokerd_slot *s, *next;
+
+	bus->counters[BROKERD_COUNTER_LOST] += n;
+	for (s = bus->slots; s; s = s->next)
+		if (slot_hears(s, c))
+			s->lost += n;
+	for (s = bus->slots; s; s = next) {
+		next = s->next;
+		if (slot_hears(s, c) && s->lost_handler)
+			s->lost_handler(s, n, s->userdata);
+		if (bus->closed)
+			return;
+	}
+}
+
 /* A receive completed on c: decode, re-arm, dispatch. */
 void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 {
 	struct bname *b = NULL;
 	struct monitor_chan *mc = NULL;
+	const struct ioipc_msg_info *info;
 	const char *name = "";
 	brokerd_msg *msg = NULL;
+	const void *payload;
+	uint32_t lost;
+	size_t len;
 	int k;
 
 	if (c->kind == CHAN_CALL_RECV || c->kind == CHAN_SIGNAL_RECV) {
@@ -120,7 +165,9 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		BUG_ON(!mc);
 		name = mc->name;
 	}
-	k = msg_receive(bus, c, name, &msg);
+	/* counted even when what follows the loss turns out malformed */
+	lost = chan_message(c, &info, &payload, &len) >= 0 ? info->lost : 0;
+	k = msg_receive_in_place(bus, c, name, &msg);
 	if (k < 0 && c->kind == CHAN_CALL_RECV && c->res >= 0 && !bus->exit)
 		(void)chan_arm(&bus->ring, c); /* a malformed call: take the next one */
 	if (c->res < 0 && c->res != -EINTR && c->res != -ETIME) {
@@ -161,9 +208,16 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 			bus->counters[k == -EMFILE ? BROKERD_COUNTER_FDS_LOST : BROKERD_COUNTER_INVALID]++;
 		if (mc)
 			dispatch_monitor(bus, mc, NULL, k);
+		if (lost)
+			dispatch_lost(bus, c, lost);
 		return;
 	}
 	bus_ref(bus);
+	/* the loss first, then the message that told of it */
+	if (lost)
+		dispatch_lost(bus, c, lost);
+	if (bus->closed)
+		goto done;
 	switch (c->kind) {
 	case CHAN_INBOX:
 		if (msg->type == BROKERD_MSG_REPLY || msg->type == BROKERD_MSG_ERROR)
@@ -188,6 +242,10 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 	default:
 		break;
 	}
+done:
+	/* kept by a handler (or a synchronous call's caller): copied out of the buffer now */
+	if (msg->n_ref > 1)
+		(void)msg_keep(msg);
 	brokerd_msg_unref(msg);
 	bus_unref(bus);
 }
@@ -380,6 +438,26 @@ done:
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return 1;
+}
+
+_public_ int brokerd_slot_get_lost(brokerd_slot *slot, uint64_t *ret)
+{
+	if (!slot || !ret)
+		return -EINVAL;
+	if (slot->type != SLOT_SUBSCRIBE && slot->type != SLOT_MATCH && slot->type != SLOT_MONITOR)
+		return -EOPNOTSUPP;
+	*ret = slot->lost;
+	return 0;
+}
+
+_public_ int brokerd_slot_set_lost_handler(brokerd_slot *slot, brokerd_lost_handler_t handler)
+{
+	if (!slot)
+		return -EINVAL;
+	if (slot->type != SLOT_SUBSCRIBE && slot->type != SLOT_MATCH && slot->type != SLOT_MONITOR)
+		return -EOPNOTSUPP;
+	slot->lost_handler = handler;
+	return 0;
 }
 
 _public_ uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter)

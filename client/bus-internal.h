@@ -48,10 +48,18 @@ enum {
  * (BODY_FD, protocol/README.md 7.2).
  */
 #define BUS_INLINE_MAX 8192
+/*
+ * Provided buffers per multishot chan (client/chan.c): the messages one
+ * subscription can take before the layer above dispatches them; as many as
+ * brokerd's channels have slots by default. Each is CHMSG_MAX plus headers,
+ * mapped, so only the pages messages were written to are backed.
+ */
+#define BUS_RECV_BUFS 32
 
 /* A message encoded for chan_send_fds(): its bytes and the fds to pass (owned). */
 struct bus_out {
-	uint8_t *buf;
+	uint8_t *buf; /* CHMSG_MAX bytes: its own, or the bus's send_buf (borrowed) */
+	bool borrowed;
 	size_t len;
 	unsigned int n_fds;
 	int fds[CHMSG_FDS_MAX];
@@ -188,6 +196,8 @@ struct brokerd_slot {
 	brokerd_msg *held[BUS_HELD_REPLIES]; /* calls: replies that came before the receipt */
 	unsigned int n_held;
 	const struct brokerd_vtable *vtable; /* objects: the caller's */
+	uint64_t lost;			     /* subscriptions, matches, monitors: what the kernel dropped */
+	brokerd_lost_handler_t lost_handler;
 };
 
 struct monitor_chan {
@@ -256,6 +266,17 @@ struct brokerd_bus {
 	const int *send_fds;
 	unsigned int n_send_fds;
 
+	uint64_t spin_usec; /* low-latency mode: spin this long on the CQ before sleeping */
+	uint64_t timer_next; /* what timer_fd is armed for (UINT64_MAX: nothing, 0: not set yet) */
+	/*
+	 * Where messages sent at once are encoded (bus_chan_send()), reused:
+	 * the send completes before anything else runs, so one is enough.
+	 */
+	uint8_t *send_buf;
+
+	/* a received message's struct, kept for the next (msg.c) */
+	struct brokerd_msg *msg_cache;
+
 	/* messages dropped, by BROKERD_COUNTER_* (brokerd_bus_get_counter()) */
 	uint64_t counters[_BROKERD_COUNTER_MAX];
 
@@ -296,6 +317,19 @@ struct brokerd_msg {
 	void *owned_data;	    /* the sealed body */
 	char *owned_signature;
 	char peeked[256]; /* brokerd_msg_peek_type()'s contents */
+	uint32_t lost;	  /* received: messages the kernel dropped for us just before this one */
+	/*
+	 * Read in place (msg.c): data and the strings point into a receive
+	 * buffer that held_chan lent (chan_hold()) until the message is freed
+	 * or kept (msg_keep() copies it out); name is in name_buf. The struct
+	 * goes back to bus->msg_cache when freed, so that dispatching a message
+	 * allocates nothing.
+	 */
+	struct chan *held_chan;
+	int held_bid;
+	bool cached; /* a struct without buf[]: reused, not freed */
+	void *kept;  /* msg_keep()'s copy of the body and strings */
+	char name_buf[256];
 	uint8_t buf[] __attribute__((aligned(8)));
 };
 

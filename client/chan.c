@@ -1,20 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * chan.c - io_uring channel I/O for the client library. Every receive is a
- * single-shot IPC_RECV with IOIPC_RECV_WAIT | IOIPC_RECV_INFO | IOIPC_RECV_FDS:
- * it parks in the kernel until a message arrives (nothing busy-polls) and the
- * kernel writes the sender's credentials and the fds it installed for us
- * (O_CLOEXEC) in front of the payload. The ring's eventfd is what
- * the bus's epoll fd watches.
+ * chan.c - io_uring channel I/O for the client library. A receive is an
+ * IPC_RECV with IOIPC_RECV_INFO | IOIPC_RECV_FDS: the kernel writes the
+ * sender's credentials and the fds it installed for us (O_CLOEXEC) in front
+ * of the payload. Either single-shot with IOIPC_RECV_WAIT, parked in the
+ * kernel until a message arrives (nothing busy-polls), one submit per
+ * message; or, for channels set multishot, one IOIPC_RECV_MULTISHOT receive
+ * that copies every message into a provided buffer of the chan's buffer ring
+ * and posts one completion each, submitted again only when the kernel ends
+ * it (out of buffers, CQ overflow). Both copy a message once, from the
+ * channel's ring into our buffer, where the layer above reads it in place.
+ * The ring's eventfd is what the bus's epoll fd watches.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/chan.h"
+#include "util/macro.h"
 
 /* user_data tags in the low bits; chans and send ops are 8-byte aligned */
 #define TAG_RECV   0UL
@@ -35,7 +43,15 @@ int ring_init(struct ring *r, unsigned int entries)
 	memset(r, 0, sizeof(*r));
 	r->efd = -1;
 	r->ready_tail = &r->ready_head;
-	k = io_uring_queue_init(entries, &r->uring, 0);
+	/*
+	 * A multishot receive posts a completion per message until its buffers
+	 * run out: room for many in the CQ, so that a burst on a few channels
+	 * does not overflow it (which would end their receives).
+	 */
+	k = io_uring_queue_init_params(entries, &r->uring,
+				       &(struct io_uring_params){ .flags = IORING_SETUP_CQSIZE, .cq_entries = 1024 });
+	if (k == -EINVAL)
+		k = io_uring_queue_init(entries, &r->uring, 0);
 	if (k < 0)
 		return k;
 	r->initialized = true;
@@ -53,6 +69,12 @@ int ring_init(struct ring *r, unsigned int entries)
 	return 0;
 }
 
+/* The buffer of the message c holds: a provided buffer, or c->buf. */
+static uint8_t *recv_buf(const struct chan *c)
+{
+	return c->cur ? c->cur : c->buf;
+}
+
 /* Where the payload starts in c's buffer, after the info and fds headers. */
 static size_t payload_offset(const struct chan *c)
 {
@@ -62,7 +84,7 @@ static size_t payload_offset(const struct chan *c)
 		return sizeof(struct ioipc_msg_info);
 	if (c->res < 0 || (size_t)c->res < sizeof(struct ioipc_msg_info) + sizeof(*h))
 		return SIZE_MAX;
-	h = (const struct ioipc_fds_hdr *)(c->buf + sizeof(struct ioipc_msg_info));
+	h = (const struct ioipc_fds_hdr *)(recv_buf(c) + sizeof(struct ioipc_msg_info));
 	if (h->nr > IOIPC_MAX_FDS || sizeof(struct ioipc_msg_info) + ioipc_fds_size(h->nr) > (size_t)c->res)
 		return SIZE_MAX;
 	return sizeof(struct ioipc_msg_info) + ioipc_fds_size(h->nr);
@@ -73,7 +95,7 @@ const struct ioipc_fds_hdr *chan_take_fds(struct chan *c)
 	if (!c->want_fds || c->fds_taken || payload_offset(c) == SIZE_MAX)
 		return NULL;
 	c->fds_taken = true;
-	return (const struct ioipc_fds_hdr *)(c->buf + sizeof(struct ioipc_msg_info));
+	return (const struct ioipc_fds_hdr *)(recv_buf(c) + sizeof(struct ioipc_msg_info));
 }
 
 /* Closes the fds of the last receive nobody took. */
@@ -86,12 +108,46 @@ static void chan_drop_fds(struct chan *c)
 			close(h->fds[i]);
 }
 
-static void chan_free(struct chan *c)
+/* Closes the fds a completed multishot receive installed in buffer bid (res bytes). */
+static void buf_drop_fds(struct chan *c, int32_t bid, int32_t res)
+{
+	uint8_t *cur = c->cur;
+	int32_t cur_res = c->res;
+	bool taken = c->fds_taken;
+
+	if (bid < 0 || (unsigned int)bid >= c->nbufs)
+		return;
+	c->cur = c->bufs + (size_t)bid * c->buf_size;
+	c->res = res;
+	c->fds_taken = false;
+	chan_drop_fds(c);
+	c->cur = cur;
+	c->res = cur_res;
+	c->fds_taken = taken;
+}
+
+static void chan_free(struct ring *r, struct chan *c)
 {
 	if (!c)
 		return;
 	chan_drop_fds(c);
-	free(c->buf);
+	if (c->bufs) {
+		/* messages completed and never dispatched: their fds are ours */
+		for (unsigned int i = 0; i < c->done_n; i++) {
+			const struct chan_done *d = &c->done[(c->done_head + i) % (c->nbufs + 1)];
+
+			buf_drop_fds(c, d->bid, d->res);
+		}
+		if (r->initialized)
+			(void)io_uring_unregister_buf_ring(&r->uring, c->bgid);
+		r->bgid_used[c->bgid / 64] &= ~(1ULL << (c->bgid % 64));
+		if (c->br)
+			(void)munmap(c->br, c->nbufs * sizeof(struct io_uring_buf));
+		(void)munmap(c->bufs, c->nbufs * c->buf_size);
+		free(c->done);
+	} else {
+		free(c->buf);
+	}
 	free(c);
 }
 
@@ -108,7 +164,7 @@ void ring_deinit(struct ring *r)
 	r->efd = -1;
 	while ((c = r->zombies)) {
 		r->zombies = c->ready_next;
-		chan_free(c);
+		chan_free(r, c);
 	}
 	r->ready_head = NULL;
 	r->ready_tail = &r->ready_head;
@@ -120,6 +176,43 @@ void ring_ack(struct ring *r)
 
 	if (r->efd >= 0)
 		(void)!read(r->efd, &v, sizeof(v));
+}
+
+/* A spinning CPU's hint to its sibling thread and its power management. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+bool ring_spin(struct ring *r, uint64_t usec)
+{
+	struct timespec ts;
+	uint64_t end, now;
+
+	if (!r->initialized)
+		return false;
+	/*
+	 * A completion is posted by task_work, which the kernel runs when it
+	 * interrupts this thread (the IPI of task_work's notification), so
+	 * watching the CQ tail from user space sees it; a clock read every 64
+	 * looks keeps the cost of looking low.
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000 + usec;
+	do {
+		for (unsigned int i = 0; i < 64; i++) {
+			if (io_uring_cq_ready(&r->uring))
+				return true;
+			cpu_relax();
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
+	} while (now < end);
+	return false;
 }
 
 static void zombie_remove(struct ring *r, struct chan *c)
@@ -192,6 +285,186 @@ static void ring_reap_receipt(struct ring *r, uintptr_t ud, const struct io_urin
 	}
 }
 
+/* --- Multishot receives into provided buffers ------------------------------------ */
+
+static void done_push(struct chan *c, int32_t bid, int32_t res)
+{
+	BUG_ON(c->done_n > c->nbufs);
+	c->done[(c->done_head + c->done_n) % (c->nbufs + 1)] = (struct chan_done){ .bid = bid, .res = res };
+	c->done_n++;
+}
+
+/* Gives buffer bid back to the kernel. */
+static void buf_recycle(struct chan *c, int32_t bid)
+{
+	io_uring_buf_ring_add(c->br, c->bufs + (size_t)bid * c->buf_size, (unsigned int)c->buf_size, (uint16_t)bid,
+			      io_uring_buf_ring_mask(c->nbufs), 0);
+	io_uring_buf_ring_advance(c->br, 1);
+}
+
+/* Buffers the kernel filled that we did not give back yet: queued, current, or lent to a message. */
+static unsigned int multishot_held(const struct chan *c)
+{
+	unsigned int n = (c->cur_bid >= 0) + c->holds;
+
+	for (unsigned int i = 0; i < c->done_n; i++)
+		n += c->done[(c->done_head + i) % (c->nbufs + 1)].bid >= 0;
+	return n;
+}
+
+/* Makes the next completed message c's current one and c ready; false if none. */
+static bool multishot_next(struct ring *r, struct chan *c)
+{
+	struct chan_done d;
+
+	if (c->ready || c->has_cur || !c->done_n)
+		return false;
+	d = c->done[c->done_head];
+	c->done_head = (c->done_head + 1) % (c->nbufs + 1);
+	c->done_n--;
+	c->cur_bid = d.bid;
+	c->cur = d.bid >= 0 ? c->bufs + (size_t)d.bid * c->buf_size : NULL;
+	c->has_cur = true;
+	c->res = d.res;
+	c->fds_taken = false;
+	ready_push(r, c);
+	return true;
+}
+
+static int multishot_submit(struct ring *r, struct chan *c)
+{
+	struct io_uring_sqe *sqe = ring_get_sqe(r);
+	int k;
+
+	if (!sqe)
+		return -EBUSY;
+	ioipc_prep_recv_multishot(sqe, c->sub_id, c->bgid,
+				  IOIPC_RECV_INFO | (c->want_fds ? IOIPC_RECV_FDS | IOIPC_RECV_FDS_CLOEXEC : 0));
+	io_uring_sqe_set_data64(sqe, (uintptr_t)c | TAG_RECV);
+	c->armed = true;
+	/*
+	 * A submit that fails (the CQ overflowing: -EBUSY) leaves the SQE in
+	 * the SQ: it goes in with the next submit (ring_reap() makes one), so
+	 * the receive counts as armed either way.
+	 */
+	k = io_uring_submit(&r->uring);
+	return k < 0 && k != -EBUSY && k != -EAGAIN && k != -EINTR ? k : 0;
+}
+
+/*
+ * A completion of c's multishot receive: a message in a buffer, queued for
+ * dispatch, and/or the receive's end. An end for want of buffers or room in
+ * the CQ, or a transient one, is ours to handle (submit again, at once or
+ * when a buffer comes back); any other end is queued after the messages, for
+ * the layer above to see as the receive's error, as a single-shot one's.
+ */
+static void multishot_complete(struct ring *r, struct chan *c, int res, unsigned int flags)
+{
+	bool more = flags & IORING_CQE_F_MORE;
+	bool has_buf = flags & IORING_CQE_F_BUFFER;
+	int32_t bid = has_buf ? (int32_t)(flags >> IORING_CQE_BUFFER_SHIFT) : -1;
+	bool again = false;
+
+	if (has_buf && (unsigned int)bid >= c->nbufs)
+		has_buf = false; /* not one of ours: cannot happen */
+	if (!more)
+		c->armed = false;
+	if (c->closing) {
+		if (has_buf)
+			buf_drop_fds(c, bid, res);
+		if (!more && !c->holds) {
+			zombie_remove(r, c);
+			chan_free(r, c);
+		}
+		return;
+	}
+	if (has_buf)
+		done_push(c, bid, res);
+	if (more) {
+		/* still receiving */
+	} else if (has_buf || res == -EINTR || res == -ETIME || res == -EOVERFLOW) {
+		again = true; /* ended by the CQ's overflow, or interrupted */
+	} else if (res == -ENOBUFS) {
+		/*
+		 * Every buffer waits for dispatch, and chan_arm() submits again
+		 * when one comes back; unless one came back meanwhile.
+		 */
+		again = multishot_held(c) < c->nbufs;
+	} else if (res == -EINVAL && c->want_fds) {
+		c->want_fds = false; /* a kernel without fds on channels */
+		again = true;
+	} else if (res == -EINVAL && !c->done_n && !c->has_cur) {
+		/* a kernel without multishot IPC receives: single-shot from now */
+		c->multishot = false;
+		c->buf = c->bufs;
+		(void)chan_arm(r, c);
+		return;
+	} else {
+		done_push(c, -1, res); /* for good: the layer above sees why */
+		c->ended = true;
+	}
+	if (again)
+		(void)multishot_submit(r, c);
+	(void)multishot_next(r, c);
+}
+
+int chan_set_multishot(struct ring *r, struct chan *c, unsigned int nbufs)
+{
+	struct io_uring_buf_reg reg = { 0 };
+	unsigned int id;
+	int k;
+
+	if (!r->initialized || !c || !c->buf || c->multishot || c->armed || !nbufs || nbufs > 32768 ||
+	    (nbufs & (nbufs - 1)))
+		return -EINVAL;
+	for (id = 0; id < 65536 && (r->bgid_used[id / 64] & (1ULL << (id % 64))); id++)
+		;
+	if (id == 65536)
+		return -EBUSY;
+	/* mapped, not allocated: pages are only backed where messages were written */
+	c->bufs = mmap(NULL, nbufs * c->buf_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (c->bufs == MAP_FAILED) {
+		c->bufs = NULL;
+		return -ENOMEM;
+	}
+	c->br = mmap(NULL, nbufs * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	c->done = calloc(nbufs + 1, sizeof(*c->done));
+	if (c->br == MAP_FAILED || !c->done) {
+		k = -ENOMEM;
+		goto fail;
+	}
+	io_uring_buf_ring_init(c->br);
+	reg.ring_addr = (uint64_t)(uintptr_t)c->br;
+	reg.ring_entries = nbufs;
+	reg.bgid = (uint16_t)id;
+	k = io_uring_register_buf_ring(&r->uring, &reg, 0);
+	if (k < 0)
+		goto fail;
+	r->bgid_used[id / 64] |= 1ULL << (id % 64);
+	c->bgid = (uint16_t)id;
+	c->nbufs = nbufs;
+	for (unsigned int i = 0; i < nbufs; i++)
+		io_uring_buf_ring_add(c->br, c->bufs + (size_t)i * c->buf_size, (unsigned int)c->buf_size, (uint16_t)i,
+				      io_uring_buf_ring_mask(nbufs), (int)i);
+	io_uring_buf_ring_advance(c->br, (int)nbufs);
+	free(c->buf);
+	c->buf = c->bufs;
+	c->cur_bid = -1;
+	c->multishot = true;
+	return 0;
+fail:
+	if (c->br && c->br != MAP_FAILED)
+		(void)munmap(c->br, nbufs * sizeof(struct io_uring_buf));
+	c->br = NULL;
+	(void)munmap(c->bufs, nbufs * c->buf_size);
+	c->bufs = NULL;
+	free(c->done);
+	c->done = NULL;
+	return k;
+}
+
 int ring_reap(struct ring *r)
 {
 	struct io_uring_cqe *cqe;
@@ -213,6 +486,8 @@ int ring_reap(struct ring *r)
 
 			op->res = cqe->res;
 			op->done = true;
+		} else if (tag == TAG_RECV && p && ((struct chan *)p)->multishot) {
+			multishot_complete(r, p, cqe->res, cqe->flags);
 		} else if (tag == TAG_RECV && p) {
 			struct chan *c = p;
 
@@ -221,7 +496,7 @@ int ring_reap(struct ring *r)
 			c->fds_taken = false;
 			if (c->closing) {
 				zombie_remove(r, c);
-				chan_free(c);
+				chan_free(r, c);
 				continue;
 			}
 			c->res = cqe->res;
@@ -235,6 +510,9 @@ int ring_reap(struct ring *r)
 		}
 	}
 	io_uring_cq_advance(&r->uring, n);
+	/* receives queued while a submit could not go in (see multishot_submit()) */
+	if (io_uring_sq_ready(&r->uring))
+		(void)io_uring_submit(&r->uring);
 	return (int)n;
 }
 
@@ -287,7 +565,7 @@ int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_siz
 	}
 	k = ioipc_channel_attach(&r->uring, &a);
 	if (k < 0) {
-		chan_free(c);
+		chan_free(r, c);
 		return k;
 	}
 	/* we never map the shared region: receives copy into our buffer */
@@ -308,7 +586,23 @@ int chan_arm(struct ring *r, struct chan *c)
 
 	if (!c || !c->buf || c->closing)
 		return -EINVAL;
-	if (c->armed || c->ready)
+	if (c->ready)
+		return 0;
+	if (c->multishot) {
+		/* done with the current message: its fds and buffer go */
+		chan_drop_fds(c);
+		if (c->cur_bid >= 0)
+			buf_recycle(c, c->cur_bid);
+		c->cur = NULL;
+		c->cur_bid = -1;
+		c->has_cur = false;
+		c->res = 0;
+		if (multishot_next(r, c) || c->armed || c->ended)
+			return 0;
+		/* the kernel ended it (for want of buffers, say): again */
+		return multishot_submit(r, c);
+	}
+	if (c->armed)
 		return 0;
 	chan_drop_fds(c); /* the buffer is about to be reused */
 	sqe = ring_get_sqe(r);
@@ -458,15 +752,15 @@ void chan_close(struct ring *r, struct chan *c)
 	ring_unready(r, c);
 	if (r->initialized)
 		(void)ioipc_channel_detach(&r->uring, c->sub_id);
-	if (!c->armed || !r->initialized) {
-		chan_free(c);
+	if ((!c->armed && !c->holds) || !r->initialized) {
+		chan_free(r, c);
 		return;
 	}
-	/* the kernel still holds our buffer: free once the receive completes */
+	/* the kernel or a message read in place still holds a buffer: free once they are done */
 	c->closing = true;
 	c->ready_next = r->zombies;
 	r->zombies = c;
-	if (recv_cancel_prep(r, c) == 0)
+	if (c->armed && recv_cancel_prep(r, c) == 0)
 		(void)io_uring_submit(&r->uring);
 }
 
@@ -478,7 +772,7 @@ int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, c
 
 	if (c->res < 0)
 		return c->res;
-	info = (const struct ioipc_msg_info *)c->buf;
+	info = (const struct ioipc_msg_info *)recv_buf(c);
 	if (c->want_fds) {
 		/* our own receives: res counts the info, the fds header and the payload */
 		off = payload_offset(c);
@@ -488,7 +782,7 @@ int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, c
 		if (info->len > got)
 			return -EMSGSIZE;
 		*ret_info = info;
-		*ret_payload = c->buf + off;
+		*ret_payload = recv_buf(c) + off;
 		*ret_len = info->len;
 		return 0;
 	}
@@ -508,4 +802,35 @@ int chan_message(const struct chan *c, const struct ioipc_msg_info **ret_info, c
 	*ret_payload = c->buf + sizeof(*info);
 	*ret_len = info->len;
 	return 0;
+}
+
+int chan_hold(struct chan *c)
+{
+	int bid;
+
+	if (!c || !c->multishot || c->cur_bid < 0)
+		return -1;
+	bid = c->cur_bid;
+	c->cur_bid = -1;
+	c->holds++;
+	return bid;
+}
+
+void chan_release(struct ring *r, struct chan *c, int bid)
+{
+	if (!c || bid < 0 || (unsigned int)bid >= c->nbufs)
+		return;
+	BUG_ON(!c->holds);
+	c->holds--;
+	if (c->closing) {
+		if (!c->holds && !c->armed) {
+			zombie_remove(r, c);
+			chan_free(r, c);
+		}
+		return;
+	}
+	buf_recycle(c, bid);
+	/* the kernel may have ended the receive for want of this very buffer */
+	if (c->multishot && !c->armed && !c->ended && !c->has_cur && !c->done_n)
+		(void)multishot_submit(r, c);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * chan.h - the client's io_uring channel layer: one ring per bus, channels
- * attached through capability fds from brokerd, waiting receives that complete
- * into per-channel buffers, and synchronous sends. Knows nothing about the
- * message format above it.
+ * attached through capability fds from brokerd, receives that complete into
+ * a per-channel buffer (single-shot) or into a ring of provided buffers
+ * (multishot: one receive for many messages), and synchronous sends. Knows
+ * nothing about the message format above it.
  */
 #ifndef BROKERD_CLIENT_CHAN_H
 #define BROKERD_CLIENT_CHAN_H
@@ -30,6 +31,29 @@ struct chan {
 	struct chan *ready_next;
 	size_t buf_size;
 	uint8_t *buf; /* struct ioipc_msg_info + payload */
+
+	/*
+	 * Multishot (chan_set_multishot()): one receive fills the provided
+	 * buffers of group bgid, each completion is queued in done[] until it
+	 * is dispatched, and the message being dispatched is cur (its buffer
+	 * goes back to the kernel on the next chan_arm()). buf is then the
+	 * first provided buffer, which a fallback to single-shot receives into.
+	 */
+	bool multishot;
+	uint16_t bgid;
+	unsigned int nbufs;   /* a power of two */
+	struct io_uring_buf_ring *br;
+	uint8_t *bufs;	      /* nbufs buffers of buf_size bytes */
+	struct chan_done {
+		int32_t bid; /* -1: the receive's end, res its error */
+		int32_t res;
+	} *done;
+	unsigned int done_head, done_n;
+	bool has_cur;	/* holds a completion from done[] (cur NULL: the receive's end) */
+	uint8_t *cur;	/* the message being dispatched (NULL: none, or c->buf's) */
+	int32_t cur_bid; /* cur's buffer, -1 none */
+	bool ended;	 /* the multishot receive ended for good (its error is queued) */
+	unsigned int holds; /* buffers taken by chan_hold(): c is freed only when all are back */
 };
 
 struct ring {
@@ -44,6 +68,7 @@ struct ring {
 	int receipts;		/* the kernel posts them: 1 yes, -1 no, 0 not asked yet */
 	uintptr_t receipt_wait; /* the receipt send waiting for its own CQE */
 	int receipt_res;
+	uint64_t bgid_used[1024]; /* provided buffer group ids in use, a bit each */
 };
 
 int ring_init(struct ring *r, unsigned int entries);
@@ -51,6 +76,11 @@ void ring_deinit(struct ring *r);
 
 /* Drains completions; receive completions go on the ready list. */
 int ring_reap(struct ring *r);
+/*
+ * Spins up to usec microseconds for a completion (a message, say) to appear
+ * in the CQ, without a syscall: true if one did (reap it), false at the end.
+ */
+bool ring_spin(struct ring *r, uint64_t usec);
 /* Clears the eventfd; call before reaping so no wakeup is lost. */
 void ring_ack(struct ring *r);
 struct chan *ring_pop_ready(struct ring *r);
@@ -61,7 +91,22 @@ struct chan *ring_pop_ready_kind(struct ring *r, unsigned int kind);
 /* Attaches through a capability fd (not closed). recv_size 0: send only. */
 int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_size, unsigned int kind,
 		void *owner, struct chan **ret);
-/* Submits one waiting receive with the kernel's info header. */
+/*
+ * Receives c's messages with one multishot receive into nbufs (a power of
+ * two) provided buffers of c->buf_size bytes instead of a waiting receive
+ * each; call after chan_attach(), before the first chan_arm(). Fails (and c
+ * stays single-shot) where the kernel has no buffer rings; a kernel without
+ * multishot IPC receives is found out at the first receive, which then goes
+ * on single-shot.
+ */
+int chan_set_multishot(struct ring *r, struct chan *c, unsigned int nbufs);
+/*
+ * Done with the message c holds, if any: arms the next receive. Single-shot:
+ * submits one waiting receive with the kernel's info header. Multishot: gives
+ * the message's buffer back to the kernel, makes the next completed message
+ * (if any) ready, and submits a new multishot receive only if the kernel
+ * ended the last one.
+ */
 int chan_arm(struct ring *r, struct chan *c);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
@@ -79,6 +124,16 @@ int chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t le
 /* Cancels a parked receive and waits (briefly) for its completion: after it
  * the channel is either idle or ready with a message it had already taken. */
 void chan_cancel_wait(struct ring *r, struct chan *c);
+/*
+ * Multishot: takes the buffer of the message c holds away from the next
+ * chan_arm(), so that the message can be read in place while c moves on to
+ * the next one. The buffer, and c, stay valid (even through chan_close())
+ * until chan_release(). Returns the buffer id, or -1 when c cannot lend one
+ * (single-shot: its one buffer is reused by the next receive).
+ */
+int chan_hold(struct chan *c);
+/* Gives a buffer chan_hold() took back to the kernel (or frees a closed c with its last one). */
+void chan_release(struct ring *r, struct chan *c, int bid);
 /* Takes a ready channel off the ready list. */
 void ring_unready(struct ring *r, struct chan *c);
 /* Detaches; the struct is freed now or once its receive completes. */

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * msg.c - received messages: a private copy of what arrived on a channel,
- * with the sender's unique name and credentials taken from the kernel's
- * struct ioipc_msg_info, never from the message itself; the fds it carried,
- * and a body that came in a sealed memfd, mapped read-only.
+ * msg.c - received messages, with the sender's unique name and credentials
+ * taken from the kernel's struct ioipc_msg_info, never from the message
+ * itself; the fds it carried, and a body that came in a sealed memfd, mapped
+ * read-only. A message from a multishot receive is read in place: its header
+ * strings and body stay in the receive buffer the kernel copied it into,
+ * lent by the chan until the message is freed, in a struct reused from one
+ * message to the next, so that dispatching it copies and allocates nothing;
+ * a message the application keeps past its dispatch is copied out once
+ * (msg_keep()). Other receives are copied into a message of their own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +80,7 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 		msg->creds.uid = (uid_t)info->uid;
 		msg->creds.gid = (gid_t)info->gid;
 		msg->creds.id = info->badge;
+		msg->lost = info->lost;
 		if (info->badge)
 			ctrl_unique_name_format(info->badge, msg->sender);
 	}
@@ -138,32 +144,47 @@ static void fds_close(int *fds, unsigned int n)
 			close(fds[i]);
 }
 
-int msg_receive(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg **ret)
-{
+/* What msg_decode() found in a receive: the message, its fds (owned), the mapped body. */
+struct received {
 	const struct ioipc_msg_info *info;
-	const struct ioipc_fds_hdr *h;
-	_cleanup_free_ int *fds = NULL;
-	const void *payload;
-	void *map = NULL;
-	unsigned int n = 0;
-	brokerd_msg *msg;
 	struct chmsg m;
+	int *fds;
+	unsigned int n_fds;
+	void *map;
+};
+
+static void received_clear(struct received *r)
+{
+	if (r->map)
+		(void)munmap(r->map, r->m.body_len);
+	if (r->fds)
+		fds_close(r->fds, r->n_fds);
+	free(r->fds);
+	*r = (struct received){ 0 };
+}
+
+/* Decodes c's completed receive into r; on failure every fd is closed. */
+static int msg_decode(struct chan *c, struct received *r)
+{
+	const struct ioipc_fds_hdr *h;
+	const void *payload;
 	size_t len;
 	int k;
 
-	k = chan_message(c, &info, &payload, &len);
+	*r = (struct received){ 0 };
+	k = chan_message(c, &r->info, &payload, &len);
 	/* the fds are ours from here, whatever becomes of the message */
 	h = chan_take_fds(c);
 	if (h && h->nr) {
-		fds = malloc(h->nr * sizeof(int));
-		if (!fds) {
+		r->fds = malloc(h->nr * sizeof(int));
+		if (!r->fds) {
 			for (uint32_t i = 0; i < h->nr; i++)
 				if (h->fds[i] >= 0)
 					close(h->fds[i]);
 			return -ENOMEM;
 		}
-		n = h->nr;
-		memcpy(fds, h->fds, n * sizeof(int));
+		r->n_fds = h->nr;
+		memcpy(r->fds, h->fds, r->n_fds * sizeof(int));
 	}
 	if (k < 0)
 		goto fail;
@@ -172,37 +193,188 @@ int msg_receive(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg 
 		k = -EMFILE;
 		goto fail;
 	}
-	k = chmsg_decode(&m, payload, len);
-	if (k >= 0 && m.n_fds != n)
+	k = chmsg_decode(&r->m, payload, len);
+	if (k >= 0 && r->m.n_fds != r->n_fds)
 		k = -EBADMSG; /* the header must say how many came */
 	if (k < 0)
 		goto fail;
-	if (m.body_in_fd) {
-		k = body_map(fds[n - 1], m.body_len, &map);
+	if (r->m.body_in_fd) {
+		k = body_map(r->fds[r->n_fds - 1], r->m.body_len, &r->map);
 		if (k >= 0)
-			k = chmsg_decode_body(&m, map);
+			k = chmsg_decode_body(&r->m, r->map);
 		if (k < 0)
 			goto fail;
 		/* the mapping holds the pages: the fd itself is not needed any more */
-		close(fds[--n]);
+		close(r->fds[--r->n_fds]);
 	}
-	msg = msg_new(bus, &m, info, name);
-	if (!msg) {
-		k = -ENOMEM;
-		goto fail;
-	}
-	msg->fds = n ? TAKE_PTR(fds) : NULL;
-	msg->n_fds = n;
-	msg->map = map;
-	msg->map_len = m.body_len;
-	*ret = msg;
 	return 0;
 fail:
-	if (map)
-		(void)munmap(map, m.body_len);
-	if (fds)
-		fds_close(fds, n);
+	received_clear(r);
 	return k;
+}
+
+/* Hands r's fds and mapping to msg. */
+static void received_give(struct received *r, brokerd_msg *msg)
+{
+	msg->fds = r->n_fds ? TAKE_PTR(r->fds) : NULL;
+	msg->n_fds = r->n_fds;
+	msg->map = TAKE_PTR(r->map);
+	msg->map_len = r->m.body_len;
+	free(r->fds);
+	r->fds = NULL;
+}
+
+int msg_receive(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg **ret)
+{
+	struct received r;
+	brokerd_msg *msg;
+	int k;
+
+	k = msg_decode(c, &r);
+	if (k < 0)
+		return k;
+	msg = msg_new(bus, &r.m, r.info, name);
+	if (!msg) {
+		received_clear(&r);
+		return -ENOMEM;
+	}
+	received_give(&r, msg);
+	*ret = msg;
+	return 0;
+}
+
+/* The struct of a message read in place: the bus's spare one, or a new one. */
+static brokerd_msg *msg_struct_get(brokerd_bus *bus)
+{
+	brokerd_msg *msg = TAKE_PTR(bus->msg_cache);
+
+	if (!msg) {
+		msg = calloc(1, sizeof(*msg));
+		if (!msg)
+			return NULL;
+	}
+	msg->cached = true;
+	return msg;
+}
+
+int msg_receive_in_place(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg **ret)
+{
+	struct received r;
+	brokerd_msg *msg;
+	const struct chmsg *m = &r.m;
+	uint8_t *end;
+	int k;
+
+	/* a body in a memfd is mapped either way: the copying path costs nothing more */
+	if (!c->multishot || c->cur_bid < 0)
+		return msg_receive(bus, c, name, ret);
+	k = msg_decode(c, &r);
+	if (k < 0)
+		return k;
+	/* room for a NUL after the body in the buffer, so that text bodies can be printed as they are */
+	end = m->body_in_fd ? NULL : (uint8_t *)m->body + m->body_len;
+	if (end && end >= c->cur + c->buf_size) {
+		received_clear(&r);
+		return msg_receive(bus, c, name, ret); /* cannot happen: the buffer has room beyond CHMSG_MAX */
+	}
+	msg = msg_struct_get(bus);
+	if (!msg) {
+		received_clear(&r);
+		return -ENOMEM;
+	}
+	msg->n_ref = 1;
+	msg->bus = bus_ref(bus);
+	msg->type = m->type;
+	msg->flags = m->flags;
+	msg->serial = m->serial;
+	msg->reply_serial = m->reply_serial;
+	msg->creds.pid = (pid_t)r.info->pid;
+	msg->creds.uid = (uid_t)r.info->uid;
+	msg->creds.gid = (gid_t)r.info->gid;
+	msg->creds.id = r.info->badge;
+	msg->lost = r.info->lost;
+	if (r.info->badge)
+		ctrl_unique_name_format(r.info->badge, msg->sender);
+	/* decoded strings are NUL-terminated where they lie */
+	msg->member = (char *)((m->type == CHMSG_ERROR ? m->error_name : m->member) ?: "");
+	snprintf(msg->name_buf, sizeof(msg->name_buf), "%s", name ? name : "");
+	msg->name = msg->name_buf;
+	msg->path = (char *)(m->path ?: "");
+	msg->interface = (char *)(m->interface ?: "");
+	msg->error_name = (char *)(m->error_name ?: "");
+	msg->destination = (char *)(m->destination ?: "");
+	msg->signature = (char *)(m->signature ?: "");
+	msg->data = (void *)m->body;
+	msg->data_len = m->body_len;
+	if (end)
+		*end = 0;
+	received_give(&r, msg);
+	msg->held_chan = c;
+	msg->held_bid = chan_hold(c);
+	/* the buffer is ours: a byte-order conversion writes to it */
+	if (m->body_in_fd && m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN &&
+	    mprotect(msg->map, m->body_len, PROT_READ | PROT_WRITE) < 0)
+		k = -ENOMEM;
+	else if (dbus_body_to_native(msg->signature, msg->data, msg->data_len,
+				     m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN, msg->n_fds) < 0)
+		k = -EBADMSG;
+	if (k < 0) {
+		brokerd_msg_unref(msg);
+		return k;
+	}
+	msg_set_byte_view(msg);
+	*ret = msg;
+	return 0;
+}
+
+int msg_keep(brokerd_msg *msg)
+{
+	size_t size = 0, copy_len, body_off;
+	uint8_t *block, *p;
+
+	if (!msg || !msg->held_chan)
+		return 0;
+	const char *strings[] = { msg->member, msg->path, msg->interface, msg->error_name, msg->destination,
+				  msg->signature };
+	body_off = (uint8_t *)msg->body - (uint8_t *)msg->data;
+	copy_len = msg->map ? 0 : msg->data_len;
+	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
+		size += strlen(strings[i]) + 1;
+	/* the body first, 8-byte aligned as its values were laid out */
+	block = malloc(copy_len + 1 + size);
+	if (!block)
+		return -ENOMEM; /* it keeps the buffer instead */
+	p = block;
+	if (!msg->map) {
+		const uint8_t *old = msg->data;
+
+		memcpy(p, msg->data, copy_len);
+		p[copy_len] = 0;
+		msg->data = p;
+		msg->body = p + body_off;
+		/* a typed read under way goes on in the copy: its pointers into the body move along */
+		if (msg->reader && msg->reader->data == old) {
+			msg->reader->data = p;
+			for (unsigned int i = 0; i <= msg->reader->depth && i <= DBUS_DEPTH_MAX; i++) {
+				const char *sig = msg->reader->frames[i].sig;
+
+				if (sig && (const uint8_t *)sig >= old && (const uint8_t *)sig < old + copy_len)
+					msg->reader->frames[i].sig = (const char *)p + ((const uint8_t *)sig - old);
+			}
+		}
+	}
+	p += copy_len + 1;
+	msg->member = put_string(&p, msg->member);
+	msg->path = put_string(&p, msg->path);
+	msg->interface = put_string(&p, msg->interface);
+	msg->error_name = put_string(&p, msg->error_name);
+	msg->destination = put_string(&p, msg->destination);
+	msg->signature = put_string(&p, msg->signature);
+	msg->kept = block;
+	chan_release(&msg->bus->ring, msg->held_chan, msg->held_bid);
+	msg->held_chan = NULL;
+	msg->held_bid = -1;
+	return 0;
 }
 
 _public_ brokerd_msg *brokerd_msg_ref(brokerd_msg *msg)
@@ -214,9 +386,13 @@ _public_ brokerd_msg *brokerd_msg_ref(brokerd_msg *msg)
 
 _public_ brokerd_msg *brokerd_msg_unref(brokerd_msg *msg)
 {
+	brokerd_bus *bus;
+
 	if (!msg || --msg->n_ref > 0)
 		return NULL;
-	bus_unref(msg->bus);
+	bus = msg->bus;
+	if (msg->held_chan)
+		chan_release(&bus->ring, msg->held_chan, msg->held_bid);
 	if (msg->writer)
 		dbus_writer_deinit(msg->writer);
 	free(msg->writer);
@@ -229,7 +405,15 @@ _public_ brokerd_msg *brokerd_msg_unref(brokerd_msg *msg)
 	free(msg->fds);
 	free(msg->owned_data);
 	free(msg->owned_signature);
-	free(msg);
+	free(msg->kept);
+	if (msg->cached && bus && !bus->msg_cache) {
+		/* the next message read in place takes this struct */
+		memset(msg, 0, sizeof(*msg));
+		bus->msg_cache = msg;
+	} else {
+		free(msg);
+	}
+	bus_unref(bus);
 	return NULL;
 }
 

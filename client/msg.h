@@ -21,6 +21,21 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
  */
 int msg_receive(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg **ret);
 
+/*
+ * The same, read in place where c lends its receive buffer (multishot): no
+ * copy, no allocation; the message holds the buffer until it is freed or
+ * kept. Elsewhere as msg_receive().
+ */
+int msg_receive_in_place(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg **ret);
+
+/*
+ * For a message read in place that someone keeps past its dispatch: copies
+ * its strings and body into memory of its own and gives the buffer back.
+ * 0 (also for a message not read in place), or -ENOMEM (it keeps the
+ * buffer).
+ */
+int msg_keep(brokerd_msg *msg);
+
 /* Points body/body_len at what the byte API sees of data (see struct brokerd_msg). */
 void msg_set_byte_view(brokerd_msg *msg);
 

@@ -263,6 +263,7 @@ static void test_arguments(void)
 	const void *body;
 	size_t size;
 	char buf[64];
+	uint64_t u64;
 
 	ASSERT(brokerd_bus_open(NULL, "/run/brokerd/socket") == -EINVAL);
 	ASSERT(brokerd_bus_open(&bus, NULL) == -EINVAL);
@@ -274,6 +275,9 @@ static void test_arguments(void)
 	ASSERT(brokerd_bus_get_unique_name(NULL, &s) == -EINVAL);
 	ASSERT(brokerd_bus_is_connected(NULL) == -EINVAL);
 	ASSERT(brokerd_bus_set_reconnect(NULL, 1) == -EINVAL);
+	ASSERT(brokerd_bus_set_spin(NULL, 10) == -EINVAL);
+	ASSERT(brokerd_slot_get_lost(NULL, &u64) == -EINVAL);
+	ASSERT(brokerd_slot_set_lost_handler(NULL, NULL) == -EINVAL);
 	ASSERT(brokerd_bus_set_state_handler(NULL, NULL, NULL) == -EINVAL);
 	ASSERT(brokerd_bus_get_fd(NULL) == -EINVAL);
 	ASSERT(brokerd_bus_process(NULL) == -EINVAL);
@@ -342,6 +346,9 @@ static void test_arguments_connected(brokerd_bus *bus)
 	brokerd_slot *slot = NULL;
 	char buf[4];
 
+	ASSERT(brokerd_bus_set_spin(bus, 1000001) == -ERANGE);
+	ASSERT(brokerd_bus_set_spin(bus, 50) == 0);
+	ASSERT(brokerd_bus_set_spin(bus, 0) == 0);
 	ASSERT(brokerd_bus_request_name(bus, NULL, 0) == -EINVAL);
 	ASSERT(brokerd_bus_request_name(bus, "nodots", 0) == -EINVAL);
 	ASSERT(brokerd_bus_request_name(bus, ":1.5", 0) == -EINVAL);

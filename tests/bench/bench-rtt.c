@@ -34,7 +34,7 @@ static int on_sdbus_echo(sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 /* The echo server of bus k; says 'r' on ready once it serves. */
-static void echo_server(enum bus_kind k, int ready, int fd_a, int fd_b, size_t size)
+static void echo_server(enum bus_kind k, int ready, int fd_a, int fd_b, size_t size, uint64_t spin_usec)
 {
 	sd_bus *b = NULL;
 
@@ -44,7 +44,8 @@ static void echo_server(enum bus_kind k, int ready, int fd_a, int fd_b, size_t s
 
 		if (brokerd_bus_open_system(&bus) < 0 ||
 		    brokerd_bus_add_method(bus, NULL, ECHO_NAME, "Echo", on_brokerd_echo, NULL) < 0 ||
-		    brokerd_bus_request_name(bus, ECHO_NAME, 0) != BROKERD_NAME_PRIMARY_OWNER)
+		    brokerd_bus_request_name(bus, ECHO_NAME, 0) != BROKERD_NAME_PRIMARY_OWNER ||
+		    brokerd_bus_set_spin(bus, spin_usec) < 0)
 			_exit(1);
 		(void)!write(ready, "r", 1);
 		brokerd_bus_run(bus);
@@ -161,8 +162,9 @@ static int rtt_once(struct rtt_client *c)
 	}
 }
 
-void bench_rtt(enum bus_kind k, size_t size, int calls)
+void bench_rtt(enum bus_kind k, size_t size, int calls, uint64_t spin_usec)
 {
+	const char *label = spin_usec ? "brokerd-spin" : bus_label[k];
 	struct rtt_client c = { .k = k, .size = size, .fd_out = -1, .fd_in = -1 };
 	int ready[2], a[2] = { -1, -1 }, b[2] = { -1, -1 }, r = 0, done = 0;
 	pid_t pids[3] = { 0 };
@@ -170,7 +172,7 @@ void bench_rtt(enum bus_kind k, size_t size, int calls)
 	char status[160] = "ok";
 
 	if (broker_error[k][0]) {
-		printf("@rtt,%s,%zu,%d,error: %s,,,,,,,\n", bus_label[k], size, calls, broker_error[k]);
+		printf("@rtt,%s,%zu,%d,error: %s,,,,,,,\n", label, size, calls, broker_error[k]);
 		free(lat);
 		return;
 	}
@@ -188,7 +190,7 @@ void bench_rtt(enum bus_kind k, size_t size, int calls)
 	if (pids[0] == 0) {
 		close(ready[0]);
 		/* p2p: the server's end is a[0]; pipe: it reads a[0] and writes b[1] */
-		echo_server(k, ready[1], a[0], b[1], size);
+		echo_server(k, ready[1], a[0], b[1], size, spin_usec);
 	}
 	close(ready[1]);
 	if (!wait_byte(ready[0], 20000)) {
@@ -198,6 +200,8 @@ void bench_rtt(enum bus_kind k, size_t size, int calls)
 	switch (k) {
 	case BUS_BROKERD:
 		r = brokerd_bus_open_system(&c.bbus);
+		if (r >= 0)
+			r = brokerd_bus_set_spin(c.bbus, spin_usec);
 		break;
 	case BUS_P2P:
 		r = sdbus_p2p(a[1], false, &c.sbus);
@@ -246,13 +250,13 @@ void bench_rtt(enum bus_kind k, size_t size, int calls)
 out:
 	if (strcmp(status, "ok") == 0) {
 		qsort(lat, (size_t)done, sizeof(*lat), cmp_u64);
-		printf("@rtt,%s,%zu,%d,ok,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", bus_label[k], size, calls,
+		printf("@rtt,%s,%zu,%d,ok,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", label, size, calls,
 		       (double)lat[0] / 1000.0, pct_us(lat, (size_t)done, 0.5),
 		       pct_us(lat, (size_t)done, 0.9), pct_us(lat, (size_t)done, 0.99),
 		       pct_us(lat, (size_t)done, 0.999), (double)lat[done - 1] / 1000.0,
 		       (double)(cpu1 - cpu0) / (double)done);
 	} else {
-		printf("@rtt,%s,%zu,%d,%s,,,,,,,\n", bus_label[k], size, calls, status);
+		printf("@rtt,%s,%zu,%d,%s,,,,,,,\n", label, size, calls, status);
 	}
 	fflush(stdout);
 	brokerd_bus_close(c.bbus);

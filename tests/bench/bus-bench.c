@@ -22,16 +22,55 @@
  *   ctrl    control-plane operations per second: connect+HELLO, REQUEST_NAME,
  *           SUBSCRIBE, OPEN_CALL against Hello, RequestName, AddMatch and
  *           GetNameOwner (what a D-Bus client does to reach a name);
- *   mem     the broker's VmRSS before and after N idle connections.
+ *   mem     the broker's VmRSS before and after N idle connections;
+ *   copies  how many times libbrokerd and the kernel copy a message's bytes
+ *           on each side, by design, for each of brokerd's paths (what the
+ *           code does, not a measurement: see client/README.md).
+ * rtt also has the row brokerd-spin: brokerd with libbrokerd's low-latency
+ * mode (brokerd_bus_set_spin(), SPIN_USEC) in the caller and the server.
  * CPU columns are user+system time of every process involved (client,
  * server or emitter and subscribers, the broker) from /proc/PID/stat, per
  * call or per delivered signal. A size that a bus cannot carry is reported
  * as "n/a: <errno name>", never left out; an unexpected failure as
  * "error: ...". Speed is never judged here.
  *
- * usage: bus-bench [--short]
+ * usage: bus-bench [--short] [--fanout-only SUBS SIZES]
+ *   --fanout-only 1,4,16 64,16384: only the fanout table (and copies), for
+ *   these subscriber counts and sizes, at the full mode's counts.
  */
 #include "tests/bench/bus-bench.h"
+
+/* ---- Copies per message --------------------------------------------------------------- */
+
+/*
+ * What libbrokerd's design copies, per side, on each of brokerd's paths
+ * (client/README.md): the library encodes a message into its buffer (one
+ * copy of the body; the byte API's "ay" body is built first, one more), the
+ * kernel copies it into the channel's slot and out into the receiver's
+ * multishot buffer, where the library reads it in place; call channels are
+ * received single-shot and copied into a message of their own, and so is a
+ * message the application keeps (brokerd_bus_call()'s reply). A body above
+ * the slot travels in a sealed memfd: written once, mapped by every
+ * receiver.
+ */
+static void print_copies(void)
+{
+	static const struct {
+		const char *path;
+		int send_library, send_kernel, recv_kernel, recv_library;
+	} rows[] = {
+		{ "signal-inline", 2, 1, 1, 0 },
+		{ "signal-kept", 2, 1, 1, 1 },
+		{ "call-inline", 2, 1, 1, 1 },
+		{ "reply-inline-async", 2, 1, 1, 0 },
+		{ "reply-inline-sync", 2, 1, 1, 1 },
+		{ "body-memfd", 2, 1, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		printf("@copies,brokerd,%s,ok,%d,%d,%d,%d\n", rows[i].path, rows[i].send_library,
+		       rows[i].send_kernel, rows[i].recv_kernel, rows[i].recv_library);
+}
 
 /* ---- Main ---------------------------------------------------------------------------- */
 
@@ -44,10 +83,19 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	int nsubs;
 
+	int only_subs[8], n_only_subs = 0;
+	size_t only_sizes[8];
+	int n_only_sizes = 0;
+
 	if (argc == 2 && strcmp(argv[1], "--short") == 0)
 		short_mode = true;
-	else if (argc != 1) {
-		fprintf(stderr, "usage: bus-bench [--short]\n");
+	else if (argc == 4 && strcmp(argv[1], "--fanout-only") == 0) {
+		for (char *t = strtok(argv[2], ","); t && n_only_subs < 8; t = strtok(NULL, ","))
+			only_subs[n_only_subs++] = atoi(t);
+		for (char *t = strtok(argv[3], ","); t && n_only_sizes < 8; t = strtok(NULL, ","))
+			only_sizes[n_only_sizes++] = (size_t)atol(t);
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: bus-bench [--short] [--fanout-only SUBS SIZES]\n");
 		return 2;
 	}
 	subs = short_mode ? subs_short : subs_full;
@@ -80,6 +128,17 @@ int main(int argc, char **argv)
 	       "lat_p99_us,cpu_us_per_delivered,window_timeouts\n");
 	printf("@columns,ctrl,bus,op,count,status,per_s,p50_us\n");
 	printf("@columns,mem,bus,connections,status,rss_before_kb,rss_after_kb,kb_per_100\n");
+	printf("@columns,copies,bus,path,status,send_library,send_kernel,recv_kernel,recv_library\n");
+	print_copies();
+	if (n_only_subs) {
+		for (int n = 0; n < n_only_subs; n++)
+			for (int s = 0; s < n_only_sizes; s++)
+				for (int k = 0; k <= BUS_DBUS_DAEMON; k++)
+					bench_fanout((enum bus_kind)k, only_subs[n], only_sizes[s],
+						     fan_signals(only_subs[n]));
+		stop_brokers();
+		return 0;
+	}
 
 	/*
 	 * Memory first: the other tables open hundreds of connections, and the
@@ -94,7 +153,8 @@ int main(int argc, char **argv)
 						      (short_mode ? 50 : 2000);
 
 		for (int k = 0; k < N_BUSES; k++)
-			bench_rtt((enum bus_kind)k, rtt_sizes[s], calls);
+			bench_rtt((enum bus_kind)k, rtt_sizes[s], calls, 0);
+		bench_rtt(BUS_BROKERD, rtt_sizes[s], calls, SPIN_USEC);
 	}
 	for (int n = 0; n < nsubs; n++)
 		for (size_t s = 0; s < sizeof(fan_sizes) / sizeof(fan_sizes[0]); s++) {

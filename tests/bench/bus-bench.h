@@ -47,6 +47,7 @@
 #define SAMPLES	  4096 /* latency samples kept per subscriber */
 #define CALL_USEC (30ULL * 1000000)
 #define ACK_MSEC  3000
+#define SPIN_USEC 200 /* brokerd-spin: longer than a round trip under TCG */
 
 /*
  * BUS_BROKERD_DBUS is the system brokerd again, through its D-Bus socket
@@ -85,7 +86,8 @@ int wait_bus(enum bus_kind k);
 void start_dbus_daemon(void);
 void start_dbus_broker(void);
 void stop_brokers(void);
-void bench_rtt(enum bus_kind k, size_t size, int calls);
+/* spin_usec: libbrokerd's low-latency mode in caller and server (BUS_BROKERD only; row brokerd-spin) */
+void bench_rtt(enum bus_kind k, size_t size, int calls, uint64_t spin_usec);
 void bench_fanout(enum bus_kind k, int nsubs, size_t size, uint64_t signals);
 void bench_ctrl(enum bus_kind k, enum bench_op op, int n);
 void bench_mem(enum bus_kind k, int n);

@@ -69,6 +69,14 @@ int brokerd_bus_get_fd(brokerd_bus *bus);
 int brokerd_bus_process(brokerd_bus *bus);
 /* Waits up to timeout_usec (UINT64_MAX: forever) for the fd: > 0 when ready. */
 int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec);
+/*
+ * Low-latency mode, off by default (usec 0): brokerd_bus_wait() (and so
+ * brokerd_bus_run() and the synchronous calls) first spins on the ring's
+ * completion queue for up to usec microseconds (at most 1 s: -ERANGE)
+ * before it sleeps, so that a message arriving meanwhile is handled without
+ * the wake-up of a sleeping thread. Costs up to usec of CPU time per wait.
+ */
+int brokerd_bus_set_spin(brokerd_bus *bus, uint64_t usec);
 /* Blocking convenience loop: process and wait until brokerd_bus_exit(). */
 int brokerd_bus_run(brokerd_bus *bus);
 /* Ends brokerd_bus_run(); the bus also stops taking new calls (a worker
@@ -80,6 +88,23 @@ int brokerd_bus_detach_event(brokerd_bus *bus);
 /* Slots: a registration (subscription, method, watch, pending call). Freeing
  * the slot undoes it. */
 brokerd_slot *brokerd_slot_free(brokerd_slot *slot);
+
+/*
+ * Loss is never silent. Signal channels are lossy: a subscriber that falls a
+ * whole channel ring behind loses the oldest signals instead of holding back
+ * the emitter, and a monitor that falls behind skips ahead. The kernel tells
+ * how many with the next message received; the library counts them for
+ * every slot that would have heard them (subscriptions and match rules of
+ * that name, monitors of that channel) and for the bus
+ * (BROKERD_COUNTER_LOST), and calls the slot's lost handler, if any, with
+ * the number just lost (and the slot's userdata) before that next message is
+ * dispatched. brokerd_slot_get_lost() returns the slot's total; -EINVAL for
+ * NULL, -EOPNOTSUPP for a slot that cannot lose messages (methods, calls,
+ * watches, objects).
+ */
+typedef void (*brokerd_lost_handler_t)(brokerd_slot *slot, uint64_t n, void *userdata);
+int brokerd_slot_get_lost(brokerd_slot *slot, uint64_t *ret);
+int brokerd_slot_set_lost_handler(brokerd_slot *slot, brokerd_lost_handler_t handler);
 
 /* --- Names ----------------------------------------------------------------- */
 
@@ -456,7 +481,9 @@ int brokerd_msg_reply_errorf(brokerd_msg *call, const char *error_name, const ch
  * header or the body failed validation), replies to no pending call, and
  * replies to a pending call from a connection that did not take the call,
  * and messages whose fds could not all be installed in this process (its fd
- * table full: the kernel's -EMFILE, RLIMIT_NOFILE). And one that counts no
+ * table full: the kernel's -EMFILE, RLIMIT_NOFILE); and messages that never
+ * reached this connection: signals and monitor copies lost on a channel it
+ * fell behind on (see brokerd_slot_get_lost()). And one that counts no
  * drop: the control requests this bus sent brokerd.
  */
 enum {
@@ -465,6 +492,7 @@ enum {
 	BROKERD_COUNTER_FORGED_REPLY,
 	BROKERD_COUNTER_CONTROL_REQUESTS,
 	BROKERD_COUNTER_FDS_LOST,
+	BROKERD_COUNTER_LOST, /* signals and monitor copies the kernel dropped before we received them */
 	_BROKERD_COUNTER_MAX,
 };
 uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter);

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client-lossy - loss on a lossy signal channel is never silent. The test
+ * owns org.brokerd.test.Lossy and emits 600 numbered signals as fast as it
+ * can, with no window: no emit may fail (the channel is lossy, nobody holds
+ * the emitter back). A subscriber that runs its loop and one that does not
+ * dispatch until the emitter is done must each account for every signal:
+ * received, or counted as lost by the library (the slot's lost handler,
+ * called before the signal after each gap with exactly the gap's size,
+ * brokerd_slot_get_lost() and BROKERD_COUNTER_LOST agree). The stalled one
+ * must have lost some (600 signals do not fit the channel's ring and its
+ * receive buffers), and it still receives the last signals in order. A
+ * monitor of the name that stalls the same way accounts for every signal
+ * too, its loss counted on its monitor slot.
+ */
+#include "client/bus-introspect.h"
+#include "tests/integration/client/testlib.h"
+
+#define NAME "org.brokerd.test.Lossy"
+#define N    600
+
+struct sub {
+	int ready[2], go[2], out[2];
+	bool stall;
+	uint64_t next;	   /* the sequence number expected next */
+	uint64_t pending;  /* lost, as the handler said, not yet seen as a gap */
+	uint64_t received, lost_calls, lost_total;
+	brokerd_slot *slot;
+};
+
+static void on_lost(brokerd_slot *slot, uint64_t n, void *u)
+{
+	struct sub *s = u;
+
+	if (slot != s->slot || n == 0)
+		FAIL("lost handler called with slot %p, n %" PRIu64, (void *)slot, n);
+	s->pending += n;
+	s->lost_calls++;
+	s->lost_total += n;
+}
+
+static int on_signal(brokerd_msg *m, void *u)
+{
+	struct sub *s = u;
+	const void *body;
+	size_t size;
+	uint64_t seq;
+
+	if (brokerd_msg_get_body(m, &body, &size) < 0 || size != sizeof(seq))
+		FAIL("a signal of %zu bytes", size);
+	memcpy(&seq, body, sizeof(seq));
+	/* every gap was announced, with its exact size, just before */
+	if (seq != s->next + s->pending)
+		FAIL("got %" PRIu64 ", expected %" PRIu64 " + %" PRIu64 " announced lost", seq, s->next,
+		     s->pending);
+	s->pending = 0;
+	s->next = seq + 1;
+	s->received++;
+	if (seq == N - 1) {
+		uint64_t slot_lost = 0;
+
+		CHECK_R(brokerd_slot_get_lost(s->slot, &slot_lost), 0);
+		if (slot_lost != s->lost_total || brokerd_bus_get_counter(m->bus, BROKERD_COUNTER_LOST) != slot_lost)
+			FAIL("lost: handler %" PRIu64 ", slot %" PRIu64 ", bus %" PRIu64, s->lost_total, slot_lost,
+			     brokerd_bus_get_counter(m->bus, BROKERD_COUNTER_LOST));
+		t_say(s->out[1], "%" PRIu64 " %" PRIu64 " %" PRIu64, s->received, s->lost_total, s->lost_calls);
+		brokerd_bus_exit(m->bus, 0);
+	}
+	return 0;
+}
+
+static int subscriber(void *arg)
+{
+	struct sub *s = arg;
+	brokerd_bus *bus = t_open();
+	char buf[8];
+
+	CHECK_R(brokerd_bus_subscribe(bus, &s->slot, NAME, "Seq", on_signal, s), 0);
+	CHECK_R(brokerd_slot_set_lost_handler(s->slot, on_lost), 0);
+	t_say(s->ready[1], "ready");
+	/* stalled: not a single dispatch until the emitter is done */
+	if (s->stall)
+		CHECK(t_hear(s->go[0], buf, sizeof(buf), 30000) == 0);
+	return brokerd_bus_run(bus) < 0;
+}
+
+static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m, int error,
+		       void *u)
+{
+	if (!m || strcmp(brokerd_msg_get_member(m), "Seq") != 0)
+		return;
+	(void)on_signal(m, u);
+}
+
+/* A monitor of the name: stalls until the emitter is done, then counts like a subscriber. */
+static int monitor(void *arg)
+{
+	struct sub *s = arg;
+	brokerd_bus *bus = t_open();
+	unsigned int have = 0;
+	char buf[8];
+	int k;
+
+	k = bus_monitor_start(bus, &s->slot, NAME, on_monitor, s);
+	if (k < 0)
+		FAIL("monitor: %s", strerror(-k));
+	CHECK_R(brokerd_slot_set_lost_handler(s->slot, on_lost), 0);
+	/* brokerd announced k channels: wait until every one is attached */
+	for (int i = 0; i < 500 && (int)have < k; i++) {
+		(void)brokerd_bus_process(bus);
+		have = 0;
+		for (struct monitor_chan *mc = bus->monitors; mc; mc = mc->next)
+			have++;
+		if ((int)have < k)
+			usleep(10000);
+	}
+	if ((int)have < k)
+		FAIL("monitor: %u of %d channels attached", have, k);
+	t_say(s->ready[1], "ready");
+	CHECK(t_hear(s->go[0], buf, sizeof(buf), 30000) == 0);
+	return brokerd_bus_run(bus) < 0;
+}
+
+static void check_sub(struct sub *s, const char *what, bool must_lose)
+{
+	char line[128];
+	uint64_t received, lost, calls;
+
+	CHECK(t_hear(s->out[0], line, sizeof(line), 20000) == 0);
+	if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64, &received, &lost, &calls) != 3)
+		FAIL("%s said '%s'", what, line);
+	t_log("%s: received %" PRIu64 ", lost %" PRIu64 " (told %" PRIu64 " times)", what, received, lost, calls);
+	if (received + lost != N)
+		FAIL("%s: %" PRIu64 " received + %" PRIu64 " lost != %d emitted", what, received, lost, N);
+	if (must_lose && (lost == 0 || calls == 0))
+		FAIL("%s: stalled for %d signals and lost none", what, N);
+}
+
+int main(void)
+{
+	brokerd_bus *bus = t_open();
+	struct sub fast = { 0 }, slow = { .stall = true }, mon = { .stall = true };
+	pid_t pf, ps, pm;
+
+	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
+	t_pipe(fast.ready), t_pipe(fast.out), t_pipe(fast.go);
+	t_pipe(slow.ready), t_pipe(slow.out), t_pipe(slow.go);
+	pf = t_fork(subscriber, &fast);
+	ps = t_fork(subscriber, &slow);
+	t_expect(fast.ready[0], "ready", 5000);
+	t_expect(slow.ready[0], "ready", 5000);
+	t_pipe(mon.ready), t_pipe(mon.out), t_pipe(mon.go);
+	pm = t_fork(monitor, &mon);
+	t_expect(mon.ready[0], "ready", 10000);
+	for (uint64_t i = 0; i < N; i++) {
+		int r = brokerd_bus_emit_signal(bus, NAME, "Seq", &i, sizeof(i));
+
+		if (r != 0)
+			FAIL("emit %" PRIu64 " of %d: %s", i, N, strerror(-r));
+	}
+	t_say(slow.go[1], "go");
+	t_say(mon.go[1], "go");
+	check_sub(&fast, "running subscriber", false);
+	check_sub(&slow, "stalled subscriber", true);
+	check_sub(&mon, "stalled monitor", true);
+	CHECK_R(t_wait(pf, 5000), 0);
+	CHECK_R(t_wait(ps, 5000), 0);
+	CHECK_R(t_wait(pm, 5000), 0);
+	brokerd_bus_close(bus);
+	printf("ok\n");
+	return 0;
+}
