@@ -93,8 +93,8 @@ static void rejected(char *buf, size_t len, const char *what, const struct polic
 		 what, v->matched, type_name(m->h.type), from ? from->unique : unset(m->h.sender),
 		 from ? (unsigned int)from->cred.uid : 0U, from ? (int)from->cred.pid : 0,
 		 unset(m->h.interface), unset(m->h.member), unset(m->h.error_name), requested_reply,
-		 m->h.destination ? m->h.destination : "(unset)", (unsigned int)to->cred.uid,
-		 (int)to->cred.pid);
+		 m->h.destination ? m->h.destination : "(unset)", to ? (unsigned int)to->cred.uid : 0U,
+		 to ? (int)to->cred.pid : 0);
 }
 
 static void log_refusal(const struct dbus_conn *c, const char *text, const struct policy_dbus_verdict *v)
@@ -170,4 +170,45 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 			return false;
 	}
 	return policy_dbus_msg_check_receive(p, &to, c ? &from : NULL, &m->h, false, false).allowed;
+}
+
+/* The would-be recipient of a name no D-Bus connection owns: it owns that name alone. */
+static bool name_owns(void *userdata, const char *name, bool prefix)
+{
+	const char *own = userdata;
+	size_t l = strlen(name);
+
+	if (!prefix)
+		return strcmp(own, name) == 0;
+	return strncmp(own, name, l) == 0 && (own[l] == 0 || own[l] == '.');
+}
+
+bool dbus_access_send_to_name(struct dbus_conn *c, const struct dbus_message *m, const char *name, char *text,
+			      size_t text_len)
+{
+	struct bus *b = c->front->bus;
+	const struct policy_dbus_msg *p = b->dbus_policy;
+	struct policy_dbus_peer from, to = {
+		.uid = (uid_t)-1,
+		.owns = name_owns,
+		.userdata = (void *)name,
+	};
+	struct policy_dbus_verdict v;
+
+	if (!p) {
+		if (policy_check(b->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, name, NULL, 0))
+			return true;
+		snprintf(text, text_len, "Sending to %s is not allowed by policy", name);
+		return false;
+	}
+	/* StartServiceByName sends nothing to the name: dbus-daemon lets anyone start it, as here */
+	if (!m)
+		return true;
+	peer_of(c, p, &from);
+	v = policy_dbus_msg_check_send(p, &from, &to, &m->h, false);
+	if (v.allowed)
+		return true;
+	rejected(text, text_len, "send", &v, c, NULL, m, false);
+	log_refusal(c, text, &v);
+	return false;
 }

@@ -27,4 +27,15 @@ bool dbus_access_unicast(struct dbus_conn *c, struct dbus_conn *t, const struct 
 bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, struct dbus_conn *t,
 			   const struct dbus_message *m);
 
+/*
+ * c sends m (NULL: StartServiceByName) to name, which no D-Bus connection
+ * owns: an activatable name, or a native client's through the bridge. With
+ * the XML, c's send rules decide m (the recipient's receive rules are not
+ * D-Bus rules: a native client's are its name's, an activated one's apply
+ * when the message is routed to it); without it, the per-name policy. When
+ * refused, text says why and this returns false; the caller answers.
+ */
+bool dbus_access_send_to_name(struct dbus_conn *c, const struct dbus_message *m, const char *name, char *text,
+			      size_t text_len);
+
 #endif

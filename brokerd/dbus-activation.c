@@ -26,6 +26,7 @@
 
 #include "brokerd/activation.h"
 #include "brokerd/bus-state.h"
+#include "brokerd/dbus-access.h"
 #include "brokerd/dbus-config.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/policy.h"
@@ -562,8 +563,7 @@ int dbus_activation_queue(struct dbus_conn *c, struct dbus_message *m, int **fds
 	if (!svc)
 		return 0;
 	/* Nobody starts what they may not send to. */
-	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, dest, NULL, 0)) {
-		snprintf(text, sizeof(text), "Sending to %s is not allowed by policy", dest);
+	if (!dbus_access_send_to_name(c, m, dest, text, sizeof(text))) {
 		(void)dbus_driver_reply_error(c, m, ERR("AccessDenied"), text);
 		return 1;
 	}
@@ -602,9 +602,8 @@ int dbus_activation_start_by_name(struct dbus_conn *c, const struct dbus_message
 		snprintf(text, text_len, "The name %s was not provided by any .service files", name);
 		return 1;
 	}
-	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, name, NULL, 0)) {
+	if (!dbus_access_send_to_name(c, NULL, name, text, text_len)) {
 		*error = ERR("AccessDenied");
-		snprintf(text, text_len, "Sending to %s is not allowed by policy", name);
 		return 1;
 	}
 	st = state_get(f);

@@ -21,6 +21,7 @@
 #include "brokerd/bus-state.h"
 #include "brokerd/channel.h"
 #include "brokerd/conn.h"
+#include "brokerd/dbus-access.h"
 #include "brokerd/dbus-bridge.h"
 #include "brokerd/driver.h"
 #include "brokerd/grant.h"
@@ -507,6 +508,7 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 	struct bridge_target *t;
 	struct bridge_call *k;
 	int failed_quota = -1, r;
+	char text[1024];
 
 	if (!br) {
 		refuse(c, m, ERR("NotSupported"),
@@ -528,8 +530,8 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 		       dest);
 		return 0;
 	}
-	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_SEND, dest, NULL, 0)) {
-		refuse(c, m, ERR("AccessDenied"), "Sending to %s is not allowed by policy", dest);
+	if (!dbus_access_send_to_name(c, m, dest, text, sizeof(text))) {
+		(void)dbus_driver_reply_error(c, m, ERR("AccessDenied"), text);
 		return 0;
 	}
 	if (!(m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED) && c->n_replies >= DBUS_CONN_REPLIES_MAX) {
@@ -553,8 +555,6 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 	if (r == 0)
 		r = call_send(br, t, m, fds);
 	if (r < 0) {
-		char text[512];
-
 		snprintf(text, sizeof(text), "Cannot pass the call on to %s: %s", dest,
 			 r == -ENOBUFS	? "its call queue is full" :
 			 r == -EMSGSIZE ? "the message is too large" :
