@@ -92,11 +92,16 @@ struct dbus_conn {
 	struct dbus_conn *prev, *next;
 };
 
-/* A method call waiting for its reply: only that reply may pass (unsolicited ones are refused). */
+/*
+ * A method call waiting for its reply: only that reply may pass (unsolicited
+ * ones are refused). The front's list is in deadline order, so that one
+ * timer, armed for the first, times them all out.
+ */
 struct dbus_reply {
 	struct dbus_conn *caller, *callee;
-	uint32_t serial; /* the caller's */
-	struct dbus_reply *next;
+	uint32_t serial;   /* the caller's */
+	uint64_t deadline; /* CLOCK_MONOTONIC usec; UINT64_MAX: none (reply_timeout_ms 0) */
+	struct dbus_reply *prev, *next;
 };
 
 struct dbus_front {
@@ -106,7 +111,8 @@ struct dbus_front {
 	sd_event_source *listen_src;
 	struct registry *registry; /* D-Bus well-known names and their queues */
 	struct dbus_conn *conns;
-	struct dbus_reply *replies;
+	struct dbus_reply *replies, *replies_tail; /* by deadline */
+	sd_event_source *reply_timer;		   /* for the first deadline */
 	struct dbus_bridge *bridge; /* calls to native services; NULL without kernel channels */
 	char guid[33];
 	uint32_t serial;			  /* the driver's */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1424,6 +1425,128 @@ static void test_unknown_interface(sd_bus *b)
 	ok("the driver: UnknownInterface for an interface it lacks (Monitoring off its path), UnknownMethod for a method");
 }
 
+/* ---- Reply timeouts ------------------------------------------------------------ */
+
+/* Hello on a raw connection; its unique name in name. */
+static void raw_hello_name(int fd, char *name, size_t len)
+{
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
+				     .serial = 1,
+				     .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE,
+				     .member = "Hello",
+				     .destination = DBUS_DRIVER_NAME };
+	struct dbus_message m;
+
+	raw_send(fd, &hello, NULL, 0);
+	raw_reply(fd, 1, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	snprintf(name, len, "%s", (const char *)m.body + 4); /* "s": its length, then it */
+	dbus_message_deinit(&m);
+}
+
+/* The next method call on fd (signals such as NameAcquired skipped). */
+static uint32_t raw_next_call(int fd)
+{
+	struct dbus_message m;
+	uint32_t serial;
+
+	for (;;) {
+		raw_reply(fd, 0, &m);
+		if (m.h.type == DBUS_MESSAGE_METHOD_CALL)
+			break;
+		dbus_message_deinit(&m);
+	}
+	serial = m.h.serial;
+	dbus_message_deinit(&m);
+	return serial;
+}
+
+static void raw_ping(int fd, uint32_t serial)
+{
+	struct dbus_header ping = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = serial,
+				    .path = DBUS_DRIVER_PATH,
+				    .interface = "org.freedesktop.DBus.Peer",
+				    .member = "Ping",
+				    .destination = DBUS_DRIVER_NAME };
+	struct dbus_message m;
+
+	raw_send(fd, &ping, NULL, 0);
+	raw_reply(fd, serial, &m);
+	dbus_message_deinit(&m);
+}
+
+/*
+ * reply_timeout_ms 300: a call its callee leaves unanswered gets the
+ * driver's NoReply after that long, and the callee's late reply is refused
+ * as unsolicited; a call answered in time passes as before.
+ */
+static void test_reply_timeout(const char *exe)
+{
+	struct second s = { 0 };
+	char callee_name[64], caller_name[64], saved[sizeof(sock_path)];
+	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = 2,
+				    .path = PATH,
+				    .interface = IFACE,
+				    .member = "Slow",
+				    .destination = callee_name };
+	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .destination = caller_name };
+	struct pollfd pfd;
+	struct dbus_message m;
+	uint64_t t0, waited;
+	int caller, callee;
+
+	second_start(&s, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nreply_timeout_ms 300\n");
+	memcpy(saved, sock_path, sizeof(saved));
+	snprintf(sock_path, sizeof(sock_path), "%s", s.dbus);
+	callee = raw_connect();
+	raw_hello_name(callee, callee_name, sizeof(callee_name));
+	caller = raw_connect();
+	raw_hello_name(caller, caller_name, sizeof(caller_name));
+
+	/* answered in time: passes */
+	raw_send(caller, &call, NULL, 0);
+	reply.serial = 2;
+	reply.reply_serial = raw_next_call(callee);
+	raw_send(callee, &reply, NULL, 0);
+	raw_reply(caller, 2, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	dbus_message_deinit(&m);
+
+	/* not answered: NoReply from the driver after 300 ms */
+	t0 = now_ms();
+	call.serial = 3;
+	raw_send(caller, &call, NULL, 0);
+	reply.serial = 3;
+	reply.reply_serial = raw_next_call(callee);
+	pfd = (struct pollfd){ .fd = caller, .events = POLLIN };
+	ASSERT_INT(poll(&pfd, 1, 5000), ==, 1); /* without the timeout: nothing, ever */
+	raw_reply(caller, 3, &m);
+	waited = now_ms() - t0;
+	printf("# NoReply %llu ms after the call (reply_timeout_ms 300)\n", (unsigned long long)waited);
+	ASSERT(waited >= 250 && waited < 5000);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
+	ASSERT_STR(m.h.error_name, "org.freedesktop.DBus.Error.NoReply");
+	ASSERT_STR(m.h.sender, DBUS_DRIVER_NAME);
+	ASSERT_STR((const char *)m.body + 4, "Message did not receive a reply (timeout by message bus)");
+	dbus_message_deinit(&m);
+
+	/* the late reply is refused: the caller's next message is its Ping's answer */
+	raw_send(callee, &reply, NULL, 0);
+	raw_ping(callee, 4); /* brokerd has handled the late reply */
+	raw_ping(caller, 4);
+	pfd = (struct pollfd){ .fd = caller, .events = POLLIN };
+	ASSERT_INT(poll(&pfd, 1, 100), ==, 0);
+	close(caller);
+	close(callee);
+	second_stop(&s, SIGTERM);
+	second_cleanup(&s);
+	memcpy(sock_path, saved, sizeof(saved));
+	ok("reply_timeout_ms: an unanswered call gets NoReply, the late reply is refused");
+}
+
 int main(int argc, char **argv)
 {
 	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300], policy_file[400];
@@ -1486,8 +1609,10 @@ int main(int argc, char **argv)
 		test_quota(ctrl);
 		test_cap(argv[1]);
 	}
-	if (daemon > 0)
+	if (daemon > 0) {
 		test_ids_durable(argv[1]);
+		test_reply_timeout(argv[1]);
+	}
 	test_owner_order(b);
 	test_slow_reader(b);
 	if (daemon > 0)
