@@ -255,11 +255,15 @@ static int deliver_copy(struct dbus_conn *c, const struct dbus_message *m, const
 	return dbus_conn_queue(c, data, m->len, d, m->h.n_fds);
 }
 
+/* Has c a rule that matches mm (eavesdropping: only its eavesdrop='true' rules)? */
 static bool conn_matches(struct dbus_front *f, struct dbus_conn *c, const struct dbus_match_message *mm,
-			 struct registry_peer *sender_peer)
+			 struct registry_peer *sender_peer, bool eavesdropping)
 {
 	for (struct dbus_match *x = c->matches; x; x = x->next) {
 		struct dbus_match_message m = *mm;
+
+		if (eavesdropping && !x->eavesdrop)
+			continue;
 
 		/* A rule's well-known sender matches the messages of its current owner. */
 		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0 &&
@@ -283,10 +287,10 @@ static void broadcast(struct dbus_front *f, const struct dbus_message *m, const 
 	dbus_front_broadcast(f, m, fds, sender_peer, NULL);
 }
 
-void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
-			  struct registry_peer *sender_peer, const char *sender_name)
+static void match_message_of(struct dbus_match_message *mm, const struct dbus_message *m,
+			     const char *sender_name)
 {
-	struct dbus_match_message mm = {
+	*mm = (struct dbus_match_message){
 		.type = m->h.type,
 		.sender = m->h.sender,
 		.interface = m->h.interface,
@@ -299,11 +303,18 @@ void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, co
 		.byte_order = m->byte_order,
 		.sender_name = sender_name,
 	};
-
 	if (!strcmp(m->h.sender, DBUS_DRIVER_NAME))
-		mm.sender_name = DBUS_DRIVER_NAME;
+		mm->sender_name = DBUS_DRIVER_NAME;
+}
+
+void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender_peer, const char *sender_name)
+{
+	struct dbus_match_message mm;
+
+	match_message_of(&mm, m, sender_name);
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
-		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer) ||
+		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer, false) ||
 		    !dbus_access_broadcast(f, sender_peer, c, m))
 			continue;
 		/* A native name's signals: to those its receive policy allows, as for native subscribers. */
@@ -469,6 +480,25 @@ static void refuse(struct dbus_conn *c, const struct dbus_message *m, const char
 	(void)dbus_driver_reply_error(c, m, error, text);
 }
 
+/*
+ * A message c sends to t: a copy to every other connection with a matching
+ * eavesdrop='true' rule that the policy lets eavesdrop (monitors have
+ * theirs already).
+ */
+static void eavesdrop(struct dbus_conn *c, struct dbus_conn *t, const struct dbus_message *m, const int *fds)
+{
+	struct dbus_front *f = c->front;
+	struct dbus_match_message mm;
+
+	match_message_of(&mm, m, NULL);
+	for (struct dbus_conn *e = f->conns; e; e = e->next) {
+		if (e == t || e->dead || !e->peer || e->monitor || !conn_matches(f, e, &mm, c->peer, true) ||
+		    !dbus_access_eavesdrop(c, e, m))
+			continue;
+		(void)deliver_copy(e, m, fds);
+	}
+}
+
 /* Route to one connection; *fds is taken when the message is queued. */
 static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 {
@@ -529,6 +559,8 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 		free(rep);
 		break;
 	}
+	if (f->n_eavesdrop)
+		eavesdrop(c, t, m, *fds);
 	/* Queued or, if t cannot take it, freed by dbus_conn_queue(): either way not ours any more. */
 	(void)dbus_conn_queue(t, TAKE_PTR(m->data), m->len, TAKE_PTR(*fds), m->h.n_fds);
 	return 0;
@@ -774,6 +806,8 @@ static void conn_free(struct dbus_conn *c)
 		struct dbus_match *x = c->matches;
 
 		c->matches = x->next;
+		if (x->eavesdrop)
+			c->front->n_eavesdrop--;
 		dbus_match_rule_deinit(&x->rule);
 		free(x->text);
 		free(x);

@@ -58,6 +58,7 @@ struct dbus_out {
 struct dbus_match {
 	char *text; /* canonical, to find it again for RemoveMatch */
 	struct dbus_match_rule rule;
+	bool eavesdrop; /* eavesdrop='true': also unicast messages to others, as the policy allows */
 	struct dbus_match *next;
 };
 
@@ -119,6 +120,7 @@ struct dbus_front {
 	unsigned long unsolicited;		  /* replies refused */
 	struct dbus_activation_state *activation; /* dbus-activation.c, created on first use */
 	unsigned int n_monitors;		  /* dbus-monitor.c */
+	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
 };
 
 /* ---- dbus-conn.c ----------------------------------------------------------- */
