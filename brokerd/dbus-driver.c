@@ -1014,6 +1014,14 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 		snprintf(text, sizeof(text), "%s has no interface %s", m->h.path, md->interface);
 		return dbus_driver_reply_error(c, m, ERR("UnknownInterface"), text);
 	}
+	/* Likewise the privileged method, as dbus-daemon: whatever "/" is allowed, this is not. */
+	if (!strcmp(md->member, "UpdateActivationEnvironment") && strcmp(m->h.path, DBUS_DRIVER_PATH) != 0) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "%s is only available at the canonical object path %s",
+			 md->member, DBUS_DRIVER_PATH);
+		return dbus_driver_reply_error(c, m, ERR("AccessDenied"), text);
+	}
 	if (strcmp(m->h.signature ? m->h.signature : "", md->in) != 0) {
 		char text[512];
 

@@ -1733,6 +1733,20 @@ static void test_eavesdrop(void)
 			   "uid, not by a rule without it; RemoveMatch with the key");
 }
 
+/* UpdateActivationEnvironment only at /org/freedesktop/DBus (allowed there: test_activation()). */
+static void test_uae_canonical_path(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, "/", DBUS_DRIVER_INTERFACE,
+				      "UpdateActivationEnvironment", &e, NULL, "a{ss}", 1, "BROKERD_TEST_ENV",
+				      "not at /"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.AccessDenied"));
+	sd_bus_error_free(&e);
+	ok("UpdateActivationEnvironment off the canonical path: AccessDenied");
+}
+
 int main(int argc, char **argv)
 {
 	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300], policy_file[400];
@@ -1812,8 +1826,10 @@ int main(int argc, char **argv)
 	}
 	test_monitor(b);
 	test_unknown_interface(b);
-	if (daemon > 0)
+	if (daemon > 0) {
 		test_eavesdrop();
+		test_uae_canonical_path(b);
+	}
 	test_noreply(b, server);
 	sd_bus_flush_close_unref(b);
 
