@@ -172,6 +172,18 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 	return policy_dbus_msg_check_receive(p, &to, c ? &from : NULL, &m->h, false, false).allowed;
 }
 
+bool dbus_access_eavesdrop(struct dbus_conn *c, struct dbus_conn *e, const struct dbus_message *m)
+{
+	const struct policy_dbus_msg *p = c->front->bus->dbus_policy;
+	struct policy_dbus_peer from, to;
+
+	if (!p)
+		return e->cred.uid == 0 || e->cred.uid == getuid();
+	peer_of(c, p, &from);
+	peer_of(e, p, &to);
+	return policy_dbus_msg_check_receive(p, &to, &from, &m->h, false, true).allowed;
+}
+
 /* The would-be recipient of a name no D-Bus connection owns: it owns that name alone. */
 static bool name_owns(void *userdata, const char *name, bool prefix)
 {

@@ -28,6 +28,14 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 			   const struct dbus_message *m);
 
 /*
+ * May e, which is not m's recipient, see m (from c) by its eavesdrop='true'
+ * rule? With the XML, e's receive rules decide as dbus-daemon's do for an
+ * eavesdropper (only an allow with eavesdrop="true" lets it); without it,
+ * only root and brokerd's uid, who may monitor the bus anyway.
+ */
+bool dbus_access_eavesdrop(struct dbus_conn *c, struct dbus_conn *e, const struct dbus_message *m);
+
+/*
  * c sends m (NULL: StartServiceByName) to name, which no D-Bus connection
  * owns: an activatable name, or a native client's through the bridge. With
  * the XML, c's send rules decide m (the recipient's receive rules are not

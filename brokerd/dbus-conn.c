@@ -29,6 +29,7 @@
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
+#include "util/clock.h"
 #include "util/macro.h"
 #include "util/socket.h"
 
@@ -254,11 +255,15 @@ static int deliver_copy(struct dbus_conn *c, const struct dbus_message *m, const
 	return dbus_conn_queue(c, data, m->len, d, m->h.n_fds);
 }
 
+/* Has c a rule that matches mm (eavesdropping: only its eavesdrop='true' rules)? */
 static bool conn_matches(struct dbus_front *f, struct dbus_conn *c, const struct dbus_match_message *mm,
-			 struct registry_peer *sender_peer)
+			 struct registry_peer *sender_peer, bool eavesdropping)
 {
 	for (struct dbus_match *x = c->matches; x; x = x->next) {
 		struct dbus_match_message m = *mm;
+
+		if (eavesdropping && !x->eavesdrop)
+			continue;
 
 		/* A rule's well-known sender matches the messages of its current owner. */
 		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0 &&
@@ -282,10 +287,10 @@ static void broadcast(struct dbus_front *f, const struct dbus_message *m, const 
 	dbus_front_broadcast(f, m, fds, sender_peer, NULL);
 }
 
-void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
-			  struct registry_peer *sender_peer, const char *sender_name)
+static void match_message_of(struct dbus_match_message *mm, const struct dbus_message *m,
+			     const char *sender_name)
 {
-	struct dbus_match_message mm = {
+	*mm = (struct dbus_match_message){
 		.type = m->h.type,
 		.sender = m->h.sender,
 		.interface = m->h.interface,
@@ -298,11 +303,18 @@ void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, co
 		.byte_order = m->byte_order,
 		.sender_name = sender_name,
 	};
-
 	if (!strcmp(m->h.sender, DBUS_DRIVER_NAME))
-		mm.sender_name = DBUS_DRIVER_NAME;
+		mm->sender_name = DBUS_DRIVER_NAME;
+}
+
+void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender_peer, const char *sender_name)
+{
+	struct dbus_match_message mm;
+
+	match_message_of(&mm, m, sender_name);
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
-		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer) ||
+		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer, false) ||
 		    !dbus_access_broadcast(f, sender_peer, c, m))
 			continue;
 		/* A native name's signals: to those its receive policy allows, as for native subscribers. */
@@ -343,13 +355,119 @@ void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, cons
 	dbus_message_deinit(&m);
 }
 
-static struct dbus_reply **reply_find(struct dbus_front *f, struct dbus_conn *caller,
-				      struct dbus_conn *callee, uint32_t serial)
+static struct dbus_reply *reply_find(struct dbus_front *f, struct dbus_conn *caller, struct dbus_conn *callee,
+				     uint32_t serial)
 {
-	for (struct dbus_reply **p = &f->replies; *p; p = &(*p)->next)
-		if ((*p)->caller == caller && (*p)->callee == callee && (*p)->serial == serial)
-			return p;
+	for (struct dbus_reply *r = f->replies; r; r = r->next)
+		if (r->caller == caller && r->callee == callee && r->serial == serial)
+			return r;
 	return NULL;
+}
+
+static void reply_unlink(struct dbus_front *f, struct dbus_reply *rep)
+{
+	if (rep->prev)
+		rep->prev->next = rep->next;
+	else
+		f->replies = rep->next;
+	if (rep->next)
+		rep->next->prev = rep->prev;
+	else
+		f->replies_tail = rep->prev;
+	rep->caller->n_replies--;
+}
+
+/* The driver's NoReply to the call serial of c. */
+static void send_no_reply(struct dbus_conn *c, uint32_t serial, const char *text)
+{
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_ERROR,
+		.error_name = "org.freedesktop.DBus.Error.NoReply",
+		.reply_serial = serial,
+		.signature = "s",
+	};
+	struct dbus_writer w;
+	void *body = NULL;
+	size_t len = 0;
+
+	if (dbus_writer_init(&w, "s") < 0)
+		return;
+	dbus_writer_append_basic(&w, 's', text);
+	if (dbus_writer_finish(&w, &body, &len) == 0)
+		(void)dbus_conn_send_driver(c, &h, body, len);
+	dbus_writer_deinit(&w);
+	free(body);
+}
+
+static int on_reply_timeout(sd_event_source *s, uint64_t usec, void *userdata);
+
+/*
+ * Keep the one reply timer at or before the first deadline. Entries only
+ * leave or come after the first without it, so it may fire early (and find
+ * nothing due), never late.
+ */
+static int reply_timer_arm(struct dbus_front *f)
+{
+	struct dbus_reply *first = f->replies;
+
+	if (!first || first->deadline == UINT64_MAX)
+		return 0;
+	if (!f->reply_timer)
+		return sd_event_add_time(f->event, &f->reply_timer, CLOCK_MONOTONIC, first->deadline, 1000ULL,
+					 on_reply_timeout, f);
+	if (sd_event_source_set_time(f->reply_timer, first->deadline) < 0)
+		return -EIO;
+	return sd_event_source_set_enabled(f->reply_timer, SD_EVENT_ONESHOT);
+}
+
+/* In deadline order; from the end, where a call made now almost always goes. */
+static int reply_insert(struct dbus_front *f, struct dbus_reply *rep)
+{
+	uint64_t ms = quota_bus_limit(f->bus->quota, QUOTA_BUS_REPLY_TIMEOUT_MS);
+	struct dbus_reply *after = f->replies_tail;
+
+	rep->deadline = ms == 0 || ms > UINT64_MAX / 2 / 1000ULL ? UINT64_MAX : now_usec() + ms * 1000ULL;
+	while (after && after->deadline > rep->deadline)
+		after = after->prev;
+	rep->prev = after;
+	rep->next = after ? after->next : f->replies;
+	if (rep->next)
+		rep->next->prev = rep;
+	else
+		f->replies_tail = rep;
+	if (after)
+		after->next = rep;
+	else
+		f->replies = rep;
+	rep->caller->n_replies++;
+	return after ? 0 : reply_timer_arm(f);
+}
+
+/* dbus-daemon's words for a call timed out: libdbus's tests compare them */
+static const char timed_out[] = "Message did not receive a reply (timeout by message bus)";
+
+/* reply_timeout_ms passed: the caller gets NoReply, a reply coming later is unsolicited. */
+static int on_reply_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct dbus_front *f = userdata;
+	uint64_t now = now_usec();
+
+	(void)s;
+	(void)usec;
+	while (f->replies && f->replies->deadline <= now) {
+		struct dbus_reply *rep = f->replies;
+
+		reply_unlink(f, rep);
+		log_full(LOG_DEBUG, rep->caller->name, rep->caller->cred.uid,
+			 "call from %s to %s (serial %u) timed out", rep->caller->name, rep->callee->name,
+			 rep->serial);
+		if (!rep->caller->dead)
+			send_no_reply(rep->caller, rep->serial, timed_out);
+		free(rep);
+	}
+	if (reply_timer_arm(f) < 0)
+		log_error("cannot arm the D-Bus reply timer: calls may wait past reply_timeout_ms");
+	return 0;
 }
 
 /* Answer a call from the driver with an error, naming why it went nowhere. */
@@ -360,6 +478,25 @@ static void refuse(struct dbus_conn *c, const struct dbus_message *m, const char
 
 	snprintf(text, sizeof(text), fmt, arg);
 	(void)dbus_driver_reply_error(c, m, error, text);
+}
+
+/*
+ * A message c sends to t: a copy to every other connection with a matching
+ * eavesdrop='true' rule that the policy lets eavesdrop (monitors have
+ * theirs already).
+ */
+static void eavesdrop(struct dbus_conn *c, struct dbus_conn *t, const struct dbus_message *m, const int *fds)
+{
+	struct dbus_front *f = c->front;
+	struct dbus_match_message mm;
+
+	match_message_of(&mm, m, NULL);
+	for (struct dbus_conn *e = f->conns; e; e = e->next) {
+		if (e == t || e->dead || !e->peer || e->monitor || !conn_matches(f, e, &mm, c->peer, true) ||
+		    !dbus_access_eavesdrop(c, e, m))
+			continue;
+		(void)deliver_copy(e, m, fds);
+	}
 }
 
 /* Route to one connection; *fds is taken when the message is queued. */
@@ -401,15 +538,16 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 		rep->caller = c;
 		rep->callee = t;
 		rep->serial = m->h.serial;
-		rep->next = f->replies;
-		f->replies = rep;
-		c->n_replies++;
+		if (reply_insert(f, rep) < 0) {
+			reply_unlink(f, rep);
+			free(rep);
+			return -ENOMEM;
+		}
 		break;
 	case DBUS_MESSAGE_METHOD_RETURN:
-	case DBUS_MESSAGE_ERROR: {
-		struct dbus_reply **p = reply_find(f, t, c, m->h.reply_serial);
-
-		if (!p) {
+	case DBUS_MESSAGE_ERROR:
+		rep = reply_find(f, t, c, m->h.reply_serial);
+		if (!rep) {
 			/* Nobody asked c for this: a forged or late reply. */
 			f->unsolicited++;
 			log_full(LOG_DEBUG, c->name, c->cred.uid,
@@ -417,13 +555,12 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 				 m->h.reply_serial);
 			return 0;
 		}
-		rep = *p;
-		*p = rep->next;
-		rep->caller->n_replies--;
+		reply_unlink(f, rep);
 		free(rep);
 		break;
 	}
-	}
+	if (f->n_eavesdrop)
+		eavesdrop(c, t, m, *fds);
 	/* Queued or, if t cannot take it, freed by dbus_conn_queue(): either way not ours any more. */
 	(void)dbus_conn_queue(t, TAKE_PTR(m->data), m->len, TAKE_PTR(*fds), m->h.n_fds);
 	return 0;
@@ -669,6 +806,8 @@ static void conn_free(struct dbus_conn *c)
 		struct dbus_match *x = c->matches;
 
 		c->matches = x->next;
+		if (x->eavesdrop)
+			c->front->n_eavesdrop--;
 		dbus_match_rule_deinit(&x->rule);
 		free(x->text);
 		free(x);
@@ -699,36 +838,15 @@ static void conn_gone(struct dbus_conn *c)
 {
 	struct dbus_front *f = c->front;
 
-	for (struct dbus_reply **p = &f->replies; *p;) {
-		struct dbus_reply *rep = *p;
-
-		if (rep->caller != c && rep->callee != c) {
-			p = &rep->next;
+	for (struct dbus_reply *rep = f->replies, *next; rep; rep = next) {
+		next = rep->next;
+		if (rep->caller != c && rep->callee != c)
 			continue;
-		}
-		*p = rep->next;
-		rep->caller->n_replies--;
-		if (rep->callee == c && !rep->caller->dead) {
-			struct dbus_header h = {
-				.type = DBUS_MESSAGE_ERROR,
-				.error_name = "org.freedesktop.DBus.Error.NoReply",
-				.reply_serial = rep->serial,
-				.signature = "s",
-			};
-			struct dbus_writer w;
-			void *body = NULL;
-			size_t len = 0;
+		reply_unlink(f, rep);
+		if (rep->callee == c && !rep->caller->dead)
 			/* dbus-daemon's words: libdbus's tests compare them */
-			const char *text = "Message recipient disconnected from message bus without replying";
-
-			if (dbus_writer_init(&w, "s") == 0) {
-				dbus_writer_append_basic(&w, 's', text);
-				if (dbus_writer_finish(&w, &body, &len) == 0)
-					(void)dbus_conn_send_driver(rep->caller, &h, body, len);
-				dbus_writer_deinit(&w);
-				free(body);
-			}
-		}
+			send_no_reply(rep->caller, rep->serial,
+				      "Message recipient disconnected from message bus without replying");
 		free(rep);
 	}
 	dbus_bridge_conn_gone(c);
@@ -904,6 +1022,8 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 		f->replies = rep->next;
 		free(rep);
 	}
+	f->replies_tail = NULL;
+	f->reply_timer = sd_event_source_disable_unref(f->reply_timer);
 	/*
 	 * Stopping: every client sees its connection close, as dbus-daemon's
 	 * do, and no NameLost or NameOwnerChanged for the names that go with

@@ -489,11 +489,13 @@ static void matches_free(struct dbus_match *x)
 }
 
 /*
- * A monitor's rule without its eavesdrop key: every monitor eavesdrops, and
- * dbus-monitor sends eavesdrop=true in the rules it gives BecomeMonitor.
- * Keys are split at commas outside quotes. -ENAMETOOLONG if out is short.
+ * A rule without its eavesdrop key, which the match rule parser leaves to
+ * the front end: AddMatch keeps its value (*eavesdrop; 'true' or 'false',
+ * quoted or not, else -EINVAL); every monitor eavesdrops, and dbus-monitor
+ * sends eavesdrop=true in the rules it gives BecomeMonitor. Keys are split
+ * at commas outside quotes. -ENAMETOOLONG if out is short.
  */
-static int rule_drop_eavesdrop(const char *text, char *out, size_t size)
+static int rule_take_eavesdrop(const char *text, char *out, size_t size, bool *eavesdrop)
 {
 	size_t o = 0;
 	const char *p = text;
@@ -508,8 +510,22 @@ static int rule_drop_eavesdrop(const char *text, char *out, size_t size)
 		p = *end ? end + 1 : end;
 		while (start < end && (*start == ' ' || *start == '\t'))
 			start++;
-		if (!strncmp(start, "eavesdrop=", 10))
+		if (!strncmp(start, "eavesdrop=", 10)) {
+			size_t n = (size_t)(end - start) - 10;
+			const char *v = start + 10;
+
+			if (n >= 2 && v[0] == '\'' && v[n - 1] == '\'') {
+				v++;
+				n -= 2;
+			}
+			if (n == 4 && !strncmp(v, "true", 4))
+				*eavesdrop = true;
+			else if (n == 5 && !strncmp(v, "false", 5))
+				*eavesdrop = false;
+			else
+				return -EINVAL;
 			continue;
+		}
 		if (o + (size_t)(end - start) + 2 > size)
 			return -ENAMETOOLONG;
 		if (o)
@@ -536,10 +552,11 @@ static int method_become_monitor(struct call *k)
 		int r;
 
 		char rule[1024];
+		bool eavesdrop = false;
 
 		if (!x)
 			return -ENOMEM;
-		r = rule_drop_eavesdrop(text, rule, sizeof(rule));
+		r = rule_take_eavesdrop(text, rule, sizeof(rule), &eavesdrop);
 		if (r == 0)
 			r = dbus_match_rule_parse(&x->rule, rule);
 		if (r < 0) {
@@ -658,6 +675,46 @@ static int method_get_credentials(struct call *k)
 	return dbus_writer_close(&k->w);
 }
 
+/*
+ * An AddMatch or RemoveMatch rule: parsed, its canonical text (eavesdrop
+ * last, when true: the same rule with and without it are two rules, as in
+ * dbus-daemon) and its eavesdrop key. -EINVAL for a bad rule, -ENOMEM.
+ */
+static int rule_parse(const char *text, struct dbus_match_rule *rule, char **canon, bool *eavesdrop)
+{
+	size_t size = strlen(text) + 2;
+	_cleanup_free_ char *rest = malloc(size);
+	char *t = NULL;
+	int r;
+
+	*eavesdrop = false;
+	*canon = NULL;
+	memset(rule, 0, sizeof(*rule));
+	if (!rest)
+		return -ENOMEM;
+	r = rule_take_eavesdrop(text, rest, size, eavesdrop);
+	if (r == 0)
+		r = dbus_match_rule_parse(rule, rest);
+	if (r == 0)
+		r = dbus_match_rule_format(rule, &t);
+	if (r < 0)
+		return r;
+	if (*eavesdrop) {
+		size_t n = strlen(t);
+		char *e = malloc(n + sizeof(",eavesdrop='true'"));
+
+		if (!e) {
+			free(t);
+			return -ENOMEM;
+		}
+		snprintf(e, n + sizeof(",eavesdrop='true'"), "%s%seavesdrop='true'", t, n ? "," : "");
+		free(t);
+		t = e;
+	}
+	*canon = t;
+	return 0;
+}
+
 static int method_add_match(struct call *k)
 {
 	struct dbus_conn *c = k->c;
@@ -670,9 +727,7 @@ static int method_add_match(struct call *k)
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
-	r = dbus_match_rule_parse(&x->rule, text);
-	if (r == 0)
-		r = dbus_match_rule_format(&x->rule, &x->text);
+	r = rule_parse(text, &x->rule, &x->text, &x->eavesdrop);
 	if (r < 0) {
 		dbus_match_rule_deinit(&x->rule);
 		free(x);
@@ -683,6 +738,8 @@ static int method_add_match(struct call *k)
 	x->next = c->matches;
 	c->matches = x;
 	c->n_matches++;
+	if (x->eavesdrop)
+		c->front->n_eavesdrop++;
 	dbus_bridge_signals_wanted(c->front); /* native signals from now on */
 	return 0;
 }
@@ -693,11 +750,10 @@ static int method_remove_match(struct call *k)
 	const char *text = arg_s(k);
 	struct dbus_match_rule rule;
 	_cleanup_free_ char *canon = NULL;
+	bool eavesdrop;
 	int r;
 
-	r = dbus_match_rule_parse(&rule, text);
-	if (r == 0)
-		r = dbus_match_rule_format(&rule, &canon);
+	r = rule_parse(text, &rule, &canon, &eavesdrop);
 	dbus_match_rule_deinit(&rule);
 	if (r == -ENOMEM)
 		return r;
@@ -709,6 +765,8 @@ static int method_remove_match(struct call *k)
 		if (strcmp(x->text, canon) != 0)
 			continue;
 		*p = x->next;
+		if (x->eavesdrop)
+			c->front->n_eavesdrop--;
 		dbus_match_rule_deinit(&x->rule);
 		free(x->text);
 		free(x);
@@ -955,6 +1013,14 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 
 		snprintf(text, sizeof(text), "%s has no interface %s", m->h.path, md->interface);
 		return dbus_driver_reply_error(c, m, ERR("UnknownInterface"), text);
+	}
+	/* Likewise the privileged method, as dbus-daemon: whatever "/" is allowed, this is not. */
+	if (!strcmp(md->member, "UpdateActivationEnvironment") && strcmp(m->h.path, DBUS_DRIVER_PATH) != 0) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "%s is only available at the canonical object path %s",
+			 md->member, DBUS_DRIVER_PATH);
+		return dbus_driver_reply_error(c, m, ERR("AccessDenied"), text);
 	}
 	if (strcmp(m->h.signature ? m->h.signature : "", md->in) != 0) {
 		char text[512];

@@ -58,6 +58,7 @@ struct dbus_out {
 struct dbus_match {
 	char *text; /* canonical, to find it again for RemoveMatch */
 	struct dbus_match_rule rule;
+	bool eavesdrop; /* eavesdrop='true': also unicast messages to others, as the policy allows */
 	struct dbus_match *next;
 };
 
@@ -92,11 +93,16 @@ struct dbus_conn {
 	struct dbus_conn *prev, *next;
 };
 
-/* A method call waiting for its reply: only that reply may pass (unsolicited ones are refused). */
+/*
+ * A method call waiting for its reply: only that reply may pass (unsolicited
+ * ones are refused). The front's list is in deadline order, so that one
+ * timer, armed for the first, times them all out.
+ */
 struct dbus_reply {
 	struct dbus_conn *caller, *callee;
-	uint32_t serial; /* the caller's */
-	struct dbus_reply *next;
+	uint32_t serial;   /* the caller's */
+	uint64_t deadline; /* CLOCK_MONOTONIC usec; UINT64_MAX: none (reply_timeout_ms 0) */
+	struct dbus_reply *prev, *next;
 };
 
 struct dbus_front {
@@ -106,13 +112,15 @@ struct dbus_front {
 	sd_event_source *listen_src;
 	struct registry *registry; /* D-Bus well-known names and their queues */
 	struct dbus_conn *conns;
-	struct dbus_reply *replies;
+	struct dbus_reply *replies, *replies_tail; /* by deadline */
+	sd_event_source *reply_timer;		   /* for the first deadline */
 	struct dbus_bridge *bridge; /* calls to native services; NULL without kernel channels */
 	char guid[33];
 	uint32_t serial;			  /* the driver's */
 	unsigned long unsolicited;		  /* replies refused */
 	struct dbus_activation_state *activation; /* dbus-activation.c, created on first use */
 	unsigned int n_monitors;		  /* dbus-monitor.c */
+	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
 };
 
 /* ---- dbus-conn.c ----------------------------------------------------------- */

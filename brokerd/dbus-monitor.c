@@ -115,6 +115,8 @@ void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules)
 		struct dbus_match *x = c->matches;
 
 		c->matches = x->next;
+		if (x->eavesdrop)
+			f->n_eavesdrop--;
 		dbus_match_rule_deinit(&x->rule);
 		free(x->text);
 		free(x);

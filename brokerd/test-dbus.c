@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1424,6 +1425,328 @@ static void test_unknown_interface(sd_bus *b)
 	ok("the driver: UnknownInterface for an interface it lacks (Monitoring off its path), UnknownMethod for a method");
 }
 
+/* ---- Reply timeouts ------------------------------------------------------------ */
+
+/* Hello on a raw connection; its unique name in name. */
+static void raw_hello_name(int fd, char *name, size_t len)
+{
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
+				     .serial = 1,
+				     .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE,
+				     .member = "Hello",
+				     .destination = DBUS_DRIVER_NAME };
+	struct dbus_message m;
+
+	raw_send(fd, &hello, NULL, 0);
+	raw_reply(fd, 1, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	snprintf(name, len, "%s", (const char *)m.body + 4); /* "s": its length, then it */
+	dbus_message_deinit(&m);
+}
+
+/* The next method call on fd (signals such as NameAcquired skipped). */
+static uint32_t raw_next_call(int fd)
+{
+	struct dbus_message m;
+	uint32_t serial;
+
+	for (;;) {
+		raw_reply(fd, 0, &m);
+		if (m.h.type == DBUS_MESSAGE_METHOD_CALL)
+			break;
+		dbus_message_deinit(&m);
+	}
+	serial = m.h.serial;
+	dbus_message_deinit(&m);
+	return serial;
+}
+
+static void raw_ping(int fd, uint32_t serial)
+{
+	struct dbus_header ping = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = serial,
+				    .path = DBUS_DRIVER_PATH,
+				    .interface = "org.freedesktop.DBus.Peer",
+				    .member = "Ping",
+				    .destination = DBUS_DRIVER_NAME };
+	struct dbus_message m;
+
+	raw_send(fd, &ping, NULL, 0);
+	raw_reply(fd, serial, &m);
+	dbus_message_deinit(&m);
+}
+
+/*
+ * reply_timeout_ms 300: a call its callee leaves unanswered gets the
+ * driver's NoReply after that long, and the callee's late reply is refused
+ * as unsolicited; a call answered in time passes as before.
+ */
+static void test_reply_timeout(const char *exe)
+{
+	struct second s = { 0 };
+	char callee_name[64], caller_name[64], saved[sizeof(sock_path)];
+	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = 2,
+				    .path = PATH,
+				    .interface = IFACE,
+				    .member = "Slow",
+				    .destination = callee_name };
+	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .destination = caller_name };
+	struct pollfd pfd;
+	struct dbus_message m;
+	uint64_t t0, waited;
+	int caller, callee;
+
+	second_start(&s, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nreply_timeout_ms 300\n");
+	memcpy(saved, sock_path, sizeof(saved));
+	snprintf(sock_path, sizeof(sock_path), "%s", s.dbus);
+	callee = raw_connect();
+	raw_hello_name(callee, callee_name, sizeof(callee_name));
+	caller = raw_connect();
+	raw_hello_name(caller, caller_name, sizeof(caller_name));
+
+	/* answered in time: passes */
+	raw_send(caller, &call, NULL, 0);
+	reply.serial = 2;
+	reply.reply_serial = raw_next_call(callee);
+	raw_send(callee, &reply, NULL, 0);
+	raw_reply(caller, 2, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	dbus_message_deinit(&m);
+
+	/* not answered: NoReply from the driver after 300 ms */
+	t0 = now_ms();
+	call.serial = 3;
+	raw_send(caller, &call, NULL, 0);
+	reply.serial = 3;
+	reply.reply_serial = raw_next_call(callee);
+	pfd = (struct pollfd){ .fd = caller, .events = POLLIN };
+	ASSERT_INT(poll(&pfd, 1, 5000), ==, 1); /* without the timeout: nothing, ever */
+	raw_reply(caller, 3, &m);
+	waited = now_ms() - t0;
+	printf("# NoReply %llu ms after the call (reply_timeout_ms 300)\n", (unsigned long long)waited);
+	ASSERT(waited >= 250 && waited < 5000);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
+	ASSERT_STR(m.h.error_name, "org.freedesktop.DBus.Error.NoReply");
+	ASSERT_STR(m.h.sender, DBUS_DRIVER_NAME);
+	ASSERT_STR((const char *)m.body + 4, "Message did not receive a reply (timeout by message bus)");
+	dbus_message_deinit(&m);
+
+	/* the late reply is refused: the caller's next message is its Ping's answer */
+	raw_send(callee, &reply, NULL, 0);
+	raw_ping(callee, 4); /* brokerd has handled the late reply */
+	raw_ping(caller, 4);
+	pfd = (struct pollfd){ .fd = caller, .events = POLLIN };
+	ASSERT_INT(poll(&pfd, 1, 100), ==, 0);
+	close(caller);
+	close(callee);
+	second_stop(&s, SIGTERM);
+	second_cleanup(&s);
+	memcpy(sock_path, saved, sizeof(saved));
+	ok("reply_timeout_ms: an unanswered call gets NoReply, the late reply is refused");
+}
+
+/* ---- Eavesdropping without BecomeMonitor ------------------------------------- */
+
+static void raw_add_match(int fd, uint32_t serial, const char *rule, const char *want_error)
+{
+	struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
+				 .serial = serial,
+				 .path = DBUS_DRIVER_PATH,
+				 .interface = DBUS_DRIVER_INTERFACE,
+				 .member = "AddMatch",
+				 .destination = DBUS_DRIVER_NAME,
+				 .signature = "s" };
+	struct dbus_writer w;
+	struct dbus_message m;
+	void *body;
+	size_t len;
+
+	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
+	dbus_writer_append_basic(&w, 's', rule);
+	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
+	dbus_writer_deinit(&w);
+	raw_send(fd, &h, body, len);
+	free(body);
+	raw_reply(fd, serial, &m);
+	if (want_error) {
+		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
+		ASSERT_STR(m.h.error_name, want_error);
+	} else {
+		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	}
+	dbus_message_deinit(&m);
+}
+
+/* The next message on fd, whatever it is. */
+static void raw_next(int fd, struct dbus_message *m)
+{
+	uint8_t head[DBUS_HEADER_FIXED_SIZE];
+	size_t size;
+	uint8_t *data;
+
+	read_exact(fd, head, sizeof(head));
+	ASSERT_INT(dbus_message_frame_size(head, sizeof(head), &size), ==, 0);
+	data = malloc(size);
+	ASSERT(data);
+	memcpy(data, head, sizeof(head));
+	read_exact(fd, data + sizeof(head), size - sizeof(head));
+	ASSERT_INT(dbus_message_parse(m, data, size, 0), ==, 0);
+}
+
+/* A Ping round trip on fd: how many messages with member came before its answer. */
+static unsigned int raw_count_until_ping(int fd, uint32_t serial, const char *member)
+{
+	struct dbus_header ping = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = serial,
+				    .path = DBUS_DRIVER_PATH,
+				    .interface = "org.freedesktop.DBus.Peer",
+				    .member = "Ping",
+				    .destination = DBUS_DRIVER_NAME };
+	unsigned int n = 0;
+
+	raw_send(fd, &ping, NULL, 0);
+	for (;;) {
+		struct dbus_message m;
+		bool done;
+
+		raw_next(fd, &m);
+		done = m.h.reply_serial == serial;
+		if (m.h.member && !strcmp(m.h.member, member))
+			n++;
+		dbus_message_deinit(&m);
+		if (done)
+			return n;
+	}
+}
+
+/*
+ * AddMatch with eavesdrop='true' (refused before as MatchRuleInvalid): a
+ * call between two other connections reaches a connection allowed to
+ * eavesdrop (without the XML: brokerd's uid, as the test's brokerd runs,
+ * and root), a rule without the key does not see it, and a uid not allowed
+ * (2003, when the test runs as root) sees nothing; RemoveMatch finds the rule
+ * again by its eavesdrop key.
+ */
+static void test_eavesdrop(void)
+{
+	char callee_name[64];
+	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .serial = 2,
+				    .path = PATH,
+				    .interface = IFACE,
+				    .member = "Overheard",
+				    .flags = DBUS_FLAG_NO_REPLY_EXPECTED,
+				    .destination = callee_name };
+	int caller, callee, eaves, polite, ready[2], go[2], status;
+	pid_t pid = -1;
+	char x;
+
+	callee = raw_connect();
+	raw_hello_name(callee, callee_name, sizeof(callee_name));
+	caller = raw_connect();
+	raw_hello(caller);
+	eaves = raw_connect();
+	raw_hello(eaves);
+	polite = raw_connect();
+	raw_hello(polite);
+	raw_add_match(eaves, 2, "eavesdrop='sometimes',member='Overheard'",
+		      "org.freedesktop.DBus.Error.MatchRuleInvalid");
+	raw_add_match(eaves, 3, "member='Overheard',eavesdrop=true", NULL);
+	raw_add_match(polite, 2, "member='Overheard'", NULL);
+	ASSERT_INT(pipe(ready), ==, 0);
+	ASSERT_INT(pipe(go), ==, 0);
+	if (getuid() == 0) {
+		pid = fork();
+		ASSERT(pid >= 0);
+		if (pid == 0) {
+			int fd;
+
+			close(ready[0]);
+			close(go[1]);
+			ASSERT_INT(setgroups(0, NULL), ==, 0);
+			ASSERT_INT(setgid(2003), ==, 0);
+			ASSERT_INT(setuid(2003), ==, 0);
+			fd = raw_connect();
+			raw_hello(fd);
+			raw_add_match(fd, 2, "eavesdrop=true", NULL);
+			ASSERT_INT(write(ready[1], "r", 1), ==, 1);
+			ASSERT_INT(read(go[0], &x, 1), ==, 1); /* the call has reached its callee */
+			ASSERT_INT(raw_count_until_ping(fd, 3, "Overheard"), ==, 0);
+			close(fd);
+			_exit(0);
+		}
+		ASSERT_INT(read(ready[0], &x, 1), ==, 1);
+	}
+
+	raw_send(caller, &call, NULL, 0);
+	(void)raw_next_call(callee);
+	ASSERT_INT(raw_count_until_ping(eaves, 4, "Overheard"), ==, 1);
+	ASSERT_INT(raw_count_until_ping(polite, 3, "Overheard"), ==, 0);
+	ASSERT_INT(write(go[1], "g", 1), ==, 1);
+	if (pid > 0) {
+		ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+		ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+
+	/* the rule goes by its text with the key; then nothing more is overheard */
+	raw_add_match(eaves, 5, "member='Overheard'", NULL);
+	{
+		struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
+					 .serial = 6,
+					 .path = DBUS_DRIVER_PATH,
+					 .interface = DBUS_DRIVER_INTERFACE,
+					 .member = "RemoveMatch",
+					 .destination = DBUS_DRIVER_NAME,
+					 .signature = "s" };
+		struct dbus_writer w;
+		struct dbus_message m;
+		void *body;
+		size_t len;
+
+		ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
+		dbus_writer_append_basic(&w, 's', "eavesdrop='true',member='Overheard'");
+		ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
+		dbus_writer_deinit(&w);
+		raw_send(eaves, &h, body, len);
+		free(body);
+		raw_reply(eaves, 6, &m);
+		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+		dbus_message_deinit(&m);
+	}
+	call.serial = 3;
+	raw_send(caller, &call, NULL, 0);
+	(void)raw_next_call(callee);
+	ASSERT_INT(raw_count_until_ping(eaves, 7, "Overheard"), ==, 0);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	close(caller);
+	close(callee);
+	close(eaves);
+	close(polite);
+	ok(getuid() == 0 ? "eavesdrop='true' outside BecomeMonitor: a call between others seen by brokerd's "
+			   "uid, not by a rule without it nor by another uid; RemoveMatch with the key" :
+			   "eavesdrop='true' outside BecomeMonitor: a call between others seen by brokerd's "
+			   "uid, not by a rule without it; RemoveMatch with the key");
+}
+
+/* UpdateActivationEnvironment only at /org/freedesktop/DBus (allowed there: test_activation()). */
+static void test_uae_canonical_path(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, "/", DBUS_DRIVER_INTERFACE,
+				      "UpdateActivationEnvironment", &e, NULL, "a{ss}", 1, "BROKERD_TEST_ENV",
+				      "not at /"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.AccessDenied"));
+	sd_bus_error_free(&e);
+	ok("UpdateActivationEnvironment off the canonical path: AccessDenied");
+}
+
 int main(int argc, char **argv)
 {
 	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300], policy_file[400];
@@ -1486,8 +1809,10 @@ int main(int argc, char **argv)
 		test_quota(ctrl);
 		test_cap(argv[1]);
 	}
-	if (daemon > 0)
+	if (daemon > 0) {
 		test_ids_durable(argv[1]);
+		test_reply_timeout(argv[1]);
+	}
 	test_owner_order(b);
 	test_slow_reader(b);
 	if (daemon > 0)
@@ -1501,6 +1826,10 @@ int main(int argc, char **argv)
 	}
 	test_monitor(b);
 	test_unknown_interface(b);
+	if (daemon > 0) {
+		test_eavesdrop();
+		test_uae_canonical_path(b);
+	}
 	test_noreply(b, server);
 	sd_bus_flush_close_unref(b);
 

@@ -331,6 +331,25 @@ static void test_daemon_report(const char *brokerd)
 	ASSERT_STR(out, "brokerd: --dbus-config-report needs --dbus-config=FILE\n");
 }
 
+/* <limit name="reply_timeout"> is brokerd's reply_timeout_ms (NoReply for calls between D-Bus clients). */
+static void test_reply_timeout(void)
+{
+	static const char xml[] = "<busconfig><limit name=\"reply_timeout\">250</limit></busconfig>";
+	static struct log l;
+	struct dbus_config *c = NULL;
+	struct policy *p = NULL;
+	struct policy_dbus_counts n = { 0 };
+	char err[512] = "";
+
+	ASSERT_INT(dbus_config_parse_string(&c, "timeout.conf", xml, strlen(xml), err, sizeof(err)), ==, 0);
+	ASSERT_INT(policy_new(&p), ==, 0);
+	ASSERT_INT(policy_dbus_apply(p, c, record, &l, &n), ==, 0);
+	has(&l, "applied|<limit name=\"reply_timeout\">250</limit>|[limits] reply_timeout_ms 250\n");
+	ASSERT_INT(policy_bus_limit(p, QUOTA_BUS_REPLY_TIMEOUT_MS), ==, 250);
+	policy_free(p);
+	dbus_config_free(c);
+}
+
 int main(int argc, char **argv)
 {
 	ASSERT(argc == 2 || argc == 3);
@@ -338,6 +357,7 @@ int main(int argc, char **argv)
 	test_outcomes();
 	test_order();
 	test_load();
+	test_reply_timeout();
 	if (argc == 3)
 		test_daemon_report(argv[2]);
 	printf("test-policy-dbus: ok\n");
