@@ -7,18 +7,21 @@
  * kernel lays out IOIPC_RECV_FDS receives: a body in a sealed memfd made by
  * bus_out_encode() mapped and read back, an unsealed or wrong-sized memfd,
  * a count that differs from UNIX_FDS and fds the kernel could not install
- * all refused, with every fd that came closed.
+ * all refused, with every fd that came closed; the byte API's bodies
+ * encoded without a copy first, to the same bytes as before.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/bus-chan.h"
 #include "client/bus-internal.h"
 #include "client/msg.h"
+#include "protocol/dbus-marshal.h"
 #include "util/test.h"
 
 #define NAME "org.test.Fds"
@@ -289,12 +292,103 @@ static void test_inline_max(void)
 	free(body);
 }
 
+/* A memfd's whole contents (of the size given). */
+static uint8_t *memfd_read(int fd, size_t len)
+{
+	uint8_t *p = malloc(len);
+
+	ASSERT(p);
+	ASSERT_INT(pread(fd, p, len, 0), ==, (ssize_t)len);
+	return p;
+}
+
+/*
+ * The byte API's bodies are laid out when encoded, straight into the send
+ * buffer (or the memfd): nothing is copied before, and the bytes that go
+ * out are those of the "ay" marshalled first and then encoded, byte for
+ * byte, inline, at the inline limit, and in a memfd.
+ */
+static void test_bytes_wire(void)
+{
+	size_t sizes[] = { 0, 1, 3, 100, 8000, 0 /* the largest inline */, 0 /* one more */, 9000, 1 << 20 };
+	struct chmsg h = { .type = CHMSG_SIGNAL,
+			   .path = "/p",
+			   .interface = "org.test.I",
+			   .member = "B",
+			   .serial = 7,
+			   .signature = "ay",
+			   .body_len = 4 };
+	size_t big = 1 << 20, hdr;
+	uint8_t *bytes = malloc(big), *hbuf = malloc(CHMSG_MAX);
+	brokerd_bus bus = { 0 };
+
+	ASSERT(bytes && hbuf);
+	ASSERT(chmsg_encode_header(&h, hbuf, CHMSG_MAX) > 0);
+	hdr = (size_t)chmsg_encode_header(&h, hbuf, CHMSG_MAX);
+	sizes[5] = BUS_INLINE_MAX - hdr - 4;
+	sizes[6] = sizes[5] + 1;
+	free(hbuf);
+	for (size_t i = 0; i < big; i++)
+		bytes[i] = (uint8_t)(i * 13 + 5);
+	for (size_t s = 0; s < ELEMENTSOF(sizes); s++) {
+		struct chmsg base = {
+			.type = CHMSG_SIGNAL, .path = "/p", .interface = "org.test.I", .member = "B", .serial = 7
+		};
+		struct chmsg ref = base, m = base;
+		_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
+		void *ref_body = NULL, *data = (void *)1;
+		size_t ref_len = 0;
+		struct bus_out a, b;
+
+		/* before: the "ay" marshalled on its own, then encoded */
+		if (sizes[s]) {
+			ASSERT_INT(dbus_writer_init(&w, "ay"), ==, 0);
+			ASSERT_INT(dbus_writer_append_array(&w, 'y', bytes, sizes[s]), ==, 0);
+			ASSERT_INT(dbus_writer_finish(&w, &ref_body, &ref_len), ==, 0);
+			ref.signature = "ay"; /* a caller's "ay", not the byte API's tag */
+			ref.body = ref_body;
+			ref.body_len = (uint32_t)ref_len;
+		}
+		ASSERT_INT(bus_out_encode(&bus, &ref, BUS_INLINE_MAX, &a), ==, 0);
+
+		/* now: the bytes themselves, not copied until encoded */
+		ASSERT_INT(bus_bytes_body(&m, bytes, sizes[s], &data), ==, 0);
+		ASSERT(data == NULL);
+		ASSERT(m.body == (sizes[s] ? bytes : NULL));
+		ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+
+		ASSERT_INT(b.len, ==, a.len);
+		ASSERT_INT(b.n_fds, ==, a.n_fds);
+		ASSERT(memcmp(a.buf, b.buf, a.len) == 0);
+		/* inline up to the limit, in a memfd above it */
+		ASSERT_INT(a.n_fds, ==, hdr + ref_len > BUS_INLINE_MAX ? 1 : 0);
+		ASSERT_INT(a.n_fds, ==, sizes[s] > sizes[5] ? 1 : 0);
+		if (a.n_fds) {
+			uint8_t *pa = memfd_read(a.fds[0], ref_len), *pb = memfd_read(b.fds[0], ref_len);
+			struct stat st;
+
+			ASSERT_INT(fstat(b.fds[0], &st), ==, 0);
+			ASSERT_INT(st.st_size, ==, (off_t)ref_len);
+			ASSERT(memcmp(pa, pb, ref_len) == 0);
+			ASSERT_INT(fcntl(b.fds[0], F_GET_SEALS), ==,
+				   F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+			free(pa);
+			free(pb);
+		}
+		bus_out_deinit(&a);
+		bus_out_deinit(&b);
+		free(ref_body);
+	}
+	free(bytes);
+}
+
 int main(void)
 {
 	test_typed_h();
 	test_arrays();
 	test_body_memfd();
 	test_inline_max();
+	test_bytes_wire();
 	printf("test-msg-fds: ok\n");
 	return 0;
 }
