@@ -155,16 +155,23 @@ static int encode_inline(const struct chmsg *m, const void *bytes, size_t n_byte
 	return k + 4 + (int)n_bytes;
 }
 
-/* bus_out_encode() into buf (CHMSG_MAX bytes, not o's) or, without one, a buffer of o's own. */
+/*
+ * bus_out_encode() into buf (CHMSG_MAX bytes, not o's) or, without one, a
+ * buffer of o's own; with buf, a typed body with room in front of it
+ * (bus->send_room) is sent from where it lies, its header written there.
+ */
 static int bus_out_encode_into(brokerd_bus *bus, const struct chmsg *msg, size_t inline_max, uint8_t *buf,
 			       struct bus_out *o)
 {
 	struct chmsg m = *msg;
 	const void *bytes = NULL;
 	size_t n_bytes = 0;
+	/* only where the message is sent at once, from the bus's buffer: o borrows the room */
+	uint8_t *room = buf ? bus->send_room : NULL;
 	int k;
 
 	*o = (struct bus_out){ 0 };
+	bus->send_room = NULL;
 	if (m.signature == bus_bytes_signature && m.body_len > 0) {
 		/* the byte API's bytes: the "ay" body is laid out where it is written, no sooner */
 		if (m.body_len > DBUS_ARRAY_MAX || !m.body)
@@ -194,6 +201,24 @@ static int bus_out_encode_into(brokerd_bus *bus, const struct chmsg *msg, size_t
 	if (!o->buf) {
 		k = -ENOMEM;
 		goto fail;
+	}
+	/* the very body the room is in front of: not another message sent meanwhile (a nested send) */
+	if (room && !bytes && m.body_len > 0 && (const uint8_t *)m.body == room + MSG_HEADER_ROOM) {
+		/* a typed body, sent at once: the header goes in front of it, in the room left there */
+		if (dbus_body_validate(m.signature ?: "", m.body, m.body_len, DBUS_NATIVE_ENDIAN, m.n_fds) < 0) {
+			k = -EINVAL;
+			goto fail;
+		}
+		k = chmsg_encode_header(&m, o->buf, inline_max);
+		if (k > 0 && (size_t)k <= MSG_HEADER_ROOM) {
+			uint8_t *start = (uint8_t *)m.body - k;
+
+			memcpy(start, o->buf, (size_t)k);
+			o->buf = start;
+			o->len = (size_t)k + m.body_len;
+			return 0;
+		}
+		/* a header larger than the room: copied after it as any other body */
 	}
 	k = encode_inline(&m, bytes, n_bytes, o->buf, inline_max);
 	if (k == -EMSGSIZE && m.body_len > 0) {
@@ -238,17 +263,24 @@ int bus_out_send(brokerd_bus *bus, struct chan *c, const struct bus_out *o)
 	return chan_send_fds(&bus->ring, c, o->buf, o->len, o->fds, o->n_fds);
 }
 
+int bus_out_encode_now(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, struct bus_out *o)
+{
+	/* sent at once: encoded into the bus's buffer, no allocation per message */
+	if (!bus->send_buf)
+		bus->send_buf = malloc(CHMSG_MAX);
+	if (!bus->send_buf) {
+		bus->send_room = NULL;
+		return -ENOMEM;
+	}
+	return bus_out_encode_into(bus, m, inline_max, bus->send_buf, o);
+}
+
 int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
 {
 	struct bus_out o;
 	int k;
 
-	/* sent at once: encoded into the bus's buffer, no allocation per message */
-	if (!bus->send_buf)
-		bus->send_buf = malloc(CHMSG_MAX);
-	if (!bus->send_buf)
-		return -ENOMEM;
-	k = bus_out_encode_into(bus, m, bus_chan_inline_max(c), bus->send_buf, &o);
+	k = bus_out_encode_now(bus, m, bus_chan_inline_max(c), &o);
 	if (k < 0)
 		return k;
 	k = bus_out_send(bus, c, &o);

@@ -42,6 +42,13 @@ struct bus_out *bus_out_free(struct bus_out *o);
 DEFINE_FREE_FUNC(struct bus_out, bus_out_free);
 /* Sends o on c (its fds too): bytes sent or -errno. */
 int bus_out_send(brokerd_bus *bus, struct chan *c, const struct bus_out *o);
+/*
+ * bus_out_encode() for a message sent at once (bus_chan_send()): into the
+ * bus's send buffer, which o borrows, or, for a typed body with room in
+ * front (bus->send_room, taken once), in place: the header written in the
+ * room and o's bytes those of the message. Valid until the next send.
+ */
+int bus_out_encode_now(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, struct bus_out *o);
 /* Encodes m and sends it on c: 0 or -errno. */
 int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
 /*

@@ -8,7 +8,8 @@
  * bus_out_encode() mapped and read back, an unsealed or wrong-sized memfd,
  * a count that differs from UNIX_FDS and fds the kernel could not install
  * all refused, with every fd that came closed; the byte API's bodies
- * encoded without a copy first, to the same bytes as before.
+ * encoded without a copy first, to the same bytes as before, and a typed
+ * body sent from where it was marshalled.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -382,6 +383,79 @@ static void test_bytes_wire(void)
 	free(bytes);
 }
 
+/*
+ * A typed signal or reply sent at once goes from where its body was
+ * marshalled: the header is written in the room in front of it, the same
+ * bytes as the body copied after the header; a header too long for the
+ * room falls back to that copy, a large body to the memfd.
+ */
+static void test_typed_in_place(void)
+{
+	static const char long_path[] = "/a/very/long/path/that/makes/the/header/larger/than/the/room/"
+					"left/in/front/of/the/body/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"
+					"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/"
+					"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+	const char *paths[] = { "/p", long_path };
+	brokerd_bus bus = { 0 };
+
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+		brokerd_msg *built = NULL;
+		struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 3 };
+		struct bus_out a, b;
+
+		ASSERT_INT(brokerd_msg_new_signal(NULL, &built, NAME, paths[i], "org.test.I", "T"), ==, 0);
+		ASSERT_INT(brokerd_msg_append(built, "sua{sv}", "text", 42u, 0), ==, 0);
+		ASSERT_INT(brokerd_msg_seal(built), ==, 0);
+		m.path = built->path;
+		m.interface = built->interface;
+		m.member = built->member;
+		m.signature = built->signature;
+		m.body = built->data;
+		m.body_len = (uint32_t)built->data_len;
+		/* before: the body copied after the header, in a buffer of its own */
+		ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &a), ==, 0);
+		/* now: sent at once, with the room in front of the body */
+		bus.send_room = built->owned_data;
+		ASSERT_INT(bus_out_encode_now(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+		ASSERT(bus.send_room == NULL); /* taken once */
+		ASSERT_INT(b.len, ==, a.len);
+		ASSERT(memcmp(a.buf, b.buf, a.len) == 0);
+		if (i == 0)
+			ASSERT(b.buf + b.len == (uint8_t *)built->data + built->data_len); /* in place */
+		else
+			ASSERT(b.buf == bus.send_buf); /* no room for this header: copied */
+		bus_out_deinit(&a);
+		bus_out_deinit(&b);
+		brokerd_msg_unref(built);
+	}
+	/* without a room (a received message, the byte API): into the send buffer */
+	{
+		struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 3, .path = "/", .interface = "org.test.I",
+				   .member = "T" };
+		struct bus_out b;
+
+		ASSERT_INT(bus_out_encode_now(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+		ASSERT(b.buf == bus.send_buf);
+		bus_out_deinit(&b);
+	}
+	/* a room in front of another body (a send nested in the typed one's): not touched */
+	{
+		uint8_t room[MSG_HEADER_ROOM + 8] = { 0 }, zero[sizeof(room)] = { 0 };
+		uint32_t v = 5;
+		struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 3, .path = "/", .interface = "org.test.I",
+				   .member = "T", .signature = "u", .body = &v, .body_len = 4 };
+		struct bus_out b;
+
+		bus.send_room = room;
+		ASSERT_INT(bus_out_encode_now(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+		ASSERT(b.buf == bus.send_buf);
+		ASSERT(memcmp(room, zero, sizeof(room)) == 0);
+		ASSERT(bus.send_room == NULL);
+		bus_out_deinit(&b);
+	}
+	free(bus.send_buf);
+}
+
 int main(void)
 {
 	test_typed_h();
@@ -389,6 +463,7 @@ int main(void)
 	test_body_memfd();
 	test_inline_max();
 	test_bytes_wire();
+	test_typed_in_place();
 	printf("test-msg-fds: ok\n");
 	return 0;
 }
