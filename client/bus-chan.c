@@ -52,17 +52,12 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 
 #define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
-/* A memfd holding body (len bytes), sealed so that no one can change it any more. */
-static int body_memfd(const void *body, size_t len)
+static int write_all(int fd, const void *p, size_t len)
 {
-	_cleanup_close_ int fd = -1;
 	size_t done = 0;
 
-	fd = memfd_create("brokerd-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
 	while (done < len) {
-		ssize_t n = write(fd, (const uint8_t *)body + done, len - done);
+		ssize_t n = write(fd, (const uint8_t *)p + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -70,6 +65,27 @@ static int body_memfd(const void *body, size_t len)
 			return n < 0 ? -errno : -EIO;
 		done += (size_t)n;
 	}
+	return 0;
+}
+
+/*
+ * A memfd holding prefix (prefix_len bytes) then body (len bytes), sealed so
+ * that no one can change it any more: the body is written once, from where
+ * it lies.
+ */
+static int body_memfd(const void *prefix, size_t prefix_len, const void *body, size_t len)
+{
+	_cleanup_close_ int fd = -1;
+	int k;
+
+	fd = memfd_create("brokerd-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	k = write_all(fd, prefix, prefix_len);
+	if (k >= 0)
+		k = write_all(fd, body, len);
+	if (k < 0)
+		return k;
 	if (fcntl(fd, F_ADD_SEALS, BODY_SEALS) < 0)
 		return -errno;
 	return TAKE_FD(fd);
@@ -113,14 +129,58 @@ uint32_t bus_reply_msg_max(const struct ctrl_reply *r)
 	return size;
 }
 
-/* bus_out_encode() into buf (CHMSG_MAX bytes, not o's) or, without one, a buffer of o's own. */
+const char bus_bytes_signature[] = "ay";
+
+/*
+ * m (a valid message) into buf, inline_max bytes at most: the header, then
+ * the body written straight after it, the one copy of its bytes the library
+ * makes. A byte API body (signature bus_bytes_signature) is the bytes
+ * themselves, laid out here as an "ay" (their length, then them); any other
+ * body is the marshalled one m points to, checked against its signature.
+ * Returns the encoded length, or -errno (-EMSGSIZE: too large for inline_max).
+ */
+static int encode_inline(const struct chmsg *m, const void *bytes, size_t n_bytes, uint8_t *buf,
+			 size_t inline_max)
+{
+	uint32_t n = (uint32_t)n_bytes;
+	int k;
+
+	if (!bytes)
+		return chmsg_encode(m, buf, inline_max);
+	k = chmsg_encode_header(m, buf, inline_max);
+	if (k < 0)
+		return k;
+	memcpy(buf + k, &n, 4);
+	memcpy(buf + k + 4, bytes, n_bytes);
+	return k + 4 + (int)n_bytes;
+}
+
+/*
+ * bus_out_encode() into buf (CHMSG_MAX bytes, not o's) or, without one, a
+ * buffer of o's own; with buf, a typed body with room in front of it
+ * (bus->send_room) is sent from where it lies, its header written there.
+ */
 static int bus_out_encode_into(brokerd_bus *bus, const struct chmsg *msg, size_t inline_max, uint8_t *buf,
 			       struct bus_out *o)
 {
 	struct chmsg m = *msg;
+	const void *bytes = NULL;
+	size_t n_bytes = 0;
+	/* only where the message is sent at once, from the bus's buffer: o borrows the room */
+	uint8_t *room = buf ? bus->send_room : NULL;
 	int k;
 
 	*o = (struct bus_out){ 0 };
+	bus->send_room = NULL;
+	if (m.signature == bus_bytes_signature && m.body_len > 0) {
+		/* the byte API's bytes: the "ay" body is laid out where it is written, no sooner */
+		if (m.body_len > DBUS_ARRAY_MAX || !m.body)
+			return -EINVAL;
+		bytes = m.body;
+		n_bytes = m.body_len;
+		m.body = NULL;
+		m.body_len = (uint32_t)(4 + n_bytes);
+	}
 	/* the fds of the typed message being sent, if any: ours to pass, once */
 	for (unsigned int i = 0; i < bus->n_send_fds; i++) {
 		int fd = fcntl(bus->send_fds[i], F_DUPFD_CLOEXEC, 3);
@@ -142,7 +202,25 @@ static int bus_out_encode_into(brokerd_bus *bus, const struct chmsg *msg, size_t
 		k = -ENOMEM;
 		goto fail;
 	}
-	k = chmsg_encode(&m, o->buf, inline_max);
+	/* the very body the room is in front of: not another message sent meanwhile (a nested send) */
+	if (room && !bytes && m.body_len > 0 && (const uint8_t *)m.body == room + MSG_HEADER_ROOM) {
+		/* a typed body, sent at once: the header goes in front of it, in the room left there */
+		if (dbus_body_validate(m.signature ?: "", m.body, m.body_len, DBUS_NATIVE_ENDIAN, m.n_fds) < 0) {
+			k = -EINVAL;
+			goto fail;
+		}
+		k = chmsg_encode_header(&m, o->buf, inline_max);
+		if (k > 0 && (size_t)k <= MSG_HEADER_ROOM) {
+			uint8_t *start = (uint8_t *)m.body - k;
+
+			memcpy(start, o->buf, (size_t)k);
+			o->buf = start;
+			o->len = (size_t)k + m.body_len;
+			return 0;
+		}
+		/* a header larger than the room: copied after it as any other body */
+	}
+	k = encode_inline(&m, bytes, n_bytes, o->buf, inline_max);
 	if (k == -EMSGSIZE && m.body_len > 0) {
 		/* too large for a slot: the header goes alone, the body in a memfd */
 		if (m.body_len > CHMSG_BODY_MAX || o->n_fds >= CHMSG_FDS_MAX) {
@@ -152,9 +230,10 @@ static int bus_out_encode_into(brokerd_bus *bus, const struct chmsg *msg, size_t
 		m.body_in_fd = true;
 		m.n_fds++;
 		/* a valid message first: no memfd for one that will be refused */
-		k = chmsg_encode(&m, o->buf, inline_max);
+		k = bytes ? chmsg_encode_header(&m, o->buf, inline_max) : chmsg_encode(&m, o->buf, inline_max);
 		if (k >= 0) {
-			int fd = body_memfd(m.body, m.body_len);
+			uint32_t n = (uint32_t)n_bytes;
+			int fd = bytes ? body_memfd(&n, 4, bytes, n_bytes) : body_memfd(NULL, 0, m.body, m.body_len);
 
 			if (fd < 0) {
 				k = fd;
@@ -184,17 +263,24 @@ int bus_out_send(brokerd_bus *bus, struct chan *c, const struct bus_out *o)
 	return chan_send_fds(&bus->ring, c, o->buf, o->len, o->fds, o->n_fds);
 }
 
+int bus_out_encode_now(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, struct bus_out *o)
+{
+	/* sent at once: encoded into the bus's buffer, no allocation per message */
+	if (!bus->send_buf)
+		bus->send_buf = malloc(CHMSG_MAX);
+	if (!bus->send_buf) {
+		bus->send_room = NULL;
+		return -ENOMEM;
+	}
+	return bus_out_encode_into(bus, m, inline_max, bus->send_buf, o);
+}
+
 int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
 {
 	struct bus_out o;
 	int k;
 
-	/* sent at once: encoded into the bus's buffer, no allocation per message */
-	if (!bus->send_buf)
-		bus->send_buf = malloc(CHMSG_MAX);
-	if (!bus->send_buf)
-		return -ENOMEM;
-	k = bus_out_encode_into(bus, m, bus_chan_inline_max(c), bus->send_buf, &o);
+	k = bus_out_encode_now(bus, m, bus_chan_inline_max(c), &o);
 	if (k < 0)
 		return k;
 	k = bus_out_send(bus, c, &o);
@@ -204,10 +290,6 @@ int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
 
 int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_data)
 {
-	_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
-	size_t len = 0;
-	int k;
-
 	*ret_data = NULL;
 	if (size && !bytes)
 		return -EINVAL;
@@ -215,16 +297,10 @@ int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_d
 		return -EMSGSIZE; /* an "ay" holds at most 64 MiB */
 	if (size == 0)
 		return 0; /* no body at all, as a D-Bus method without arguments */
-	k = dbus_writer_init(&w, "ay");
-	if (k >= 0)
-		k = dbus_writer_append_array(&w, 'y', bytes, size);
-	if (k >= 0)
-		k = dbus_writer_finish(&w, ret_data, &len);
-	if (k < 0)
-		return k == -ENOMEM ? -ENOMEM : -EINVAL;
-	m->signature = "ay";
-	m->body = *ret_data;
-	m->body_len = (uint32_t)len;
+	/* not copied here: bus_out_encode() writes them once, where they are sent from */
+	m->signature = bus_bytes_signature;
+	m->body = bytes;
+	m->body_len = (uint32_t)size;
 	return 0;
 }
 

@@ -42,13 +42,30 @@ struct bus_out *bus_out_free(struct bus_out *o);
 DEFINE_FREE_FUNC(struct bus_out, bus_out_free);
 /* Sends o on c (its fds too): bytes sent or -errno. */
 int bus_out_send(brokerd_bus *bus, struct chan *c, const struct bus_out *o);
+/*
+ * bus_out_encode() for a message sent at once (bus_chan_send()): into the
+ * bus's send buffer, which o borrows, or, for a typed body with room in
+ * front (bus->send_room, taken once), in place: the header written in the
+ * room and o's bytes those of the message. Valid until the next send.
+ */
+int bus_out_encode_now(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, struct bus_out *o);
 /* Encodes m and sends it on c: 0 or -errno. */
 int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
 /*
+ * The signature a byte API message carries (bus_bytes_body()): this very
+ * pointer, not the string, tells bus_out_encode() and bus_chan_send() that
+ * body/body_len are the user's bytes, to be sent as an "ay" of them.
+ */
+extern const char bus_bytes_signature[];
+/*
  * Makes bytes (size of them) the body of m as the byte-oriented API sends
- * them: signature "ay", or no body for no bytes. *ret_data (free it) holds
- * the body m points to. 0, -EINVAL (bytes NULL with a size), -EMSGSIZE (more
- * than DBUS_ARRAY_MAX, what an "ay" holds) or -ENOMEM.
+ * them: signature "ay", or no body for no bytes. Nothing is copied: m
+ * points at the bytes, tagged by bus_bytes_signature, and the "ay" is laid
+ * out when m is encoded, straight into the buffer it is sent from; only
+ * bus_out_encode() and bus_chan_send() may encode such an m (chmsg_encode()
+ * would take the bytes for the marshalled body). *ret_data is always NULL
+ * (kept for the callers' cleanup). 0, -EINVAL (bytes NULL with a size),
+ * -EMSGSIZE (more than DBUS_ARRAY_MAX, what an "ay" holds).
  */
 int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_data);
 /* The next message serial (never 0). */

@@ -48,6 +48,13 @@ enum {
  * (BODY_FD, protocol/README.md 7.2).
  */
 #define BUS_INLINE_MAX 8192
+
+/*
+ * Room a typed message's body is marshalled after (dbus_writer_init_room()),
+ * for the header to be written in front of it when it is sent: what a
+ * header with a long path, interface, member and destination takes.
+ */
+#define MSG_HEADER_ROOM 256
 /*
  * Provided buffers per multishot chan (client/chan.c): the messages one
  * subscription can take before the layer above dispatches them; as many as
@@ -265,6 +272,13 @@ struct brokerd_bus {
 	 */
 	const int *send_fds;
 	unsigned int n_send_fds;
+	/*
+	 * The typed signal or reply being sent: its sealed body has
+	 * MSG_HEADER_ROOM bytes free in front of it (from here to the body),
+	 * where bus_chan_send() writes the header and sends from, copying
+	 * nothing; taken once, like send_fds.
+	 */
+	uint8_t *send_room;
 
 	uint64_t spin_usec; /* low-latency mode: spin this long on the CQ before sleeping */
 	uint64_t timer_next; /* what timer_fd is armed for (UINT64_MAX: nothing, 0: not set yet) */

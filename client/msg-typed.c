@@ -35,7 +35,8 @@ static int msg_new_outgoing(brokerd_bus *bus, const struct chmsg *m, const char 
 		return -ENOMEM;
 	msg->outgoing = true;
 	msg->writer = calloc(1, sizeof(*msg->writer));
-	if (!msg->writer || dbus_writer_init(msg->writer, "") < 0) {
+	/* room in front of the body: the header goes there when it is sent (bus_chan_send()) */
+	if (!msg->writer || dbus_writer_init_room(msg->writer, "", MSG_HEADER_ROOM) < 0) {
 		brokerd_msg_unref(msg);
 		return -ENOMEM;
 	}
@@ -390,13 +391,14 @@ _public_ int brokerd_msg_append(brokerd_msg *m, const char *types, ...)
 _public_ int brokerd_msg_seal(brokerd_msg *m)
 {
 	void *data = NULL;
-	size_t len = 0;
+	size_t len = 0, room;
 	int k;
 
 	if (!m)
 		return -EINVAL;
 	if (!m->writer)
 		return 0; /* already sealed, or received */
+	room = m->writer->room;
 	k = dbus_writer_finish(m->writer, &data, &len);
 	if (k < 0)
 		return k;
@@ -410,8 +412,9 @@ _public_ int brokerd_msg_seal(brokerd_msg *m)
 	m->writer = NULL;
 	m->owned_data = data;
 	m->signature = m->owned_signature;
-	m->data = data;
-	m->data_len = len;
+	/* the body starts after the room for the header (nothing allocated for an empty one) */
+	m->data = data ? (uint8_t *)data + room : NULL;
+	m->data_len = len - room;
 	msg_set_byte_view(m);
 	return 0;
 }
@@ -636,6 +639,9 @@ _public_ int brokerd_bus_send(brokerd_bus *bus, brokerd_msg *m)
 	/* the message's fds go with it: the next message encoded takes them */
 	bus->send_fds = m->fds;
 	bus->n_send_fds = m->n_fds;
+	/* sent at once: the header is written in front of the body, which is sent from where it lies */
+	if (m->type != BROKERD_MSG_CALL && m->data && m->owned_data)
+		bus->send_room = m->owned_data;
 	switch (m->type) {
 	case BROKERD_MSG_SIGNAL:
 		k = brokerd_bus_emit(bus, m->name, m->path, m->interface, m->member, m->signature, m->data,
@@ -657,6 +663,7 @@ _public_ int brokerd_bus_send(brokerd_bus *bus, brokerd_msg *m)
 	}
 	bus->send_fds = NULL; /* not taken if it failed before encoding */
 	bus->n_send_fds = 0;
+	bus->send_room = NULL;
 	return k;
 }
 

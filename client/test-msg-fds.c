@@ -7,18 +7,22 @@
  * kernel lays out IOIPC_RECV_FDS receives: a body in a sealed memfd made by
  * bus_out_encode() mapped and read back, an unsealed or wrong-sized memfd,
  * a count that differs from UNIX_FDS and fds the kernel could not install
- * all refused, with every fd that came closed.
+ * all refused, with every fd that came closed; the byte API's bodies
+ * encoded without a copy first, to the same bytes as before, and a typed
+ * body sent from where it was marshalled.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/bus-chan.h"
 #include "client/bus-internal.h"
 #include "client/msg.h"
+#include "protocol/dbus-marshal.h"
 #include "util/test.h"
 
 #define NAME "org.test.Fds"
@@ -289,12 +293,177 @@ static void test_inline_max(void)
 	free(body);
 }
 
+/* A memfd's whole contents (of the size given). */
+static uint8_t *memfd_read(int fd, size_t len)
+{
+	uint8_t *p = malloc(len);
+
+	ASSERT(p);
+	ASSERT_INT(pread(fd, p, len, 0), ==, (ssize_t)len);
+	return p;
+}
+
+/*
+ * The byte API's bodies are laid out when encoded, straight into the send
+ * buffer (or the memfd): nothing is copied before, and the bytes that go
+ * out are those of the "ay" marshalled first and then encoded, byte for
+ * byte, inline, at the inline limit, and in a memfd.
+ */
+static void test_bytes_wire(void)
+{
+	size_t sizes[] = { 0, 1, 3, 100, 8000, 0 /* the largest inline */, 0 /* one more */, 9000, 1 << 20 };
+	struct chmsg h = { .type = CHMSG_SIGNAL,
+			   .path = "/p",
+			   .interface = "org.test.I",
+			   .member = "B",
+			   .serial = 7,
+			   .signature = "ay",
+			   .body_len = 4 };
+	size_t big = 1 << 20, hdr;
+	uint8_t *bytes = malloc(big), *hbuf = malloc(CHMSG_MAX);
+	brokerd_bus bus = { 0 };
+
+	ASSERT(bytes && hbuf);
+	ASSERT(chmsg_encode_header(&h, hbuf, CHMSG_MAX) > 0);
+	hdr = (size_t)chmsg_encode_header(&h, hbuf, CHMSG_MAX);
+	sizes[5] = BUS_INLINE_MAX - hdr - 4;
+	sizes[6] = sizes[5] + 1;
+	free(hbuf);
+	for (size_t i = 0; i < big; i++)
+		bytes[i] = (uint8_t)(i * 13 + 5);
+	for (size_t s = 0; s < ELEMENTSOF(sizes); s++) {
+		struct chmsg base = {
+			.type = CHMSG_SIGNAL, .path = "/p", .interface = "org.test.I", .member = "B", .serial = 7
+		};
+		struct chmsg ref = base, m = base;
+		_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
+		void *ref_body = NULL, *data = (void *)1;
+		size_t ref_len = 0;
+		struct bus_out a, b;
+
+		/* before: the "ay" marshalled on its own, then encoded */
+		if (sizes[s]) {
+			ASSERT_INT(dbus_writer_init(&w, "ay"), ==, 0);
+			ASSERT_INT(dbus_writer_append_array(&w, 'y', bytes, sizes[s]), ==, 0);
+			ASSERT_INT(dbus_writer_finish(&w, &ref_body, &ref_len), ==, 0);
+			ref.signature = "ay"; /* a caller's "ay", not the byte API's tag */
+			ref.body = ref_body;
+			ref.body_len = (uint32_t)ref_len;
+		}
+		ASSERT_INT(bus_out_encode(&bus, &ref, BUS_INLINE_MAX, &a), ==, 0);
+
+		/* now: the bytes themselves, not copied until encoded */
+		ASSERT_INT(bus_bytes_body(&m, bytes, sizes[s], &data), ==, 0);
+		ASSERT(data == NULL);
+		ASSERT(m.body == (sizes[s] ? bytes : NULL));
+		ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+
+		ASSERT_INT(b.len, ==, a.len);
+		ASSERT_INT(b.n_fds, ==, a.n_fds);
+		ASSERT(memcmp(a.buf, b.buf, a.len) == 0);
+		/* inline up to the limit, in a memfd above it */
+		ASSERT_INT(a.n_fds, ==, hdr + ref_len > BUS_INLINE_MAX ? 1 : 0);
+		ASSERT_INT(a.n_fds, ==, sizes[s] > sizes[5] ? 1 : 0);
+		if (a.n_fds) {
+			uint8_t *pa = memfd_read(a.fds[0], ref_len), *pb = memfd_read(b.fds[0], ref_len);
+			struct stat st;
+
+			ASSERT_INT(fstat(b.fds[0], &st), ==, 0);
+			ASSERT_INT(st.st_size, ==, (off_t)ref_len);
+			ASSERT(memcmp(pa, pb, ref_len) == 0);
+			ASSERT_INT(fcntl(b.fds[0], F_GET_SEALS), ==,
+				   F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+			free(pa);
+			free(pb);
+		}
+		bus_out_deinit(&a);
+		bus_out_deinit(&b);
+		free(ref_body);
+	}
+	free(bytes);
+}
+
+/*
+ * A typed signal or reply sent at once goes from where its body was
+ * marshalled: the header is written in the room in front of it, the same
+ * bytes as the body copied after the header; a header too long for the
+ * room falls back to that copy, a large body to the memfd.
+ */
+static void test_typed_in_place(void)
+{
+	static const char long_path[] = "/a/very/long/path/that/makes/the/header/larger/than/the/room/"
+					"left/in/front/of/the/body/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"
+					"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/"
+					"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+	const char *paths[] = { "/p", long_path };
+	brokerd_bus bus = { 0 };
+
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+		brokerd_msg *built = NULL;
+		struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 3 };
+		struct bus_out a, b;
+
+		ASSERT_INT(brokerd_msg_new_signal(NULL, &built, NAME, paths[i], "org.test.I", "T"), ==, 0);
+		ASSERT_INT(brokerd_msg_append(built, "sua{sv}", "text", 42u, 0), ==, 0);
+		ASSERT_INT(brokerd_msg_seal(built), ==, 0);
+		m.path = built->path;
+		m.interface = built->interface;
+		m.member = built->member;
+		m.signature = built->signature;
+		m.body = built->data;
+		m.body_len = (uint32_t)built->data_len;
+		/* before: the body copied after the header, in a buffer of its own */
+		ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, &a), ==, 0);
+		/* now: sent at once, with the room in front of the body */
+		bus.send_room = built->owned_data;
+		ASSERT_INT(bus_out_encode_now(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+		ASSERT(bus.send_room == NULL); /* taken once */
+		ASSERT_INT(b.len, ==, a.len);
+		ASSERT(memcmp(a.buf, b.buf, a.len) == 0);
+		if (i == 0)
+			ASSERT(b.buf + b.len == (uint8_t *)built->data + built->data_len); /* in place */
+		else
+			ASSERT(b.buf == bus.send_buf); /* no room for this header: copied */
+		bus_out_deinit(&a);
+		bus_out_deinit(&b);
+		brokerd_msg_unref(built);
+	}
+	/* without a room (a received message, the byte API): into the send buffer */
+	{
+		struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 3, .path = "/", .interface = "org.test.I",
+				   .member = "T" };
+		struct bus_out b;
+
+		ASSERT_INT(bus_out_encode_now(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+		ASSERT(b.buf == bus.send_buf);
+		bus_out_deinit(&b);
+	}
+	/* a room in front of another body (a send nested in the typed one's): not touched */
+	{
+		uint8_t room[MSG_HEADER_ROOM + 8] = { 0 }, zero[sizeof(room)] = { 0 };
+		uint32_t v = 5;
+		struct chmsg m = { .type = CHMSG_SIGNAL, .serial = 3, .path = "/", .interface = "org.test.I",
+				   .member = "T", .signature = "u", .body = &v, .body_len = 4 };
+		struct bus_out b;
+
+		bus.send_room = room;
+		ASSERT_INT(bus_out_encode_now(&bus, &m, BUS_INLINE_MAX, &b), ==, 0);
+		ASSERT(b.buf == bus.send_buf);
+		ASSERT(memcmp(room, zero, sizeof(room)) == 0);
+		ASSERT(bus.send_room == NULL);
+		bus_out_deinit(&b);
+	}
+	free(bus.send_buf);
+}
+
 int main(void)
 {
 	test_typed_h();
 	test_arrays();
 	test_body_memfd();
 	test_inline_max();
+	test_bytes_wire();
+	test_typed_in_place();
 	printf("test-msg-fds: ok\n");
 	return 0;
 }

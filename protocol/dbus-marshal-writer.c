@@ -32,7 +32,7 @@ static int writer_put(struct dbus_writer *w, const void *p, size_t n)
 {
 	int r;
 
-	if (n > DBUS_MESSAGE_MAX - w->len)
+	if (n > DBUS_MESSAGE_MAX - (w->len - w->room))
 		return -EMSGSIZE;
 	r = array_reserve((void **)&w->data, &w->cap, w->len + n, 1);
 	if (r < 0)
@@ -73,6 +73,20 @@ static int writer_expect(struct dbus_writer *w, char type, size_t *pos, size_t *
 	*n = dbus_sig_skip(s + f->sig_pos);
 	if (f->type != 'a')
 		f->sig_pos += *n;
+	return 0;
+}
+
+int dbus_writer_init_room(struct dbus_writer *w, const char *signature, size_t room)
+{
+	int k;
+
+	k = dbus_writer_init(w, signature);
+	if (k < 0 || room == 0)
+		return k;
+	if (room % 8 != 0 || room > DBUS_MESSAGE_MAX)
+		return writer_fail(w, -EINVAL);
+	/* the body's alignment stays that of its own offsets: room is a multiple of 8 */
+	w->room = w->len = room;
 	return 0;
 }
 

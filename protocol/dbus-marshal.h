@@ -50,7 +50,8 @@ struct dbus_writer_frame {
 
 struct dbus_writer {
 	uint8_t *data;
-	size_t len, cap;
+	size_t len, cap; /* room included */
+	size_t room;	 /* bytes before the body (dbus_writer_init_room()) */
 	uint32_t n_fds; /* highest 'h' index written + 1 */
 	int error;	/* first failure; every later call returns it */
 	unsigned int depth;
@@ -63,6 +64,14 @@ struct dbus_writer {
  * -EINVAL for an invalid signature.
  */
 int dbus_writer_init(struct dbus_writer *w, const char *signature);
+/*
+ * The same, the body starting room bytes (a multiple of 8) into the buffer
+ * dbus_writer_finish() returns, so that a message's header can be written
+ * in front of it without moving it. The room is not part of the body (its
+ * limits) but is of the length finish returns; the buffer is NULL while
+ * nothing was written. -EINVAL for a room not a multiple of 8.
+ */
+int dbus_writer_init_room(struct dbus_writer *w, const char *signature, size_t room);
 void dbus_writer_deinit(struct dbus_writer *w);
 
 /*

@@ -111,15 +111,10 @@ static size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-int chmsg_encode(const struct chmsg *m, void *buf, size_t size)
+/* The checks both encoders make, the body's aside. */
+static int encode_check(const struct chmsg *m, const void *buf, size_t size)
 {
-	const uint8_t version = CHMSG_VERSION, order = DBUS_NATIVE_ENDIAN;
-	_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
-	_cleanup_free_ void *hdr = NULL;
-	size_t hlen = 0, total;
-	int k;
-
-	if (!m || (!buf && size) || (!m->body && m->body_len))
+	if (!m || (!buf && size))
 		return -EINVAL;
 	if (m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN)
 		return -EINVAL;
@@ -127,10 +122,17 @@ int chmsg_encode(const struct chmsg *m, void *buf, size_t size)
 		return -EINVAL;
 	if (m->body_len > (m->body_in_fd ? CHMSG_BODY_MAX : CHMSG_MAX))
 		return -EMSGSIZE;
-	/* a writer sends only what every receiver accepts */
-	if (dbus_body_validate(has(m->signature) ? m->signature : "", m->body, m->body_len,
-			       DBUS_NATIVE_ENDIAN, body_fds(m)) < 0)
-		return -EINVAL;
+	return 0;
+}
+
+/* The header of m into buf, padded to 8: the body's offset, or -errno. */
+static int encode_header(const struct chmsg *m, void *buf, size_t size)
+{
+	const uint8_t version = CHMSG_VERSION, order = DBUS_NATIVE_ENDIAN;
+	_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
+	_cleanup_free_ void *hdr = NULL;
+	size_t hlen = 0, total;
+	int k;
 
 	k = dbus_writer_init(&w, HEADER_SIGNATURE);
 	if (k < 0)
@@ -174,9 +176,38 @@ int chmsg_encode(const struct chmsg *m, void *buf, size_t size)
 		return -EMSGSIZE;
 	memcpy(buf, hdr, hlen);
 	memset((uint8_t *)buf + hlen, 0, align8(hlen) - hlen);
+	return (int)align8(hlen);
+}
+
+int chmsg_encode(const struct chmsg *m, void *buf, size_t size)
+{
+	int k;
+
+	if (m && !m->body && m->body_len)
+		return -EINVAL;
+	k = encode_check(m, buf, size);
+	if (k < 0)
+		return k;
+	/* a writer sends only what every receiver accepts */
+	if (dbus_body_validate(has(m->signature) ? m->signature : "", m->body, m->body_len,
+			       DBUS_NATIVE_ENDIAN, body_fds(m)) < 0)
+		return -EINVAL;
+	k = encode_header(m, buf, size);
+	if (k < 0)
+		return k;
 	if (m->body_len && !m->body_in_fd)
-		memcpy((uint8_t *)buf + align8(hlen), m->body, m->body_len);
-	return (int)total;
+		memcpy((uint8_t *)buf + k, m->body, m->body_len);
+	return k + (m->body_in_fd ? 0 : (int)m->body_len);
+}
+
+int chmsg_encode_header(const struct chmsg *m, void *buf, size_t size)
+{
+	int k;
+
+	k = encode_check(m, buf, size);
+	if (k < 0)
+		return k;
+	return encode_header(m, buf, size);
 }
 
 static uint32_t get_u32(const uint8_t *p, char order)

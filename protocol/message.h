@@ -89,6 +89,15 @@ struct chmsg {
 int chmsg_encode(const struct chmsg *m, void *buf, size_t size);
 
 /*
+ * Only the header of m (m->body is not read: body_len bytes are to follow),
+ * padded to 8, into buf, for a caller that writes the body straight after
+ * it and vouches that it matches the signature. Returns the body's offset
+ * (the header's padded length), or the errors of chmsg_encode(); -EMSGSIZE
+ * also when the body would not fit after the header.
+ */
+int chmsg_encode_header(const struct chmsg *m, void *buf, size_t size);
+
+/*
  * Decode and validate len bytes: the fixed header, every header field, and
  * the body against its signature (dbus_body_validate()). The strings and
  * the body point into buf; the body stays in m->byte_order. Returns 0,

@@ -718,6 +718,49 @@ static void test_array_limit(void)
 	ASSERT(w.cap <= DBUS_MESSAGE_MAX);
 }
 
+/*
+ * A body marshalled after a room (dbus_writer_init_room()) is the same bytes
+ * as without one, with the same padding, only room bytes further in; a room
+ * not a multiple of 8 is refused, and nothing is allocated for an empty body.
+ */
+static void test_writer_room(void)
+{
+	struct dbus_writer a, b;
+	void *da = NULL, *db = NULL;
+	size_t la = 0, lb = 0;
+	uint8_t y = 7;
+	uint64_t t = 0x0102030405060708ULL;
+
+	ASSERT_INT(dbus_writer_init(&a, "ytas"), ==, 0);
+	ASSERT_INT(dbus_writer_init_room(&b, "ytas", 24), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&a, 'y', &y), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&b, 'y', &y), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&a, 't', &t), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&b, 't', &t), ==, 0);
+	ASSERT_INT(dbus_writer_open(&a, 'a', "s"), ==, 0);
+	ASSERT_INT(dbus_writer_open(&b, 'a', "s"), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&a, 's', "x"), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&b, 's', "x"), ==, 0);
+	ASSERT_INT(dbus_writer_close(&a), ==, 0);
+	ASSERT_INT(dbus_writer_close(&b), ==, 0);
+	ASSERT_INT(dbus_writer_finish(&a, &da, &la), ==, 0);
+	ASSERT_INT(dbus_writer_finish(&b, &db, &lb), ==, 0);
+	ASSERT_INT(lb, ==, la + 24);
+	ASSERT(memcmp(da, (uint8_t *)db + 24, la) == 0);
+	free(da);
+	free(db);
+	dbus_writer_deinit(&a);
+	dbus_writer_deinit(&b);
+
+	ASSERT_INT(dbus_writer_init_room(&b, "", 12), ==, -EINVAL);
+	dbus_writer_deinit(&b);
+	ASSERT_INT(dbus_writer_init_room(&b, "", 256), ==, 0);
+	ASSERT_INT(dbus_writer_finish(&b, &db, &lb), ==, 0);
+	ASSERT(db == NULL);
+	ASSERT_INT(lb, ==, 256);
+	dbus_writer_deinit(&b);
+}
+
 int main(void)
 {
 	test_basic();
@@ -731,5 +774,6 @@ int main(void)
 	test_depth();
 	test_writer_errors();
 	test_array_limit();
+	test_writer_room();
 	return 0;
 }

@@ -328,6 +328,42 @@ static void test_fds(void)
 	ASSERT_INT(chmsg_encode(&m, buf, sizeof(buf)), ==, -EMSGSIZE);
 }
 
+/*
+ * chmsg_encode_header() writes what chmsg_encode() writes before the body,
+ * byte for byte, and returns where the body goes; it checks the rest of the
+ * message and the room for the body as chmsg_encode() does.
+ */
+static void test_header_only(void)
+{
+	uint8_t body[7] = { 0, 0, 0, 0, 'a', 'b', 'c' }, full[256], hdr[256];
+	uint32_t three = 3;
+	struct chmsg m = { .type = CHMSG_SIGNAL,
+			   .serial = 9,
+			   .path = "/a",
+			   .interface = "org.x.I",
+			   .member = "S",
+			   .signature = "ay",
+			   .body = body,
+			   .body_len = sizeof(body) };
+	int n, off;
+
+	memcpy(body, &three, 4); /* an "ay" of 3 bytes, in native order */
+	n = chmsg_encode(&m, full, sizeof(full));
+	ASSERT(n > 0);
+	memset(hdr, 0xaa, sizeof(hdr));
+	off = chmsg_encode_header(&m, hdr, sizeof(hdr));
+	ASSERT_INT(off % 8, ==, 0);
+	ASSERT_INT(off + (int)sizeof(body), ==, n);
+	ASSERT(memcmp(full, hdr, (size_t)off) == 0);
+	ASSERT_INT(hdr[off], ==, 0xaa); /* the body is the caller's to write */
+	/* the body is not read: NULL is fine, only its length counts */
+	m.body = NULL;
+	ASSERT_INT(chmsg_encode_header(&m, hdr, sizeof(hdr)), ==, off);
+	ASSERT_INT(chmsg_encode_header(&m, hdr, (size_t)n - 1), ==, -EMSGSIZE);
+	m.member = "not a member";
+	ASSERT_INT(chmsg_encode_header(&m, hdr, sizeof(hdr)), ==, -EINVAL);
+}
+
 int main(void)
 {
 	test_layout();
@@ -335,6 +371,7 @@ int main(void)
 	test_rules();
 	test_fields();
 	test_fds();
+	test_header_only();
 	printf("test-message: ok\n");
 	return 0;
 }

@@ -44,14 +44,16 @@
 
 /*
  * What libbrokerd's design copies, per side, on each of brokerd's paths
- * (client/README.md): the library encodes a message into its buffer (one
- * copy of the body; the byte API's "ay" body is built first, one more), the
- * kernel copies it into the channel's slot and out into the receiver's
- * multishot buffer, where the library reads it in place; call channels are
- * received single-shot and copied into a message of their own, and so is a
- * message the application keeps (brokerd_bus_call()'s reply). A body above
- * the slot travels in a sealed memfd: written once, mapped by every
- * receiver.
+ * (client/README.md): the library encodes a message straight into its send
+ * buffer, the header and then the body (the byte API's bytes laid out as
+ * the "ay" right there: one copy), the kernel copies it into the channel's
+ * slot and out into the receiver's multishot buffer, where the library
+ * reads it in place; call channels are received single-shot and copied
+ * into a message of their own, and so is a message the application keeps
+ * (brokerd_bus_call()'s reply). A body above the slot travels in a sealed
+ * memfd: written once from where it lies (the kernel's copy into the
+ * memfd, none by the library; only the header goes through the slot),
+ * mapped by every receiver.
  */
 static void print_copies(void)
 {
@@ -59,12 +61,12 @@ static void print_copies(void)
 		const char *path;
 		int send_library, send_kernel, recv_kernel, recv_library;
 	} rows[] = {
-		{ "signal-inline", 2, 1, 1, 0 },
-		{ "signal-kept", 2, 1, 1, 1 },
-		{ "call-inline", 2, 1, 1, 1 },
-		{ "reply-inline-async", 2, 1, 1, 0 },
-		{ "reply-inline-sync", 2, 1, 1, 1 },
-		{ "body-memfd", 2, 1, 0, 0 },
+		{ "signal-inline", 1, 1, 1, 0 },
+		{ "signal-kept", 1, 1, 1, 1 },
+		{ "call-inline", 1, 1, 1, 1 },
+		{ "reply-inline-async", 1, 1, 1, 0 },
+		{ "reply-inline-sync", 1, 1, 1, 1 },
+		{ "body-memfd", 0, 1, 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
