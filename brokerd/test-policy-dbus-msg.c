@@ -193,17 +193,17 @@ static const struct row system_rows[] = {
 	  DRIVER, "NameOwnerChanged", NULL, false, 0, false, SKIP, ALLOW },
 };
 
-static const struct who PATH_ = { ALICE, ALICE, ":1.20 org.example.Path", false };
-static const struct who PRE_X = { ALICE, ALICE, ":1.21 org.example.Pre.X", false };
-static const struct who PREFIXED = { ALICE, ALICE, ":1.22 org.example.Prefix", false };
-static const struct who FDS = { ALICE, ALICE, ":1.23 org.example.Fds", false };
-static const struct who IFACE = { ALICE, ALICE, ":1.24 org.example.Iface", false };
-static const struct who ORDER = { ALICE, ALICE, ":1.25 org.example.Order", false };
-static const struct who MUTED = { 3000, 3000, ":1.26 org.example.Muted", false };
-static const struct who CONSOLE = { ALICE, ALICE, ":1.27 org.example.Console", false };
-static const struct who NOT_CONSOLE = { ALICE, ALICE, ":1.31 org.example.NotConsole", false };
-static const struct who GROUP100 = { 2003, 100, ":1.28", false };
-static const struct who AT_SEAT = { 2004, 2004, ":1.29", true };
+#define PATH_ ((struct who){ ALICE, ALICE, ":1.20 org.example.Path", false })
+#define PRE_X ((struct who){ ALICE, ALICE, ":1.21 org.example.Pre.X", false })
+#define PREFIXED ((struct who){ ALICE, ALICE, ":1.22 org.example.Prefix", false })
+#define FDS ((struct who){ ALICE, ALICE, ":1.23 org.example.Fds", false })
+#define IFACE ((struct who){ ALICE, ALICE, ":1.24 org.example.Iface", false })
+#define ORDER ((struct who){ ALICE, ALICE, ":1.25 org.example.Order", false })
+#define MUTED ((struct who){ 3000, 3000, ":1.26 org.example.Muted", false })
+#define CONSOLE ((struct who){ ALICE, ALICE, ":1.27 org.example.Console", false })
+#define NOT_CONSOLE ((struct who){ ALICE, ALICE, ":1.31 org.example.NotConsole", false })
+#define GROUP100 ((struct who){ 2003, 100, ":1.28", false })
+#define AT_SEAT ((struct who){ 2004, 2004, ":1.29", true })
 
 static const struct row feature_rows[] = {
 	{ "send_path matches", ALICE_, PATH_, M_CALL, "org.example.Path", "/ok", "org.example.I", "M", NULL,
