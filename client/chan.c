@@ -331,6 +331,19 @@ static bool multishot_next(struct ring *r, struct chan *c)
 	return true;
 }
 
+/*
+ * Makes the bus fd readable, so that its owner calls ring_reap() again: for
+ * work that waits in memory (an SQE a submit could not take) and that no
+ * completion would announce.
+ */
+static void ring_kick(struct ring *r)
+{
+	uint64_t one = 1;
+
+	if (r->efd >= 0)
+		(void)!write(r->efd, &one, sizeof(one));
+}
+
 static int multishot_submit(struct ring *r, struct chan *c)
 {
 	struct io_uring_sqe *sqe = ring_get_sqe(r);
@@ -348,7 +361,12 @@ static int multishot_submit(struct ring *r, struct chan *c)
 	 * the receive counts as armed either way.
 	 */
 	k = io_uring_submit(&r->uring);
-	return k < 0 && k != -EBUSY && k != -EAGAIN && k != -EINTR ? k : 0;
+	if (k == -EBUSY || k == -EAGAIN || k == -EINTR) {
+		/* no completion may come to make that next submit: our own wake-up does */
+		ring_kick(r);
+		return 0;
+	}
+	return k < 0 ? k : 0;
 }
 
 /*
@@ -510,9 +528,19 @@ int ring_reap(struct ring *r)
 		}
 	}
 	io_uring_cq_advance(&r->uring, n);
+	/*
+	 * Completions the kernel could not post for want of room in the CQ wait
+	 * in its overflow list, which nothing announces again: flush and reap.
+	 */
+	if (io_uring_cq_has_overflow(&r->uring) && io_uring_get_events(&r->uring) == 0 && io_uring_cq_ready(&r->uring))
+		return (int)n + ring_reap(r);
 	/* receives queued while a submit could not go in (see multishot_submit()) */
-	if (io_uring_sq_ready(&r->uring))
-		(void)io_uring_submit(&r->uring);
+	if (io_uring_sq_ready(&r->uring)) {
+		int k = io_uring_submit(&r->uring);
+
+		if (k == -EBUSY || k == -EAGAIN || k == -EINTR)
+			ring_kick(r); /* again on the next pass */
+	}
 	return (int)n;
 }
 
