@@ -1078,6 +1078,23 @@ static void hook_owner_changed(void *userdata, const char *name, const char *old
 {
 	struct dbus_bridge *br = userdata;
 
+	/*
+	 * What the old owner sent must reach the D-Bus clients before they
+	 * hear it is gone (GDBus drops a signal from a name without owner). A
+	 * receive parked on the name's signal channel may be woken but not yet
+	 * have copied the message in; cancelling it settles that: it either
+	 * took the message or left it in the ring, where the next receive
+	 * (ring_drain() re-arms) takes it at once.
+	 */
+	if (*old_owner) {
+		for (struct bridge_sub *sub = br->subs; sub; sub = sub->next)
+			if (!strcmp(sub->name, name)) {
+				chan_cancel_wait(&br->ring, sub->recv);
+				if (!sub->recv->ready)
+					(void)chan_arm(&br->ring, sub->recv);
+				break;
+			}
+	}
 	ring_drain(br);
 	name_owner_changed_signal(br, name, old_owner, new_owner);
 	if (br->watching && *new_owner && name[0] != ':')
