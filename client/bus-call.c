@@ -15,6 +15,7 @@
  * calls it took fail (CallReceiverEnded with its pid).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/bus-call.h"
@@ -372,6 +373,98 @@ static int call_open_async(brokerd_bus *bus, struct bname *b)
 	return k;
 }
 
+/*
+ * The encoded length of m as bus_out_encode() lays it out with n_fds fds:
+ * inline up to inline_max, else the header alone (the body in a memfd); 0
+ * if it cannot be encoded (bus_out_encode() then says why). buf is
+ * scratch for the header (CHMSG_MAX bytes).
+ */
+static size_t call_encoded_len(const struct chmsg *msg, unsigned int n_fds, size_t inline_max, uint8_t *buf)
+{
+	struct chmsg m = *msg;
+	int k;
+
+	if (m.signature == bus_bytes_signature && m.body_len > 0)
+		m.body_len += 4; /* the byte API's "ay": its length, then the bytes */
+	m.n_fds = n_fds;
+	k = chmsg_encode_header(&m, buf, CHMSG_MAX);
+	if (k < 0)
+		return 0;
+	if ((size_t)k + m.body_len <= inline_max)
+		return (size_t)k + m.body_len;
+	m.body_in_fd = true;
+	m.n_fds++;
+	k = chmsg_encode_header(&m, buf, CHMSG_MAX);
+	return k < 0 ? 0 : (size_t)k;
+}
+
+int bus_call_encode(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, bool now, struct bus_out *o)
+{
+	uint8_t *send_buf, *own;
+	size_t len;
+	int k;
+
+	/* sent at once: into the bus's send buffer, a typed body where it lies (bus->send_room) */
+	if (now)
+		return bus_out_encode_now(bus, m, inline_max, o);
+	/*
+	 * It waits for its chan, in a buffer of its own: sized to it, and
+	 * written once, as a message sent at once is, by lending that buffer
+	 * to bus_out_encode_now() as the bus's send buffer (the header is laid
+	 * out in the real one first, to learn its size). A typed body is
+	 * copied in after its header: the message it lies in may be gone when
+	 * the chan comes.
+	 */
+	bus->send_room = NULL;
+	if (!bus->send_buf)
+		bus->send_buf = malloc(CHMSG_MAX);
+	if (!bus->send_buf)
+		return -ENOMEM;
+	len = call_encoded_len(m, bus->n_send_fds, inline_max, bus->send_buf);
+	if (!len) {
+		/* one it refuses: let it say why (the header alone is no reason to refuse it) */
+		k = bus_out_encode_now(bus, m, inline_max, o);
+		if (k >= 0)
+			bus_out_deinit(o);
+		return k < 0 ? k : -EINVAL;
+	}
+	own = malloc(len);
+	if (!own)
+		return -ENOMEM;
+	send_buf = bus->send_buf;
+	bus->send_buf = own;
+	/* no more than len inline: the same choice inline_max makes, in no more room than it takes */
+	k = bus_out_encode_now(bus, m, len < inline_max ? len : inline_max, o);
+	bus->send_buf = send_buf;
+	if (k < 0 || o->buf != own) {
+		if (k >= 0)
+			bus_out_deinit(o);
+		free(own);
+		return k < 0 ? k : -EIO;
+	}
+	o->borrowed = false; /* own is o's */
+	return 0;
+}
+
+/* Takes o (sent at once, and borrowing) into a bus_out of its own, for a call that waits after all. */
+static struct bus_out *call_out_keep(struct bus_out *o)
+{
+	struct bus_out *q = malloc(sizeof(*q));
+	uint8_t *buf = q ? malloc(o->len) : NULL;
+
+	if (!buf) {
+		free(q);
+		return NULL;
+	}
+	/* a second copy, but only for a call whose chan was revoked under it */
+	memcpy(buf, o->buf, o->len);
+	*q = *o;
+	q->buf = buf;
+	q->borrowed = false;
+	o->n_fds = 0; /* q's now */
+	return q;
+}
+
 /* Sends the call m (its serial and flags are set here) to name. */
 static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name, struct chmsg *m,
 		     uint64_t timeout_usec, brokerd_reply_handler_t handler, void *userdata)
@@ -415,25 +508,35 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 	s->sent = now_usec();
 	s->ctrl_seq = bus->ctrl_seq;
 	s->deadline = s->timeout_at = s->sent + (timeout_usec ? timeout_usec : BUS_DEFAULT_TIMEOUT_USEC);
-	data = malloc(sizeof(*data));
-	/* a chan still to open: the size that fits any (it may be queued behind others) */
-	k = data ? bus_out_encode(bus, m, bus_chan_inline_max(b->opening ? NULL : b->call_send), data) :
-		   -ENOMEM;
-	if (k < 0) {
-		free(TAKE_PTR(data)); /* nothing in it to free */
-		slot_destroy(s);
-		return k;
-	}
 	k = -EAGAIN;
 	if (b->call_send && !b->opening) {
-		k = call_out_send(bus, b->call_send, s, data);
+		struct bus_out o;
+
+		k = bus_call_encode(bus, m, bus_chan_inline_max(b->call_send), true, &o);
+		if (k < 0) {
+			slot_destroy(s);
+			return k;
+		}
+		k = call_out_send(bus, b->call_send, s, &o);
 		if (k == -EACCES || k == -ENOENT || k == -EPIPE) {
 			/* capability revoked or channel gone: open it afresh, once */
 			chan_close(&bus->ring, b->call_send);
 			b->call_send = NULL;
 			s->reopened = true;
-			k = -EAGAIN;
+			data = call_out_keep(&o);
+			k = data ? -EAGAIN : -ENOMEM;
 		}
+		bus_out_deinit(&o);
+	} else {
+		/* a chan still to open: the size that fits any (it may be queued behind others) */
+		data = malloc(sizeof(*data));
+		k = data ? bus_call_encode(bus, m, bus_chan_inline_max(NULL), false, data) : -ENOMEM;
+		if (k < 0) {
+			free(TAKE_PTR(data)); /* nothing in it to free */
+			slot_destroy(s);
+			return k;
+		}
+		k = -EAGAIN;
 	}
 	if (k == -EAGAIN) {
 		/* wait, in order, behind the calls already waiting for the chan */

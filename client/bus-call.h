@@ -41,5 +41,15 @@ void bus_call_mark_ended(brokerd_bus *bus, struct bname *b, uint64_t id, pid_t p
  * took it ended (bus_dispatch_receiver_ended()), 0 if it waits on.
  */
 int bus_call_due(brokerd_bus *bus, struct brokerd_slot *s);
+/*
+ * Encodes the call m into o, the library's one copy of its bytes: sent at
+ * once (now), into the bus's send buffer, which o borrows until the next
+ * send, and a typed body with room in front of it (bus->send_room) not
+ * copied at all, its header written in the room; to wait for its chan,
+ * into a buffer of o's own sized to the message. As bus_out_encode()
+ * otherwise (inline up to inline_max, else the body in a memfd; the typed
+ * message's fds taken).
+ */
+int bus_call_encode(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, bool now, struct bus_out *o);
 
 #endif

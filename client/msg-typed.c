@@ -639,8 +639,12 @@ _public_ int brokerd_bus_send(brokerd_bus *bus, brokerd_msg *m)
 	/* the message's fds go with it: the next message encoded takes them */
 	bus->send_fds = m->fds;
 	bus->n_send_fds = m->n_fds;
-	/* sent at once: the header is written in front of the body, which is sent from where it lies */
-	if (m->type != BROKERD_MSG_CALL && m->data && m->owned_data)
+	/*
+	 * Sent at once: the header is written in front of the body, which is
+	 * sent from where it lies (a call that waits for its chan is copied
+	 * into a buffer of its own instead, bus_call_encode()).
+	 */
+	if (m->data && m->owned_data)
 		bus->send_room = m->owned_data;
 	switch (m->type) {
 	case BROKERD_MSG_SIGNAL:
@@ -679,10 +683,14 @@ _public_ int brokerd_bus_call_msg(brokerd_bus *bus, brokerd_msg *m, uint64_t tim
 		return k;
 	bus->send_fds = m->fds;
 	bus->n_send_fds = m->n_fds;
+	/* as brokerd_bus_send(): the header goes in front of the body, the body is not copied */
+	if (m->data && m->owned_data)
+		bus->send_room = m->owned_data;
 	k = brokerd_bus_call_method(bus, m->name, m->path, *m->interface ? m->interface : NULL, m->member,
 				    m->signature, m->data, m->data_len, timeout_usec, ret_reply);
 	bus->send_fds = NULL;
 	bus->n_send_fds = 0;
+	bus->send_room = NULL;
 	return k;
 }
 

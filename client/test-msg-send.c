@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-msg-send.c - the send side of calls copies a message's bytes once,
+ * counted without the kernel: the channel layer's sends are wrapped (the
+ * test sees the very buffer handed to the kernel) and so is malloc (it
+ * counts what the library allocates per call). A call sent at once is
+ * encoded into the bus's one send buffer, a typed call sent from where
+ * its body was marshalled with its header written in front; a call that
+ * waits for its chan is encoded once into a buffer sized to it; no call
+ * allocates a buffer of CHMSG_MAX.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/bus-alloc.h"
+#include "client/bus-call.h"
+#include "client/bus-name.h"
+#include "util/test.h"
+
+#define SVC  "org.test.Svc"
+#define LATE "org.test.Late"
+
+/* --- The wrapped channel layer and malloc ----------------------------------------- */
+
+void *__real_malloc(size_t size);
+void *__wrap_malloc(size_t size);
+int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
+int __wrap_chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			 unsigned int n);
+int __wrap_chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			     unsigned int n, uint64_t cookie, bool *ret_receipt);
+void __wrap_chan_close(struct ring *r, struct chan *c);
+
+/*
+ * Allocations the library made while counting of more than a struct
+ * bus_out (a call that waits has one: its fds take 1 KiB), and their sizes.
+ */
+#define BIG (sizeof(struct bus_out) + 1)
+static bool counting;
+static unsigned int n_big;
+static size_t big[16];
+
+void *__wrap_malloc(size_t size)
+{
+	if (counting && size >= BIG) {
+		if (n_big < ELEMENTSOF(big))
+			big[n_big] = size;
+		n_big++;
+	}
+	return __real_malloc(size);
+}
+
+/* The last send: the buffer the kernel would have copied from, and what it held. */
+static struct {
+	unsigned int n;
+	const uint8_t *buf;
+	size_t len;
+	uint8_t bytes[CHMSG_MAX];
+} sent;
+
+int __wrap_chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			 unsigned int n)
+{
+	ASSERT(len <= sizeof(sent.bytes));
+	sent.n++;
+	sent.buf = buf;
+	sent.len = len;
+	memcpy(sent.bytes, buf, len);
+	return (int)len;
+}
+
+int __wrap_chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
+{
+	return __wrap_chan_send_fds(r, c, buf, len, NULL, 0);
+}
+
+int __wrap_chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			     unsigned int n, uint64_t cookie, bool *ret_receipt)
+{
+	*ret_receipt = false;
+	return __wrap_chan_send_fds(r, c, buf, len, fds, n);
+}
+
+void __wrap_chan_close(struct ring *r, struct chan *c)
+{
+}
+
+/* --- The bus under test -------------------------------------------------------------- */
+
+static struct chan inbox = { .kind = CHAN_INBOX, .rights = IOIPC_SUB_RECV };
+static struct chan call_send = { .kind = CHAN_CALL_SEND, .rights = IOIPC_SUB_SEND };
+
+/* A bus connected as far as calls can tell, SVC's call chan open, LATE's opening. */
+static brokerd_bus *bus_new(void)
+{
+	brokerd_bus *bus = NULL;
+	struct bname *b;
+
+	ASSERT_INT(bus_alloc(&bus, "/nonexistent/brokerd/socket"), ==, 0);
+	bus->connected = true;
+	bus->features = CTRL_FEATURE_CHANNELS;
+	bus->inbox = &inbox;
+	b = bname_get(bus, SVC, true);
+	ASSERT(b);
+	b->call_send = &call_send;
+	call_send.owner = b;
+	b = bname_get(bus, LATE, true);
+	ASSERT(b);
+	/* an OPEN_CALL on its way (call_open_async() asks nothing more): calls wait */
+	b->opening = true;
+	return bus;
+}
+
+static int on_reply(brokerd_msg *reply, int error, void *userdata)
+{
+	return 0;
+}
+
+/* The call waiting for name's chan (the newest: new slots go first). */
+static struct bus_out *queued(brokerd_bus *bus, const char *name)
+{
+	for (struct brokerd_slot *s = bus->slots; s; s = s->next)
+		if (s->type == SLOT_CALL && s->queued && strcmp(s->bname->name, name) == 0)
+			return s->queued;
+	ASSERT(!"no call waits");
+	return NULL;
+}
+
+/* The decoded message in buf, its body the "ay" of bytes (n of them). */
+static void check_bytes_call(const uint8_t *buf, size_t len, const uint8_t *bytes, size_t n)
+{
+	struct chmsg m;
+	uint32_t blen;
+
+	ASSERT_INT(chmsg_decode(&m, buf, len), ==, 0);
+	ASSERT_INT(m.type, ==, CHMSG_CALL);
+	ASSERT_STR(m.signature, "ay");
+	ASSERT_INT(m.body_len, ==, 4 + n);
+	memcpy(&blen, m.body, 4);
+	ASSERT_INT(blen, ==, n);
+	ASSERT(memcmp((const uint8_t *)m.body + 4, bytes, n) == 0);
+}
+
+/* --- Tests ------------------------------------------------------------------------- */
+
+/*
+ * The byte API's call sent at once: its bytes written once, straight
+ * into the bus's send buffer (the one the kernel copies from), nothing
+ * allocated for it beyond its slot.
+ */
+static void test_bytes_now(void)
+{
+	brokerd_bus *bus = bus_new();
+	static const size_t sizes[] = { 1, 100, 4000, 8000 };
+	static uint8_t bytes[8000];
+
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (uint8_t)(i * 7 + 1);
+	/* the first send makes the bus's buffer, once */
+	ASSERT_INT(brokerd_bus_call_async(bus, NULL, SVC, "Warm", "x", 1, 0, NULL, NULL), ==, 0);
+	ASSERT(bus->send_buf);
+	for (size_t s = 0; s < ELEMENTSOF(sizes); s++) {
+		unsigned int n = sent.n;
+
+		counting = true;
+		n_big = 0;
+		ASSERT_INT(brokerd_bus_call_async(bus, NULL, SVC, "Ping", bytes, sizes[s], 0, on_reply, NULL), ==,
+			   0);
+		counting = false;
+		ASSERT_INT(sent.n, ==, n + 1);
+		ASSERT(sent.buf == bus->send_buf);
+		ASSERT_INT(n_big, ==, 0);
+		check_bytes_call(sent.bytes, sent.len, bytes, sizes[s]);
+	}
+	ASSERT(brokerd_bus_close(bus) == NULL);
+}
+
+/* A typed call of body "sua{sv}" and a byte array of n, to name, sealed. */
+static brokerd_msg *typed_call(brokerd_bus *bus, const char *name, size_t n)
+{
+	static uint8_t bytes[20000];
+	brokerd_msg *m = NULL;
+
+	ASSERT(n <= sizeof(bytes));
+	for (size_t i = 0; i < n; i++)
+		bytes[i] = (uint8_t)(i * 11 + 3);
+	ASSERT_INT(brokerd_msg_new_call(bus, &m, name, "/p", "org.test.I", "T"), ==, 0);
+	ASSERT_INT(brokerd_msg_append(m, "sua{sv}", "text", 42u, 0), ==, 0);
+	ASSERT_INT(brokerd_msg_append_array(m, 'y', bytes, n), ==, 0);
+	ASSERT_INT(brokerd_msg_seal(m), ==, 0);
+	return m;
+}
+
+/* buf holds a call whose body is m's, byte for byte. */
+static void check_typed_call(const uint8_t *buf, size_t len, brokerd_msg *m)
+{
+	struct chmsg d;
+
+	ASSERT_INT(chmsg_decode(&d, buf, len), ==, 0);
+	ASSERT_INT(d.type, ==, CHMSG_CALL);
+	ASSERT_STR(d.member, "T");
+	ASSERT_STR(d.signature, m->signature);
+	ASSERT_INT(d.body_len, ==, m->data_len);
+	ASSERT(memcmp(d.body, m->data, m->data_len) == 0);
+}
+
+/*
+ * A typed call sent at once goes from where its body was marshalled (the
+ * one copy of its values into bytes): the buffer the kernel copies from
+ * ends where the body ends, its header written in the room in front.
+ * Before, its body was copied again, after its header, into a buffer of
+ * CHMSG_MAX allocated per call.
+ */
+static void test_typed_now(void)
+{
+	brokerd_bus *bus = bus_new();
+	static const size_t sizes[] = { 0, 100, 6000 };
+
+	ASSERT_INT(brokerd_bus_call_async(bus, NULL, SVC, "Warm", "x", 1, 0, NULL, NULL), ==, 0);
+	for (size_t s = 0; s < ELEMENTSOF(sizes); s++) {
+		brokerd_msg *m = typed_call(bus, SVC, sizes[s]);
+		unsigned int n = sent.n;
+
+		counting = true;
+		n_big = 0;
+		ASSERT_INT(brokerd_bus_send(bus, m), ==, 0);
+		counting = false;
+		ASSERT_INT(sent.n, ==, n + 1);
+		ASSERT(sent.buf + sent.len == (const uint8_t *)m->data + m->data_len);
+		ASSERT(sent.buf >= (const uint8_t *)m->owned_data);
+		ASSERT_INT(n_big, ==, 0);
+		ASSERT(bus->send_room == NULL); /* taken */
+		check_typed_call(sent.bytes, sent.len, m);
+		brokerd_msg_unref(m);
+	}
+	ASSERT(brokerd_bus_close(bus) == NULL);
+}
+
+/*
+ * A call that waits for its chan (OPEN_CALL on its way) is encoded once,
+ * into a buffer of its own of exactly its length: the byte API's bytes
+ * and a typed call's body alike, and a body too large for a slot as its
+ * header alone, the body in a memfd.
+ */
+static void test_queued(void)
+{
+	brokerd_bus *bus = bus_new();
+	static uint8_t bytes[20000];
+	struct bus_out *o;
+	brokerd_msg *m;
+
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (uint8_t)(i * 5 + 2);
+	ASSERT_INT(brokerd_bus_call_async(bus, NULL, SVC, "Warm", "x", 1, 0, NULL, NULL), ==, 0);
+
+	counting = true;
+	n_big = 0;
+	ASSERT_INT(brokerd_bus_call_async(bus, NULL, LATE, "Ping", bytes, 3000, 0, on_reply, NULL), ==, 0);
+	counting = false;
+	o = queued(bus, LATE);
+	ASSERT(!o->borrowed && o->buf != bus->send_buf);
+	ASSERT_INT(n_big, ==, 1);
+	ASSERT_INT(big[0], ==, o->len);
+	ASSERT_INT(o->n_fds, ==, 0);
+	check_bytes_call(o->buf, o->len, bytes, 3000);
+
+	/* typed: copied after its header, the message it lies in may be gone when the chan comes */
+	m = typed_call(bus, LATE, 3000);
+	counting = true;
+	n_big = 0;
+	ASSERT_INT(brokerd_bus_send(bus, m), ==, 0);
+	counting = false;
+	ASSERT(bus->send_room == NULL);
+	o = queued(bus, LATE);
+	ASSERT(!o->borrowed && o->buf != bus->send_buf);
+	ASSERT(o->buf + o->len <= (uint8_t *)m->owned_data || o->buf >= (uint8_t *)m->data + m->data_len);
+	ASSERT_INT(n_big, ==, 1);
+	ASSERT_INT(big[0], ==, o->len);
+	check_typed_call(o->buf, o->len, m);
+	brokerd_msg_unref(m);
+
+	/* larger than a slot of a chan whose size is not known yet: the header alone */
+	counting = true;
+	n_big = 0;
+	ASSERT_INT(brokerd_bus_call_async(bus, NULL, LATE, "Big", bytes, sizeof(bytes), 0, on_reply, NULL), ==,
+		   0);
+	counting = false;
+	o = queued(bus, LATE);
+	ASSERT_INT(o->n_fds, ==, 1);
+	ASSERT(o->len < 256);
+	ASSERT_INT(n_big, ==, 0); /* the header is small; the body went to the memfd */
+	{
+		struct chmsg d;
+
+		ASSERT_INT(chmsg_decode(&d, o->buf, o->len), ==, 0);
+		ASSERT(d.body_in_fd);
+		ASSERT_INT(d.body_len, ==, 4 + sizeof(bytes));
+	}
+	ASSERT(brokerd_bus_close(bus) == NULL);
+}
+
+int main(void)
+{
+	test_bytes_now();
+	test_typed_now();
+	test_queued();
+	printf("test-msg-send: ok\n");
+	return 0;
+}
