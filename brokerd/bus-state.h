@@ -81,6 +81,7 @@ struct bus_conn {
 	struct bus_conn *fifo_prev, *fifo_next;
 	uint64_t deadline; /* CLOCK_MONOTONIC usec, while on a fifo */
 	bool name_events;
+	bool sizes;	    /* HELLO asked SIZES: inbox sizes told (HELLO, OPEN_INBOX, ReplyCapability) */
 	bool watch_signals; /* WATCH_SIGNALS: SignalChannel for names owned later */
 	bool ended_pid;	    /* OPEN_CALL asked ENDED_PID: CallReceiverEnded with the pid */
 	bool monitor;

@@ -273,7 +273,7 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	if (c->peer)
 		return conn_reply_error(c, m, CTRL_ERROR_ALREADY_HELLO, "HELLO was already sent");
 	ctrl_read_u32(rd, &flags);
-	if (flags & ~CTRL_HELLO_NAME_EVENTS)
+	if (flags & ~(CTRL_HELLO_NAME_EVENTS | CTRL_HELLO_SIZES))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "unknown HELLO flags 0x%x", flags);
 
 	/* Containers: how it sees others' ids, for answers about them (nsview.h). */
@@ -289,6 +289,7 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	driver_ids_reserve(b);
 	c->peer->userdata = c;
 	c->name_events = flags & CTRL_HELLO_NAME_EVENTS;
+	c->sizes = flags & CTRL_HELLO_SIZES;
 
 	if (b->chanmgr.available) {
 		r = bus_channel_new(b, CTRL_CHANNEL_INBOX, c->peer->unique_name, c->cred.uid, &failed_quota,
@@ -320,6 +321,9 @@ static int handle_hello(struct bus_conn *c, const struct ctrl_message *m, struct
 	ctrl_write_u32(&w, b->chanmgr.available ? CTRL_FEATURE_CHANNELS | CTRL_FEATURE_BADGES |
 							  CTRL_FEATURE_MSG_SIZE | CTRL_FEATURE_ENDED_PID :
 						  0);
+	/* the largest message its inbox takes, to a client that asked (0: it has none) */
+	if (c->sizes)
+		ctrl_write_u32(&w, c->inbox ? c->inbox->slot_size : 0);
 	if (fd >= 0)
 		ctrl_write_fd(&w, fd);
 	if (log_ratelimit_test(&b->conn_log))
@@ -644,6 +648,8 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_string(&w, p->unique_name);
+	if (c->sizes)
+		ctrl_write_u32(&w, inbox->slot_size); /* what replies to it may send inline */
 	ctrl_write_fd(&w, fd);
 	return conn_send(c, &w);
 }

@@ -453,6 +453,8 @@ static void reply_cap_send(struct bus *b, struct bus_conn *caller, struct bus_co
 		return;
 	ctrl_write_string(&w, caller->peer->unique_name);
 	ctrl_write_string(&w, name);
+	if (r->sizes)
+		ctrl_write_u32(&w, caller->inbox->slot_size); /* as OPEN_INBOX tells it */
 	ctrl_write_fd(&w, fd);
 	conn_signal(r, &w);
 }

@@ -62,6 +62,7 @@
 #define CONN_F_NAME_EVENTS   0x2u
 #define CONN_F_MONITOR	     0x4u
 #define CONN_F_WATCH_SIGNALS 0x8u	/* watch.c: names owned later are handed over too */
+#define CONN_F_SIZES	     0x10u	/* HELLO's SIZES: inbox sizes told in its replies and signals */
 #define CHANNEL_NONE	     UINT32_MAX /* no channel (ids are the kernel's, 0 included) */
 
 enum record_tag {
@@ -361,7 +362,7 @@ static void save_conns(struct bus *b, struct wbuf *w)
 		put_u64(w, c->peer ? c->peer->id : 0);
 		put_u32(w, (c->peer ? CONN_F_HELLO : 0) | (c->name_events ? CONN_F_NAME_EVENTS : 0) |
 				   (c->monitor ? CONN_F_MONITOR : 0) |
-				   (c->watch_signals ? CONN_F_WATCH_SIGNALS : 0));
+				   (c->watch_signals ? CONN_F_WATCH_SIGNALS : 0) | (c->sizes ? CONN_F_SIZES : 0));
 		put_u32(w, c->inbox ? c->inbox->id : CHANNEL_NONE);
 		put_u32(w, c->n_caps);
 		put_u64(w, c->n_subscriptions);
@@ -958,6 +959,7 @@ static int rebuild(struct bus *b, struct state *s)
 		c->name_events = sc->flags & CONN_F_NAME_EVENTS;
 		c->monitor = sc->flags & CONN_F_MONITOR;
 		c->watch_signals = sc->flags & CONN_F_WATCH_SIGNALS;
+		c->sizes = sc->flags & CONN_F_SIZES;
 		c->inbox = channel_of(s, sc->inbox);
 		c->n_caps = sc->n_caps;
 		c->n_subscriptions = sc->n_subscriptions;

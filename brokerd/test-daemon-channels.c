@@ -463,3 +463,92 @@ void test_pool_queued_member(void)
 	tc_close(&w1);
 	printf("# pool: a queued POOL member gets the call RECV cap and receives calls through it: ok\n");
 }
+
+/* The inbox size after the HELLO reply's features (SIZES): the slot size its inbox was made with. */
+static uint32_t hello_sizes(struct tc *c)
+{
+	struct tc_msg m;
+	const char *u;
+	uint32_t size = 0;
+
+	TC_ASSERT(tc_connect(c, sock_path) == 0);
+	TC_ASSERT(tc_call(c, CTRL_OP_HELLO, &m, "u", CTRL_HELLO_SIZES) == 0);
+	TC_EXPECT_REPLY(&m);
+	u = tc_read_string(&m);
+	snprintf(c->unique, sizeof(c->unique), "%s", u);
+	TC_ASSERT(ctrl_read_u64(&m.r, &c->id) == 0 && ctrl_read_u32(&m.r, &c->features) == 0);
+	TC_ASSERT(ctrl_read_u32(&m.r, &size) == 0 && ctrl_reader_at_end(&m.r));
+	TC_ASSERT_EQ(m.n_fds, 1);
+	tc_msg_close_fds(&m);
+	return size;
+}
+
+/* OPEN_INBOX of peer from c: the size its reply tells, or UINT32_MAX when it tells none (`s`). */
+static uint32_t open_inbox_size(struct tc *c, const char *peer)
+{
+	struct tc_msg m;
+	uint32_t size = UINT32_MAX;
+
+	TC_ASSERT(tc_call(c, CTRL_OP_OPEN_INBOX, &m, "s", peer) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT(strcmp(tc_read_string(&m), peer) == 0);
+	if (!ctrl_reader_at_end(&m.r))
+		TC_ASSERT(ctrl_read_u32(&m.r, &size) == 0 && ctrl_reader_at_end(&m.r));
+	TC_ASSERT_EQ(m.n_fds, 1);
+	tc_msg_close_fds(&m);
+	return size;
+}
+
+/*
+ * Guest only: a connection's inbox takes the geometry of `ring *`, fixed
+ * when it is made; a client that said SIZES in its HELLO is told its own
+ * inbox's slot size there, a peer's with OPEN_INBOX (`su`) and a caller's
+ * with ReplyCapability (`ssu`); one that did not gets the replies as
+ * before, with no field more.
+ */
+void test_inbox_sizes(void)
+{
+	const char *N = "org.brokerdtest.root.Sizes";
+	struct tc big, small, plain;
+	struct tc_msg m;
+	uint32_t size = 0;
+
+	/* made before: the default */
+	TC_ASSERT_EQ(hello_sizes(&small), 8192);
+	set_policy("[channels]\nring * 16 16384\n");
+	TC_ASSERT_EQ(hello_sizes(&big), 16384);
+	TC_ASSERT(tc_connect_hello(&plain, sock_path, 0) == 0);
+
+	/* OPEN_INBOX: the peer's inbox, as it was made; not asked: `s` */
+	TC_ASSERT_EQ(open_inbox_size(&big, small.unique), 8192);
+	TC_ASSERT_EQ(open_inbox_size(&small, plain.unique), 16384);
+	TC_ASSERT_EQ(open_inbox_size(&plain, big.unique), UINT32_MAX);
+
+	/* ReplyCapability: the caller's inbox size to an owner that asked, none to one that did not */
+	TC_ASSERT(tc_call(&small, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_POOL) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_PRIMARY_OWNER);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&plain, CTRL_OP_REQUEST_NAME, &m, "su", N, CTRL_NAME_POOL) == 0);
+	TC_ASSERT_EQ(tc_read_u32(&m), CTRL_NAME_IN_QUEUE);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_call(&big, CTRL_OP_OPEN_CALL, &m, "su", N, 0) == 0);
+	TC_EXPECT_REPLY(&m);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_signal(&small, CTRL_SIGNAL_REPLY_CAPABILITY, &m, 5000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), big.unique) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+	TC_ASSERT(ctrl_read_u32(&m.r, &size) == 0 && ctrl_reader_at_end(&m.r));
+	TC_ASSERT_EQ(size, 16384);
+	tc_msg_close_fds(&m);
+	TC_ASSERT(tc_wait_signal(&plain, CTRL_SIGNAL_REPLY_CAPABILITY, &m, 5000) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), big.unique) == 0);
+	TC_ASSERT(strcmp(tc_read_string(&m), N) == 0);
+	TC_ASSERT(ctrl_reader_at_end(&m.r));
+	tc_msg_close_fds(&m);
+
+	tc_close(&plain);
+	tc_close(&small);
+	tc_close(&big);
+	set_policy("");
+	printf("# inbox sizes: HELLO, OPEN_INBOX and ReplyCapability tell them to who asked: ok\n");
+}

@@ -30,6 +30,34 @@ static void test_hello(void)
 	/* unique names are never reused */
 	uint64_t first = c.id;
 	tc_close(&c);
+
+	/* SIZES: the inbox's largest message after the features (0 without one), to this client only */
+	{
+		const char *u;
+		uint64_t id;
+		uint32_t features, size = 1;
+
+		TC_ASSERT(tc_connect(&c, sock_path) == 0);
+		/* a flag brokerd does not know: refused, and HELLO may come again (libbrokerd's fallback) */
+		TC_ASSERT(tc_call(&c, CTRL_OP_HELLO, &m, "u", 0x40) == 0);
+		TC_EXPECT_ERROR(&m, CTRL_ERROR_INVALID_ARGS);
+		TC_ASSERT(tc_call(&c, CTRL_OP_HELLO, &m, "u", CTRL_HELLO_SIZES) == 0);
+		TC_EXPECT_REPLY(&m);
+		TC_ASSERT(ctrl_read_string(&m.r, &u, NULL) == 0 && ctrl_read_u64(&m.r, &id) == 0 &&
+			  ctrl_read_u32(&m.r, &features) == 0 && ctrl_read_u32(&m.r, &size) == 0);
+		TC_ASSERT(ctrl_reader_at_end(&m.r));
+		TC_ASSERT(have_channels ? size >= 8192 && size <= 65536 : size == 0);
+		tc_msg_close_fds(&m);
+		tc_close(&c);
+		TC_ASSERT(tc_connect(&c, sock_path) == 0);
+		TC_ASSERT(tc_call(&c, CTRL_OP_HELLO, &m, "u", 0) == 0);
+		TC_EXPECT_REPLY(&m);
+		TC_ASSERT(ctrl_read_string(&m.r, &u, NULL) == 0 && ctrl_read_u64(&m.r, &id) == 0 &&
+			  ctrl_read_u32(&m.r, &features) == 0);
+		TC_ASSERT(ctrl_reader_at_end(&m.r)); /* `stu`, as before */
+		tc_msg_close_fds(&m);
+		tc_close(&c);
+	}
 	TC_ASSERT(tc_connect_hello(&c, sock_path, 0) == 0);
 	TC_ASSERT(c.id > first);
 	tc_close(&c);

@@ -201,6 +201,7 @@ static void test_channels(void)
 	test_channel_quota();
 	test_channel_limits();
 	test_pool_queued_member();
+	test_inbox_sizes();
 }
 
 int main(int argc, char **argv)

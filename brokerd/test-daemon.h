@@ -81,5 +81,6 @@ void test_revocation(void);
 void test_revocation_inbox(void);
 void test_unsubscribe_revocation(void);
 void test_pool_queued_member(void);
+void test_inbox_sizes(void);
 
 #endif

@@ -17,7 +17,7 @@
 
 static const struct ctrl_op_info ops[] = {
 	[CTRL_OP_HELLO] = {
-		.name = "Hello", .request_sig = "u", .reply_sig = "stu",
+		.name = "Hello", .request_sig = "u", .reply_sig = "stu", .reply_sig_ext = "stuu",
 		.min_len = 4, .max_reply_fds = 1,
 	},
 	[CTRL_OP_REQUEST_NAME] = {
@@ -53,7 +53,7 @@ static const struct ctrl_op_info ops[] = {
 		.min_len = 7, .max_reply_fds = 1,
 	},
 	[CTRL_OP_OPEN_INBOX] = {
-		.name = "OpenInbox", .request_sig = "s", .reply_sig = "s",
+		.name = "OpenInbox", .request_sig = "s", .reply_sig = "s", .reply_sig_ext = "su",
 		.min_len = 3, .max_reply_fds = 1,
 	},
 	[CTRL_OP_MONITOR] = {
@@ -125,7 +125,8 @@ static const struct ctrl_op_info signals[] = {
 		.name = "SignalChannel", .reply_sig = "s", .min_len = 3, .max_reply_fds = 1,
 	},
 	[CTRL_SIGNAL_REPLY_CAPABILITY] = {
-		.name = "ReplyCapability", .reply_sig = "ss", .min_len = 6, .max_reply_fds = 1,
+		.name = "ReplyCapability", .reply_sig = "ss", .reply_sig_ext = "ssu", .min_len = 6,
+		.max_reply_fds = 1,
 	},
 	[CTRL_SIGNAL_CALL_RECEIVER_ENDED] = {
 		.name = "CallReceiverEnded", .reply_sig = "sst", .reply_sig_ext = "sstu", .min_len = 14,

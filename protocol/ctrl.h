@@ -78,6 +78,8 @@ enum ctrl_signal {
 
 /* HELLO request flags */
 #define CTRL_HELLO_NAME_EVENTS (1U << 0) /* send NameOwnerChanged as control signals */
+/* inbox sizes told: HELLO's reply `stuu` (our inbox's), OPEN_INBOX's `su` and ReplyCapability `ssu` (the peer's) */
+#define CTRL_HELLO_SIZES       (1U << 1)
 
 /* HELLO reply features */
 #define CTRL_FEATURE_CHANNELS  (1U << 0) /* the kernel has IPC channels; fds are passed */

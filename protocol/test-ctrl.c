@@ -514,10 +514,73 @@ static void test_receiver_ended_pid(void)
 	}
 }
 
+/*
+ * SIZES (HELLO's flag): HELLO's reply `stuu`, OPEN_INBOX's `su` and
+ * ReplyCapability `ssu` carry an inbox's size; without it they are as
+ * before, and nothing longer is accepted.
+ */
+static void test_inbox_sizes(void)
+{
+	static const struct {
+		unsigned int type, code;
+		const char *sig, *ext;
+	} cases[] = {
+		{ CTRL_TYPE_REPLY, CTRL_OP_HELLO, "stu", "stuu" },
+		{ CTRL_TYPE_REPLY, CTRL_OP_OPEN_INBOX, "s", "su" },
+		{ CTRL_TYPE_SIGNAL, CTRL_SIGNAL_REPLY_CAPABILITY, "ss", "ssu" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct ctrl_op_info *info = cases[i].type == CTRL_TYPE_SIGNAL ? ctrl_signal_get(cases[i].code) :
+										       ctrl_op_get(cases[i].code);
+
+		ASSERT(info && strcmp(info->reply_sig, cases[i].sig) == 0 &&
+		       strcmp(info->reply_sig_ext, cases[i].ext) == 0);
+		for (int extra = 0; extra <= 2; extra++) {
+			struct ctrl_writer w;
+			struct ctrl_message m;
+			struct ctrl_reader r;
+			const void *d;
+			uint32_t u;
+			size_t l;
+
+			ASSERT(ctrl_writer_init(&w, cases[i].type, cases[i].code,
+						cases[i].type == CTRL_TYPE_SIGNAL ? 0 : 9) == 0);
+			for (const char *t = cases[i].sig; *t; t++) {
+				if (*t == 's')
+					ctrl_write_string(&w, ":1.5");
+				else if (*t == 't')
+					ctrl_write_u64(&w, 5);
+				else
+					ctrl_write_u32(&w, 1);
+			}
+			for (int k = 0; k < extra; k++)
+				ctrl_write_u32(&w, 16384);
+			if (extra == 2) {
+				/* a second field is trailing bytes */
+				ASSERT(ctrl_writer_finish(&w, &d, &l) == -EBADMSG);
+				ctrl_writer_deinit(&w);
+				continue;
+			}
+			ASSERT(ctrl_writer_finish(&w, &d, &l) == 0);
+			ASSERT(ctrl_message_decode(&m, d, l, 0) == 0);
+			ASSERT(strcmp(m.sig, extra ? cases[i].ext : cases[i].sig) == 0);
+			if (extra) {
+				ctrl_reader_init_raw(&r, (const uint8_t *)m.payload + m.payload_len - 4, 4);
+				ASSERT(ctrl_read_u32(&r, &u) == 0 && u == 16384);
+			}
+			ctrl_writer_deinit(&w);
+		}
+	}
+	/* the request stays `u`: the flag is a bit of it */
+	ASSERT(strcmp(ctrl_op_get(CTRL_OP_HELLO)->request_sig, "u") == 0);
+}
+
 int main(void)
 {
 	test_table();
 	test_receiver_ended_pid();
+	test_inbox_sizes();
 	test_unsubscribe();
 	test_open_call_size();
 	test_list_pages();
