@@ -73,23 +73,33 @@ static int bus_hello(brokerd_bus *bus)
 	struct ctrl_reader rd;
 	const char *unique = NULL;
 	uint64_t id = 0;
-	uint32_t features = 0;
+	uint32_t features = 0, inbox_size = 0;
 	int k;
 
-	k = bus_ctrl_request(bus, CTRL_OP_HELLO, NULL, CTRL_HELLO_NAME_EVENTS, &r);
+	/* our inbox's size too (SIZES); a brokerd older than the flag refuses it: asked again without */
+	k = bus_ctrl_request(bus, CTRL_OP_HELLO, NULL, CTRL_HELLO_NAME_EVENTS | CTRL_HELLO_SIZES, &r);
+	if (k == -EINVAL) {
+		ctrl_reply_done(&r);
+		k = bus_ctrl_request(bus, CTRL_OP_HELLO, NULL, CTRL_HELLO_NAME_EVENTS, &r);
+	}
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
 	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_read_u64(&rd, &id) < 0 ||
-	    ctrl_read_u32(&rd, &features) < 0)
+	    ctrl_read_u32(&rd, &features) < 0 ||
+	    (!ctrl_reader_at_end(&rd) && ctrl_read_u32(&rd, &inbox_size) < 0))
 		return -EPROTO;
 	snprintf(bus->unique_name, sizeof(bus->unique_name), "%s", unique);
 	bus->id = id;
 	bus->features = features;
 	k = 0;
-	if (features & CTRL_FEATURE_CHANNELS)
+	if (features & CTRL_FEATURE_CHANNELS) {
 		k = bus_chan_attach(bus, ctrl_reply_take_fd(&r, 0), IOIPC_SUB_RECV, CHAN_INBOX, NULL,
 				    &bus->inbox);
+		/* the largest message that reaches us inline (0: not told, 8192) */
+		if (k >= 0)
+			bus->inbox->msg_max = inbox_size;
+	}
 	return k;
 }
 

@@ -15,6 +15,10 @@
  * its signal channel (REQUEST_NAME), and Emit(size) broadcasts a body of
  * 60 KiB inline, 100 KiB in a memfd, to the test as a subscriber.
  *
+ * The library is told its own inbox's size (HELLO's SIZES flag): 8192, the
+ * default; a connection made after a `ring *` line is read has an inbox of
+ * that geometry, and is told 16384.
+ *
  * Then it times calls of 100 B .. 60 KiB to both (the measurement behind
  * the default geometry, brokerd/README.md): printed, not checked, since
  * times under TCG vary.
@@ -178,7 +182,7 @@ int main(void)
 		{ "Check", on_check }, { "Emit", on_emit }, { "Time", on_time }, { NULL, NULL }
 	};
 	static struct blob big_blob, small_blob;
-	brokerd_bus *bus;
+	brokerd_bus *bus, *bus2;
 
 	t_policy("[channels]\n"
 		 "ring " BIG " 16 65536\n");
@@ -203,6 +207,19 @@ int main(void)
 	check_signal(bus, &big_blob, BIG, 60 * KiB, "inline");
 	check_signal(bus, &big_blob, BIG, 100 * KiB, "memfd");
 	check_signal(bus, &small_blob, SMALL, 32 * KiB, "memfd");
+
+	/* HELLO told us our inbox's slot size: the default, as `ring *` was not set */
+	CHECK(bus->inbox);
+	CHECK_R((int)bus->inbox->msg_max, 8192);
+	/* an inbox made after `ring *` has its geometry, and HELLO tells it */
+	t_policy("[channels]\n"
+		 "ring * 16 16384\n"
+		 "ring " BIG " 16 65536\n");
+	bus2 = t_open();
+	CHECK(bus2->inbox);
+	CHECK_R((int)bus2->inbox->msg_max, 16384);
+	t_log("inbox sizes told: 8192, 16384 after ring *");
+	brokerd_bus_close(bus2);
 
 	for (unsigned int i = 0; i < 4; i++) {
 		static const size_t sizes[] = { 100, 4 * KiB, 32 * KiB, 60 * KiB };
