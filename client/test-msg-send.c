@@ -234,6 +234,18 @@ static void test_typed_now(void)
 		check_typed_call(sent.bytes, sent.len, m);
 		brokerd_msg_unref(m);
 	}
+	/* brokerd_bus_call_msg() too: sent in place before it waits (for a reply that cannot come: no socket) */
+	{
+		brokerd_msg *m = typed_call(bus, SVC, 100), *reply = NULL;
+		unsigned int n = sent.n;
+
+		ASSERT(brokerd_bus_call_msg(bus, m, 1000, &reply) < 0 && !reply);
+		ASSERT_INT(sent.n, ==, n + 1);
+		ASSERT(sent.buf + sent.len == (const uint8_t *)m->data + m->data_len);
+		ASSERT(bus->send_room == NULL);
+		check_typed_call(sent.bytes, sent.len, m);
+		brokerd_msg_unref(m);
+	}
 	ASSERT(brokerd_bus_close(bus) == NULL);
 }
 
