@@ -387,10 +387,11 @@ static size_t call_encoded_len(const struct chmsg *msg, unsigned int n_fds, size
 	if (m.signature == bus_bytes_signature && m.body_len > 0)
 		m.body_len += 4; /* the byte API's "ay": its length, then the bytes */
 	m.n_fds = n_fds;
+	/* -EMSGSIZE: a body larger than any slot, which goes in a memfd */
 	k = chmsg_encode_header(&m, buf, CHMSG_MAX);
-	if (k < 0)
+	if (k < 0 && k != -EMSGSIZE)
 		return 0;
-	if ((size_t)k + m.body_len <= inline_max)
+	if (k >= 0 && (size_t)k + m.body_len <= inline_max)
 		return (size_t)k + m.body_len;
 	m.body_in_fd = true;
 	m.n_fds++;
