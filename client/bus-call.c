@@ -447,7 +447,10 @@ int bus_call_encode(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, 
 	return 0;
 }
 
-/* Takes o (sent at once, and borrowing) into a bus_out of its own, for a call that waits after all. */
+/*
+ * Takes o (sent at once, and borrowing) into a bus_out of its own, for a
+ * call that waits after all (its chan revoked under the send).
+ */
 static struct bus_out *call_out_keep(struct bus_out *o)
 {
 	struct bus_out *q = malloc(sizeof(*q));
@@ -524,6 +527,10 @@ static int call_send(brokerd_bus *bus, brokerd_slot **ret_slot, const char *name
 			chan_close(&bus->ring, b->call_send);
 			b->call_send = NULL;
 			s->reopened = true;
+			k = -EAGAIN;
+		}
+		if (k == -EAGAIN) {
+			/* it waits after all: in memory of its own, the send buffer is the next send's */
 			data = call_out_keep(&o);
 			k = data ? -EAGAIN : -ENOMEM;
 		}

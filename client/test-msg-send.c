@@ -6,12 +6,15 @@
  * counts what the library allocates per call). A call sent at once is
  * encoded into the bus's one send buffer, a typed call sent from where
  * its body was marshalled with its header written in front; a call that
- * waits for its chan is encoded once into a buffer sized to it; no call
- * allocates a buffer of CHMSG_MAX.
+ * waits for its chan is encoded once into a buffer sized to it (one whose
+ * chan was revoked under its send copied once more, into its own); no
+ * call allocates a buffer of CHMSG_MAX.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "client/bus-alloc.h"
 #include "client/bus-call.h"
@@ -59,9 +62,17 @@ static struct {
 	uint8_t bytes[CHMSG_MAX];
 } sent;
 
+/* What the next send returns instead of its length (0: none), once. */
+static int send_error;
+
 int __wrap_chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
 			 unsigned int n)
 {
+	int k = send_error;
+
+	send_error = 0;
+	if (k < 0)
+		return k;
 	ASSERT(len <= sizeof(sent.bytes));
 	sent.n++;
 	sent.buf = buf;
@@ -259,6 +270,7 @@ static void test_queued(void)
 {
 	brokerd_bus *bus = bus_new();
 	static const size_t big_sizes[] = { 20000, 1U << 20 };
+	int sv[2];
 	static uint8_t bytes[3000];
 	struct bus_out *o;
 	brokerd_msg *m;
@@ -316,7 +328,21 @@ static void test_queued(void)
 		ASSERT_INT(d.body_len, ==, 4 + size);
 		free(body);
 	}
+
+	/*
+	 * Its chan revoked under the send: it waits for the new one (an
+	 * OPEN_CALL to a socket nobody answers), copied once more into its own.
+	 */
+	ASSERT_INT(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), ==, 0);
+	bus->ctrl_fd = sv[0];
+	send_error = -EACCES;
+	ASSERT_INT(brokerd_bus_call_async(bus, NULL, SVC, "Again", bytes, 3000, 0, on_reply, NULL), ==, 0);
+	ASSERT(bname_get(bus, SVC, false)->call_send == NULL);
+	o = queued(bus, SVC);
+	ASSERT(!o->borrowed && o->buf != bus->send_buf);
+	check_bytes_call(o->buf, o->len, bytes, 3000);
 	ASSERT(brokerd_bus_close(bus) == NULL);
+	close(sv[1]);
 }
 
 int main(void)
