@@ -449,7 +449,8 @@ int bus_call_encode(brokerd_bus *bus, const struct chmsg *m, size_t inline_max, 
 
 /*
  * Takes o (sent at once, and borrowing) into a bus_out of its own, for a
- * call that waits after all (its chan revoked under the send).
+ * call that waits after all (its chan revoked under the send, or the send
+ * to be tried again).
  */
 static struct bus_out *call_out_keep(struct bus_out *o)
 {
@@ -460,7 +461,7 @@ static struct bus_out *call_out_keep(struct bus_out *o)
 		free(q);
 		return NULL;
 	}
-	/* a second copy, but only for a call whose chan was revoked under it */
+	/* a second copy, but only for a call whose send did not go through */
 	memcpy(buf, o->buf, o->len);
 	*q = *o;
 	q->buf = buf;
