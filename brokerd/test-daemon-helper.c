@@ -12,6 +12,12 @@
  *                                            "activating" or the error
  *   brokerd-test-helper --hello -            HELLO only: prints its unique
  *                                            name ("unique :1.N")
+ *   brokerd-test-helper --sizes-on-usr1 -    HELLO with SIZES, prints its
+ *                                            unique name; on SIGUSR1 asks
+ *                                            OPEN_INBOX for its own inbox
+ *                                            and prints "told N" (the size
+ *                                            the reply carries) or "told
+ *                                            nothing"
  *
  * Installed beside the harness, not as a test.
  */
@@ -22,14 +28,43 @@ int main(int argc, char **argv)
 	struct tc c;
 	struct tc_msg m;
 
+	bool sizes = argc == 3 && strcmp(argv[1], "--sizes-on-usr1") == 0;
+	sigset_t usr1;
+
 	if (argc != 3)
 		return 2;
-	if (tc_connect_hello(&c, CTRL_SOCKET_PATH, 0) < 0) {
+	/* blocked before anyone can know us: taken by sigwait() below */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	if (tc_connect_hello(&c, CTRL_SOCKET_PATH, sizes ? CTRL_HELLO_SIZES : 0) < 0) {
 		printf("cannot connect\n");
 		return 1;
 	}
 	if (strcmp(argv[1], "--hello") == 0) {
 		printf("unique %s\n", c.unique);
+		return 0;
+	}
+	if (sizes) {
+		/* a connection's SIZES outlives a brokerd restart (the hand-over) */
+		uint32_t size;
+		int sig;
+
+		printf("unique %s\n", c.unique);
+		fflush(stdout);
+		if (sigwait(&usr1, &sig) != 0)
+			return 1;
+		TC_ASSERT(tc_call(&c, CTRL_OP_OPEN_INBOX, &m, "s", c.unique) == 0);
+		if (m.m.hdr.type != CTRL_TYPE_REPLY) {
+			printf("%s: %s\n", m.error_name, m.error_message);
+			return 1;
+		}
+		(void)tc_read_string(&m);
+		if (ctrl_reader_at_end(&m.r))
+			printf("told nothing\n");
+		else if (ctrl_read_u32(&m.r, &size) == 0)
+			printf("told %u\n", size);
+		tc_msg_close_fds(&m);
 		return 0;
 	}
 	if (strcmp(argv[1], "--own") == 0) {
