@@ -883,9 +883,14 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
  * passed on before what brokerd says about it: a signal sent just before
  * its emitter left reaches D-Bus clients before NameOwnerChanged (GDBus
  * drops a signal from a name's former owner), a reply before NoReply.
- * Their receives may have completed in the kernel without brokerd having
- * run the completion yet: run it, and dispatch until nothing more is there
- * (a bounded number of rounds, so that a flood cannot hold brokerd here).
+ * Nothing of it can still be on its way in the kernel: a message published
+ * wakes the bridge's parked receive through task_work queued to brokerd's
+ * thread, which runs before the syscall that brought the news (the control
+ * socket's RELEASE_NAME or hang-up) returns, and posts the completion. So
+ * the completions are in the CQ (or its overflow list, which
+ * io_uring_get_events() flushes), or reaped and on the ready list, only not
+ * dispatched yet: dispatch them now, round after round until nothing more
+ * is there (bounded, so that a flood cannot hold brokerd here).
  */
 static void ring_drain(struct dbus_bridge *br)
 {
@@ -1078,24 +1083,7 @@ static void hook_owner_changed(void *userdata, const char *name, const char *old
 {
 	struct dbus_bridge *br = userdata;
 
-	/*
-	 * What the old owner sent must reach the D-Bus clients before they
-	 * hear it is gone (GDBus drops a signal from a name without owner). A
-	 * receive parked on the name's signal channel may be woken but not yet
-	 * have copied the message in; cancelling it settles that: it either
-	 * took the message or left it in the ring, where the next receive
-	 * (ring_drain() re-arms) takes it at once.
-	 */
-	if (*old_owner) {
-		for (struct bridge_sub *sub = br->subs; sub; sub = sub->next)
-			if (!strcmp(sub->name, name)) {
-				chan_cancel_wait(&br->ring, sub->recv);
-				if (!sub->recv->ready)
-					(void)chan_arm(&br->ring, sub->recv);
-				break;
-			}
-	}
-	ring_drain(br);
+	ring_drain(br); /* what the old owner sent, before the news that it went */
 	name_owner_changed_signal(br, name, old_owner, new_owner);
 	if (br->watching && *new_owner && name[0] != ':')
 		sub_name(br, name);
