@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "brokerd/bus-state.h"
@@ -34,6 +33,7 @@
  * one place where the daemon reaches across to client/.
  */
 #include "client/chan.h"
+#include "protocol/body-memfd.h"
 #include "protocol/ctrl.h"
 #include "protocol/dbus-marshal.h"
 #include "protocol/message.h"
@@ -50,9 +50,6 @@
 
 /* The badge of brokerd's own receive caps (never stamped: nothing is sent through them). */
 #define BRIDGE_BADGE (UINT64_MAX - 1)
-
-/* The seals a body memfd must have (protocol/README.md 7.6). */
-#define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
 /* A native name a D-Bus connection calls: the SEND cap on its call channel, attached. */
 struct bridge_target {
@@ -415,7 +412,7 @@ static int body_memfd(const void *body, size_t len)
 			return n < 0 ? -errno : -EIO;
 		done += (size_t)n;
 	}
-	if (fcntl(fd, F_ADD_SEALS, BODY_SEALS) < 0)
+	if (fcntl(fd, F_ADD_SEALS, CHMSG_BODY_SEALS) < 0)
 		return -errno;
 	return TAKE_FD(fd);
 }
@@ -708,25 +705,6 @@ static bool serves(struct dbus_bridge *br, uint64_t id, const char *name)
 	return false;
 }
 
-/* Maps the body memfd, which must be sealed and exactly len bytes long. */
-static int body_map(int fd, size_t len, void **ret)
-{
-	struct stat st;
-	int seals;
-	void *p;
-
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & BODY_SEALS) != BODY_SEALS)
-		return -EBADMSG;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (size_t)st.st_size != len)
-		return -EBADMSG;
-	p = mmap(NULL, len ? len : 1, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return -ENOMEM;
-	*ret = p;
-	return 0;
-}
-
 /* The D-Bus connection that owns name, or NULL. */
 static struct dbus_conn *dbus_owner(struct dbus_bridge *br, const char *name)
 {
@@ -825,7 +803,7 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 	    m.n_fds != n)
 		goto drop;
 	if (m.body_in_fd) {
-		if (body_map(fds[n - 1], m.body_len, &map) < 0 || chmsg_decode_body(&m, map) < 0)
+		if (chmsg_body_map(fds[n - 1], m.body_len, &map) < 0 || chmsg_decode_body(&m, map) < 0)
 			goto drop;
 		close(fds[--n]);
 	}
@@ -926,7 +904,7 @@ out:
 	if (fds)
 		fds_close(fds, n);
 	if (map)
-		munmap(map, m.body_len ? m.body_len : 1);
+		munmap(map, m.body_len);
 	free(body);
 }
 
