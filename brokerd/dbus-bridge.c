@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "brokerd/bus-state.h"
@@ -34,6 +33,7 @@
  * one place where the daemon reaches across to client/.
  */
 #include "client/chan.h"
+#include "protocol/body-memfd.h"
 #include "protocol/ctrl.h"
 #include "protocol/dbus-marshal.h"
 #include "protocol/message.h"
@@ -50,9 +50,6 @@
 
 /* The badge of brokerd's own receive caps (never stamped: nothing is sent through them). */
 #define BRIDGE_BADGE (UINT64_MAX - 1)
-
-/* The seals a body memfd must have (protocol/README.md 7.6). */
-#define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
 /* A native name a D-Bus connection calls: the SEND cap on its call channel, attached. */
 struct bridge_target {
@@ -76,8 +73,9 @@ struct bridge_peer {
 /* A bridged call waiting for its reply. */
 struct bridge_call {
 	struct bridge_peer *peer;
-	uint32_t serial; /* the D-Bus caller's, also the channel message's */
-	char *name;	 /* the native name called */
+	uint32_t serial;   /* the D-Bus caller's, also the channel message's */
+	char *name;	   /* the native name called */
+	uint64_t deadline; /* CLOCK_MONOTONIC usec: NoReply then (reply_timeout_ms); UINT64_MAX never */
 	struct bridge_call *next;
 };
 
@@ -95,6 +93,7 @@ struct bridge_ncall {
 	uint32_t serial;	/* of the D-Bus message brokerd wrote */
 	uint64_t caller;	/* the native caller's id (the kernel's badge) */
 	uint32_t caller_serial; /* its call's */
+	uint64_t deadline;	/* as a bridge_call's */
 	struct bridge_ncall *next;
 };
 
@@ -120,7 +119,9 @@ struct dbus_bridge {
 	bool watching; /* some D-Bus client has a match rule: native signals are received */
 	struct bridge_ncall *ncalls;
 	unsigned int n_ncalls;
-	uint32_t serial;       /* of the calls brokerd writes to D-Bus callees */
+	sd_event_source *timer; /* at the first deadline of calls and ncalls, or earlier */
+	uint64_t timer_at;	/* when it fires; UINT64_MAX: off */
+	uint32_t serial;	/* of the calls brokerd writes to D-Bus callees */
 	unsigned long dropped; /* messages refused: invalid, unsolicited or from the wrong sender */
 };
 
@@ -129,6 +130,44 @@ static void fds_close(const int *fds, unsigned int n)
 	for (unsigned int i = 0; i < n; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+}
+
+/* ---- Reply timeouts -------------------------------------------------------------- */
+
+/*
+ * Bridged calls time out as calls between D-Bus clients do (dbus-conn.c):
+ * after reply_timeout_ms (never when 0, dbus-daemon's default) the caller
+ * gets NoReply from the bus, a D-Bus caller as a D-Bus error, a native
+ * caller as an ERROR in its inbox, and a late reply is refused.
+ */
+static const char timed_out[] = "Message did not receive a reply (timeout by message bus)";
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+static uint64_t call_deadline(struct dbus_bridge *br)
+{
+	uint64_t ms = quota_bus_limit(br->bus->quota, QUOTA_BUS_REPLY_TIMEOUT_MS);
+
+	return ms == 0 || ms > UINT64_MAX / 2 / 1000ULL ? UINT64_MAX : now_usec() + ms * 1000ULL;
+}
+
+/* The timer fires at deadline, or earlier if it is set to. */
+static void timer_arm(struct dbus_bridge *br, uint64_t deadline)
+{
+	int r;
+
+	if (deadline == UINT64_MAX || deadline >= br->timer_at)
+		return;
+	br->timer_at = deadline;
+	if (!br->timer)
+		r = sd_event_add_time(br->front->event, &br->timer, CLOCK_MONOTONIC, deadline, 1000ULL,
+				      on_timer, br);
+	else if ((r = sd_event_source_set_time(br->timer, deadline)) >= 0)
+		r = sd_event_source_set_enabled(br->timer, SD_EVENT_ONESHOT);
+	if (r < 0) {
+		br->timer_at = UINT64_MAX;
+		log_error("bridge: cannot arm the reply timer: bridged calls may wait past reply_timeout_ms");
+	}
 }
 
 /* ---- Per D-Bus connection ---------------------------------------------------- */
@@ -373,7 +412,7 @@ static int body_memfd(const void *body, size_t len)
 			return n < 0 ? -errno : -EIO;
 		done += (size_t)n;
 	}
-	if (fcntl(fd, F_ADD_SEALS, BODY_SEALS) < 0)
+	if (fcntl(fd, F_ADD_SEALS, CHMSG_BODY_SEALS) < 0)
 		return -errno;
 	return TAKE_FD(fd);
 }
@@ -452,11 +491,34 @@ static struct bridge_ncall **ncall_find(struct dbus_bridge *br, struct dbus_conn
 }
 
 /*
- * A D-Bus callee's METHOD_RETURN or ERROR to a native caller: into the
- * caller's inbox, through a cap badged with the callee's id (the caller
+ * cm (its REPLY_SERIAL the native call's) from D-Bus callee c into the
+ * inbox of native caller id, through a cap badged with c's id (the caller
  * accepts replies from the name's owners only, and LIST_QUEUED_OWNERS
- * names it), REPLY_SERIAL the native call's serial.
+ * names it).
  */
+static void reply_to_native(struct dbus_bridge *br, struct dbus_conn *c, uint64_t id, struct chmsg *cm,
+			    const int *fds, unsigned int n)
+{
+	struct registry_peer *p = registry_peer_find(br->bus->registry, id);
+	struct bus_conn *nc = p ? p->userdata : NULL;
+	struct bridge_peer *bp;
+	struct bridge_target *t;
+	int r;
+
+	if (!nc || nc->dead || !nc->inbox)
+		return; /* the caller is gone */
+	cm->destination = p->unique_name;
+	r = peer_get(br, c, &bp);
+	if (r == 0)
+		r = target_get(br, bp, p->unique_name, nc->inbox, &t);
+	if (r == 0)
+		r = msg_send(br, t, cm, fds, n);
+	if (r < 0)
+		log_full(LOG_DEBUG, c->name, c->cred.uid, "reply from %s to native %s not passed on: %s", c->name,
+			 p->unique_name, strerror(-r));
+}
+
+/* A D-Bus callee's METHOD_RETURN or ERROR to a native caller (reply_to_native()). */
 static int reply_route(struct dbus_bridge *br, struct dbus_conn *c, struct dbus_message *m, const int *fds)
 {
 	struct bridge_ncall **pk = ncall_find(br, c, m->h.reply_serial);
@@ -464,17 +526,11 @@ static int reply_route(struct dbus_bridge *br, struct dbus_conn *c, struct dbus_
 		.type = m->h.type == DBUS_MESSAGE_ERROR ? CHMSG_ERROR : CHMSG_REPLY,
 		.serial = m->h.serial,
 		.error_name = m->h.error_name,
-		.destination = m->h.destination,
 		.signature = m->h.signature,
 		.body = m->body,
 		.body_len = (uint32_t)m->body_len,
 	};
-	struct registry_peer *p;
-	struct bus_conn *nc;
-	struct bridge_peer *bp;
-	struct bridge_target *t;
 	uint64_t id;
-	int r;
 
 	if (!pk || ctrl_unique_name_parse(m->h.destination, &id) < 0 || id != (*pk)->caller) {
 		c->front->unsolicited++;
@@ -484,19 +540,40 @@ static int reply_route(struct dbus_bridge *br, struct dbus_conn *c, struct dbus_
 	}
 	cm.reply_serial = (*pk)->caller_serial;
 	ncall_drop(br, pk);
-	p = registry_peer_find(br->bus->registry, id);
-	nc = p ? p->userdata : NULL;
-	if (!nc || nc->dead || !nc->inbox)
-		return 0; /* the caller is gone */
-	r = peer_get(br, c, &bp);
-	if (r == 0)
-		r = target_get(br, bp, p->unique_name, nc->inbox, &t);
-	if (r == 0)
-		r = msg_send(br, t, &cm, fds, m->h.n_fds);
-	if (r < 0)
-		log_full(LOG_DEBUG, c->name, c->cred.uid, "reply from %s to native %s not passed on: %s", c->name,
-			 p->unique_name, strerror(-r));
+	reply_to_native(br, c, id, &cm, fds, m->h.n_fds);
 	return 0;
+}
+
+/* k's time is up: its native caller gets NoReply, as from its callee (whose reply it waits for). */
+static void ncall_time_out(struct dbus_bridge *br, struct bridge_ncall **pk)
+{
+	struct bridge_ncall *k = *pk;
+	struct chmsg cm = {
+		.type = CHMSG_ERROR,
+		.serial = ++br->serial ? br->serial : ++br->serial,
+		.reply_serial = k->caller_serial,
+		.error_name = ERR("NoReply"),
+		.signature = "s",
+	};
+	struct dbus_conn *callee = k->callee;
+	uint64_t caller = k->caller;
+	struct dbus_writer w;
+	void *body = NULL;
+	size_t len = 0;
+
+	ncall_drop(br, pk);
+	log_full(LOG_DEBUG, callee->name, callee->cred.uid, "call from native :1.%llu to %s timed out",
+		 (unsigned long long)caller, callee->name);
+	if (dbus_writer_init(&w, "s") < 0)
+		return;
+	dbus_writer_append_basic(&w, 's', timed_out);
+	if (dbus_writer_finish(&w, &body, &len) == 0) {
+		cm.body = body;
+		cm.body_len = (uint32_t)len;
+		reply_to_native(br, callee, caller, &cm, NULL, 0);
+	}
+	dbus_writer_deinit(&w);
+	free(body);
 }
 
 int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fds)
@@ -573,9 +650,11 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 	}
 	k->peer = bp;
 	k->serial = m->h.serial;
+	k->deadline = call_deadline(br);
 	k->next = br->calls;
 	br->calls = k;
 	c->n_replies++;
+	timer_arm(br, k->deadline);
 	return 0;
 }
 
@@ -624,25 +703,6 @@ static bool serves(struct dbus_bridge *br, uint64_t id, const char *name)
 		if (!strcmp(e, name))
 			return true;
 	return false;
-}
-
-/* Maps the body memfd, which must be sealed and exactly len bytes long. */
-static int body_map(int fd, size_t len, void **ret)
-{
-	struct stat st;
-	int seals;
-	void *p;
-
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & BODY_SEALS) != BODY_SEALS)
-		return -EBADMSG;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (size_t)st.st_size != len)
-		return -EBADMSG;
-	p = mmap(NULL, len ? len : 1, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return -ENOMEM;
-	*ret = p;
-	return 0;
 }
 
 /* The D-Bus connection that owns name, or NULL. */
@@ -743,7 +803,7 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 	    m.n_fds != n)
 		goto drop;
 	if (m.body_in_fd) {
-		if (body_map(fds[n - 1], m.body_len, &map) < 0 || chmsg_decode_body(&m, map) < 0)
+		if (chmsg_body_map(fds[n - 1], m.body_len, &map) < 0 || chmsg_decode_body(&m, map) < 0)
 			goto drop;
 		close(fds[--n]);
 	}
@@ -825,9 +885,11 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 			k->serial = h.serial;
 			k->caller = info->badge;
 			k->caller_serial = m.serial;
+			k->deadline = call_deadline(br);
 			k->next = br->ncalls;
 			br->ncalls = k;
 			br->n_ncalls++;
+			timer_arm(br, k->deadline);
 		}
 	}
 	/* Queued, or freed with its fds by dbus_conn_queue(). */
@@ -842,7 +904,7 @@ out:
 	if (fds)
 		fds_close(fds, n);
 	if (map)
-		munmap(map, m.body_len ? m.body_len : 1);
+		munmap(map, m.body_len);
 	free(body);
 }
 
@@ -883,9 +945,14 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
  * passed on before what brokerd says about it: a signal sent just before
  * its emitter left reaches D-Bus clients before NameOwnerChanged (GDBus
  * drops a signal from a name's former owner), a reply before NoReply.
- * Their receives may have completed in the kernel without brokerd having
- * run the completion yet: run it, and dispatch until nothing more is there
- * (a bounded number of rounds, so that a flood cannot hold brokerd here).
+ * Nothing of it can still be on its way in the kernel: a message published
+ * wakes the bridge's parked receive through task_work queued to brokerd's
+ * thread, which runs before the syscall that brought the news (the control
+ * socket's RELEASE_NAME or hang-up) returns, and posts the completion. So
+ * the completions are in the CQ (or its overflow list, which
+ * io_uring_get_events() flushes), or reaped and on the ready list, only not
+ * dispatched yet: dispatch them now, round after round until nothing more
+ * is there (bounded, so that a flood cannot hold brokerd here).
  */
 static void ring_drain(struct dbus_bridge *br)
 {
@@ -894,6 +961,48 @@ static void ring_drain(struct dbus_bridge *br)
 		if (!ring_dispatch(br))
 			break;
 	}
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct dbus_bridge *br = userdata;
+	uint64_t now = now_usec(), next = UINT64_MAX;
+	unsigned int expired = 0;
+
+	(void)s;
+	(void)usec;
+	br->timer_at = UINT64_MAX;
+	for (struct bridge_call **pk = &br->calls; *pk;) {
+		if ((*pk)->deadline <= now) {
+			call_fail(br, pk, ERR("NoReply"), timed_out);
+			expired++;
+			continue;
+		}
+		if ((*pk)->deadline < next)
+			next = (*pk)->deadline;
+		pk = &(*pk)->next;
+	}
+	for (struct bridge_ncall **pk = &br->ncalls; *pk;) {
+		if ((*pk)->deadline <= now) {
+			ncall_time_out(br, pk);
+			expired++;
+			continue;
+		}
+		if ((*pk)->deadline < next)
+			next = (*pk)->deadline;
+		pk = &(*pk)->next;
+	}
+	if (expired) {
+		unsigned int n_calls = 0;
+
+		for (struct bridge_call *k = br->calls; k; k = k->next)
+			n_calls++;
+		log_info("bridge: %u bridged call(s) timed out (NoReply); %u call(s) of D-Bus clients and %u of "
+			 "native clients still wait for a reply",
+			 expired, n_calls, br->n_ncalls);
+	}
+	timer_arm(br, next);
+	return 0;
 }
 
 /* ---- Hooks of the native layers -------------------------------------------------- */
@@ -929,6 +1038,12 @@ static void hook_peer_ending(void *userdata, struct registry_peer *p)
 	const char *e;
 
 	ring_drain(br); /* its last replies and signals first */
+	/* Its calls to D-Bus services: nobody waits for their replies any more. */
+	for (struct bridge_ncall **pk = &br->ncalls; *pk;)
+		if ((*pk)->caller == p->id)
+			ncall_drop(br, pk);
+		else
+			pk = &(*pk)->next;
 	/* Its unique name goes, for the D-Bus clients that watch it (its well-known names follow). */
 	name_owner_changed_signal(br, p->unique_name, p->unique_name, "");
 	for (unsigned int i = 0; (e = registry_peer_entry_name(p, i, NULL)); i++)
@@ -1078,24 +1193,7 @@ static void hook_owner_changed(void *userdata, const char *name, const char *old
 {
 	struct dbus_bridge *br = userdata;
 
-	/*
-	 * What the old owner sent must reach the D-Bus clients before they
-	 * hear it is gone (GDBus drops a signal from a name without owner). A
-	 * receive parked on the name's signal channel may be woken but not yet
-	 * have copied the message in; cancelling it settles that: it either
-	 * took the message or left it in the ring, where the next receive
-	 * (ring_drain() re-arms) takes it at once.
-	 */
-	if (*old_owner) {
-		for (struct bridge_sub *sub = br->subs; sub; sub = sub->next)
-			if (!strcmp(sub->name, name)) {
-				chan_cancel_wait(&br->ring, sub->recv);
-				if (!sub->recv->ready)
-					(void)chan_arm(&br->ring, sub->recv);
-				break;
-			}
-	}
-	ring_drain(br);
+	ring_drain(br); /* what the old owner sent, before the news that it went */
 	name_owner_changed_signal(br, name, old_owner, new_owner);
 	if (br->watching && *new_owner && name[0] != ':')
 		sub_name(br, name);
@@ -1192,6 +1290,7 @@ int dbus_bridge_new(struct dbus_bridge **ret, struct dbus_front *f)
 		return -ENOMEM;
 	br->front = f;
 	br->bus = f->bus;
+	br->timer_at = UINT64_MAX;
 	r = ring_init(&br->ring, BRIDGE_RING_ENTRIES);
 	if (r == 0)
 		r = sd_event_add_io(f->event, &br->src, br->ring.efd, EPOLLIN, on_ring, br);
@@ -1217,6 +1316,7 @@ struct dbus_bridge *dbus_bridge_free(struct dbus_bridge *br)
 		br->bus->bridge = NULL;
 	}
 	sd_event_source_disable_unref(br->src);
+	sd_event_source_disable_unref(br->timer);
 	ring_deinit(&br->ring);
 	free(br);
 	return NULL;

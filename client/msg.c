@@ -21,6 +21,7 @@
 #include "client/bus-alloc.h"
 #include "client/bus-internal.h"
 #include "client/msg.h"
+#include "protocol/body-memfd.h"
 #include "protocol/dbus-marshal.h"
 
 /* Copies the NUL-terminated s (NULL = "") to *p and advances it. */
@@ -114,29 +115,6 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	return msg;
 }
 
-/* The seals a body memfd must have: nobody, the sender included, can change it. */
-#define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
-
-/* Maps the body memfd fd, which must be sealed and exactly len bytes long. */
-static int body_map(int fd, size_t len, void **ret)
-{
-	struct stat st;
-	int seals;
-	void *p;
-
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & BODY_SEALS) != BODY_SEALS)
-		return -EBADMSG; /* not a memfd, or one its sender could still change */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (size_t)st.st_size != len)
-		return -EBADMSG;
-	/* private: a byte-order conversion writes to our copy of the pages, never theirs */
-	p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return -ENOMEM;
-	*ret = p;
-	return 0;
-}
-
 static void fds_close(int *fds, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
@@ -199,7 +177,7 @@ static int msg_decode(struct chan *c, struct received *r)
 	if (k < 0)
 		goto fail;
 	if (r->m.body_in_fd) {
-		k = body_map(r->fds[r->n_fds - 1], r->m.body_len, &r->map);
+		k = chmsg_body_map(r->fds[r->n_fds - 1], r->m.body_len, &r->map);
 		if (k >= 0)
 			k = chmsg_decode_body(&r->m, r->map);
 		if (k < 0)

@@ -17,6 +17,18 @@
  *                                    calls NAME's Peer.Ping N times, one
  *                                    after the other, and prints the mean
  *                                    round trip (a figure, not a test)
+ *
+ *   brokerd-dbus-echo --watch ADDRESS NAME
+ *                                    asks the bus for NAME's signals and
+ *                                    its NameOwnerChanged by match rules
+ *                                    on the well-known name (AddMatch
+ *                                    sender='NAME', as a client that
+ *                                    subscribes before the name has an
+ *                                    owner does), prints "watching", then
+ *                                    one line per signal in the order the
+ *                                    bus delivered them ("SENDER MEMBER
+ *                                    ARGS..."); exits once NAME lost its
+ *                                    owner
  */
 #include <errno.h>
 #include <stdio.h>
@@ -80,19 +92,26 @@ static const sd_bus_vtable vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
+static int connect_bus(const char *address, sd_bus **ret)
+{
+	int r = sd_bus_new(ret);
+
+	if (r >= 0)
+		r = sd_bus_set_address(*ret, address);
+	if (r >= 0)
+		r = sd_bus_set_bus_client(*ret, 1);
+	if (r >= 0)
+		r = sd_bus_start(*ret);
+	return r;
+}
+
 static int bench(const char *address, const char *name, int n)
 {
 	sd_bus *bus = NULL;
 	struct timespec a, b;
 	int r;
 
-	r = sd_bus_new(&bus);
-	if (r >= 0)
-		r = sd_bus_set_address(bus, address);
-	if (r >= 0)
-		r = sd_bus_set_bus_client(bus, 1);
-	if (r >= 0)
-		r = sd_bus_start(bus);
+	r = connect_bus(address, &bus);
 	/* one first, so that the bridge's caps and inbox are there before the clock runs */
 	if (r >= 0)
 		r = sd_bus_call_method(bus, name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL, NULL, "");
@@ -110,6 +129,59 @@ static int bench(const char *address, const char *name, int n)
 	return 0;
 }
 
+/* --watch: every signal as it came, its string arguments after it; done when the name lost its owner. */
+static int on_watched(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	const char *name = userdata, *arg[3] = { "", "", "" }, *s;
+	uint8_t type = 0;
+	int n = 0;
+
+	if (sd_bus_message_get_type(m, &type) < 0 || type != SD_BUS_MESSAGE_SIGNAL)
+		return 0;
+	printf("%s %s", sd_bus_message_get_sender(m), sd_bus_message_get_member(m));
+	while (sd_bus_message_peek_type(m, NULL, NULL) > 0 && sd_bus_message_read_basic(m, 's', &s) > 0) {
+		printf(" '%s'", s);
+		if (n < 3)
+			arg[n++] = s;
+	}
+	printf("\n");
+	fflush(stdout);
+	/* NameOwnerChanged(name, old, "") : its owner went */
+	if (sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameOwnerChanged") && n == 3 &&
+	    !strcmp(arg[0], name) && !*arg[2])
+		exit(0);
+	return 0;
+}
+
+static int watch(const char *address, const char *name)
+{
+	char rule[2][512];
+	sd_bus *bus = NULL;
+	int r;
+
+	snprintf(rule[0], sizeof(rule[0]), "type='signal',sender='%s'", name);
+	snprintf(rule[1], sizeof(rule[1]),
+		 "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='%s'", name);
+	r = connect_bus(address, &bus);
+	if (r >= 0)
+		r = sd_bus_add_filter(bus, NULL, on_watched, (void *)name);
+	/* Sent as they are, not through sd-bus's own matching, which filters by sender itself. */
+	for (int i = 0; r >= 0 && i < 2; i++)
+		r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+				       "AddMatch", NULL, NULL, "s", rule[i]);
+	if (r < 0) {
+		fprintf(stderr, "brokerd-dbus-echo: watch %s: %s\n", name, strerror(-r));
+		return 1;
+	}
+	printf("watching\n");
+	fflush(stdout);
+	while ((r = sd_bus_process(bus, NULL)) >= 0)
+		if (r == 0 && (r = sd_bus_wait(bus, UINT64_MAX)) < 0)
+			break;
+	fprintf(stderr, "brokerd-dbus-echo: %s\n", strerror(-r));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	sd_bus *bus = NULL;
@@ -117,17 +189,13 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && !strcmp(argv[1], "--bench"))
 		return bench(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "--watch"))
+		return watch(argv[2], argv[3]);
 	if (argc != 3) {
 		fprintf(stderr, "usage: brokerd-dbus-echo ADDRESS NAME\n");
 		return 2;
 	}
-	r = sd_bus_new(&bus);
-	if (r >= 0)
-		r = sd_bus_set_address(bus, argv[1]);
-	if (r >= 0)
-		r = sd_bus_set_bus_client(bus, 1);
-	if (r >= 0)
-		r = sd_bus_start(bus);
+	r = connect_bus(argv[1], &bus);
 	if (r >= 0)
 		r = sd_bus_add_object_vtable(bus, NULL, "/org/brokerdtest", "org.brokerdtest.Echo1", vtable, NULL);
 	if (r >= 0)
