@@ -396,6 +396,11 @@ static void multishot_complete(struct ring *r, struct chan *c, int res, unsigned
 		}
 		return;
 	}
+	if (has_buf && res < 0) {
+		/* a buffer the kernel took for a message it did not deliver: empty, back to the ring */
+		buf_recycle(c, bid);
+		has_buf = false;
+	}
 	if (has_buf)
 		done_push(c, bid, res);
 	if (more) {
