@@ -34,15 +34,8 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 	 * no buffer rings, the chan stays single-shot). Not calls: a receive
 	 * kept posted on a name's call channel would be handed calls while the
 	 * handler is busy, which a pool's other workers should take.
-	 *
-	 * Off for now (BUS_MULTISHOT): in the guest, a subscriber stopped
-	 * while a lossy channel overran its 32 buffers sometimes never woke
-	 * again after the kernel ended its receive for want of buffers
-	 * (client-fds, "never answered Sync 3", 2 runs of 3). Until that lost
-	 * wake-up is found, every chan takes the single-shot path, which the
-	 * multishot one falls back to anyway.
 	 */
-	if (BUS_MULTISHOT && c->buf && kind != CHAN_CALL_RECV)
+	if (c->buf && kind != CHAN_CALL_RECV)
 		(void)chan_set_multishot(&bus->ring, c, BUS_RECV_BUFS);
 	if (c->buf) {
 		k = chan_arm(&bus->ring, c);

@@ -62,8 +62,6 @@ enum {
  * mapped, so only the pages messages were written to are backed.
  */
 #define BUS_RECV_BUFS 32
-/* Multishot receives for signals, monitors and the inbox: off, see bus_chan_attach() */
-#define BUS_MULTISHOT false
 
 /* A message encoded for chan_send_fds(): its bytes and the fds to pass (owned). */
 struct bus_out {

@@ -396,6 +396,11 @@ static void multishot_complete(struct ring *r, struct chan *c, int res, unsigned
 		}
 		return;
 	}
+	if (has_buf && res < 0) {
+		/* a buffer the kernel took for a message it did not deliver: empty, back to the ring */
+		buf_recycle(c, bid);
+		has_buf = false;
+	}
 	if (has_buf)
 		done_push(c, bid, res);
 	if (more) {
@@ -654,11 +659,14 @@ int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len)
 	return chan_send_fds(r, c, buf, len, NULL, 0);
 }
 
-int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n)
+/*
+ * Checks a send's arguments and prepares its SQE on c (not submitted, no
+ * user_data yet): chan_send_fds() and chan_send_receipt() alike.
+ */
+static int send_prep(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n,
+		     struct io_uring_sqe **ret)
 {
-	struct send_op op = { 0 };
 	struct io_uring_sqe *sqe;
-	int k;
 
 	if (!c || !(c->rights & IOIPC_SUB_SEND) || !buf || len > UINT32_MAX || n > IOIPC_MAX_FDS ||
 	    (n && !fds))
@@ -670,6 +678,19 @@ int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, c
 		ioipc_prep_send_fds(sqe, c->sub_id, buf, (unsigned int)len, 0, fds, n);
 	else
 		ioipc_prep_send(sqe, c->sub_id, buf, (unsigned int)len, 0);
+	*ret = sqe;
+	return 0;
+}
+
+int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n)
+{
+	struct send_op op = { 0 };
+	struct io_uring_sqe *sqe;
+	int k;
+
+	k = send_prep(r, c, buf, len, fds, n, &sqe);
+	if (k < 0)
+		return k;
 	io_uring_sqe_set_data64(sqe, (uintptr_t)&op | TAG_SEND);
 	/* a send never waits in the kernel: its completion comes right away */
 	while (!op.done) {
@@ -725,16 +746,9 @@ int chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t le
 	*ret_receipt = false;
 	if (!cookie || cookie > (UINTPTR_MAX >> 2) || !ring_receipts(r))
 		return chan_send_fds(r, c, buf, len, fds, n);
-	if (!c || !(c->rights & IOIPC_SUB_SEND) || !buf || len > UINT32_MAX || n > IOIPC_MAX_FDS ||
-	    (n && !fds))
-		return -EINVAL;
-	sqe = ring_get_sqe(r);
-	if (!sqe)
-		return -EBUSY;
-	if (n)
-		ioipc_prep_send_fds(sqe, c->sub_id, buf, (unsigned int)len, 0, fds, n);
-	else
-		ioipc_prep_send(sqe, c->sub_id, buf, (unsigned int)len, 0);
+	k = send_prep(r, c, buf, len, fds, n, &sqe);
+	if (k < 0)
+		return k;
 	k = send_receipt_wait(r, sqe, cookie);
 	/* a send that failed owes no receipt */
 	*ret_receipt = k >= 0;
