@@ -62,6 +62,7 @@
 #define CONN_F_NAME_EVENTS   0x2u
 #define CONN_F_MONITOR	     0x4u
 #define CONN_F_WATCH_SIGNALS 0x8u	/* watch.c: names owned later are handed over too */
+#define CONN_F_ENDED_PID     0x10u	/* OPEN_CALL asked ENDED_PID: CallReceiverEnded with the pid */
 #define CHANNEL_NONE	     UINT32_MAX /* no channel (ids are the kernel's, 0 included) */
 
 enum record_tag {
@@ -361,7 +362,8 @@ static void save_conns(struct bus *b, struct wbuf *w)
 		put_u64(w, c->peer ? c->peer->id : 0);
 		put_u32(w, (c->peer ? CONN_F_HELLO : 0) | (c->name_events ? CONN_F_NAME_EVENTS : 0) |
 				   (c->monitor ? CONN_F_MONITOR : 0) |
-				   (c->watch_signals ? CONN_F_WATCH_SIGNALS : 0));
+				   (c->watch_signals ? CONN_F_WATCH_SIGNALS : 0) |
+				   (c->ended_pid ? CONN_F_ENDED_PID : 0));
 		put_u32(w, c->inbox ? c->inbox->id : CHANNEL_NONE);
 		put_u32(w, c->n_caps);
 		put_u64(w, c->n_subscriptions);
@@ -958,6 +960,7 @@ static int rebuild(struct bus *b, struct state *s)
 		c->name_events = sc->flags & CONN_F_NAME_EVENTS;
 		c->monitor = sc->flags & CONN_F_MONITOR;
 		c->watch_signals = sc->flags & CONN_F_WATCH_SIGNALS;
+		c->ended_pid = sc->flags & CONN_F_ENDED_PID;
 		c->inbox = channel_of(s, sc->inbox);
 		c->n_caps = sc->n_caps;
 		c->n_subscriptions = sc->n_subscriptions;
@@ -971,6 +974,21 @@ static int rebuild(struct bus *b, struct state *s)
 			r = nsview_read(c->cred.pid, c->pidfd, &c->nsview);
 			if (r < 0)
 				return r;
+		}
+	}
+	/*
+	 * Whose process each grant ends with, as cap_mint() recorded it: the
+	 * pid CallReceiverEnded names, which a caller matches against the
+	 * kernel's receipts. Not stored: it is the connection's, checked
+	 * against the socket's SO_PEERCRED above.
+	 */
+	for (size_t i = 0; i < s->n_channels; i++) {
+		struct bus_channel *ch = s->channels[i].ch;
+
+		for (size_t j = 0; j < ch->n_grants; j++) {
+			struct st_conn *sc = st_conn_find(s, ch->grants[j].peer_id);
+
+			ch->grants[j].pid = sc ? sc->cred.pid : 0;
 		}
 	}
 	for (size_t i = 0; i < s->n_names; i++) {
