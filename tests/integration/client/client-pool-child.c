@@ -132,7 +132,8 @@ static pid_t call_until_child(brokerd_bus *bus, struct t_outcome *held)
 		int pid;
 
 		*held = o;
-		CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Work", "x", 1, CHILD_TIMEOUT, t_on_outcome, held),
+		CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Work", "x", 1, CHILD_TIMEOUT, t_on_outcome,
+					       held),
 			0);
 		while (!held->done) {
 			if (t_hear(took[0], line, sizeof(line), 10) == 0) {

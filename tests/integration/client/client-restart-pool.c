@@ -52,7 +52,6 @@ int main(void)
 	int holder[WORKERS]; /* call -> the worker that took it */
 	pid_t pids[WORKERS], brokerd;
 	char line[16];
-	int victim;
 	uint64_t t0;
 
 	if (system("systemctl --version >/dev/null 2>&1") != 0)
@@ -88,25 +87,10 @@ int main(void)
 	t_pool_quiet(bus, 300, calls, WORKERS);
 
 	/* the worker of call 2 is killed: its call alone fails */
-	victim = holder[2];
-	t0 = now_usec();
-	t_kill(pids[victim - 1]);
-	pids[victim - 1] = 0;
-	t_expect_receiver_ended(bus, &calls[2], t0, BOUND_USEC, "call 2, held by the killed worker");
-	t_pool_quiet(bus, 500, calls, 2);
+	t_pool_kill_holder(bus, calls, holder, pids, WORKERS, BOUND_USEC);
 
 	/* the workers that live answer the calls they hold */
-	for (int i = 0; i < 2; i++) {
-		char want[16];
-
-		t_say(cmd[holder[i] - 1][1], "reply");
-		if (!t_pump(bus, &calls[i].done, 10000))
-			FAIL("call %d: no answer from worker %d within 10 s", i, holder[i]);
-		snprintf(want, sizeof(want), "%d", holder[i]);
-		CHECK_R(calls[i].error, 0);
-		if (strcmp(calls[i].body, want) != 0)
-			FAIL("call %d answered \"%s\", not by its worker %d", i, calls[i].body, holder[i]);
-	}
+	t_pool_answer(bus, calls, holder, 2, cmd);
 	t_log("calls 0 and 1 answered by their workers %d and %d after the restart", holder[0], holder[1]);
 
 	for (int i = 0; i < WORKERS; i++)

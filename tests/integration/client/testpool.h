@@ -57,7 +57,8 @@ static inline void t_call_taken(brokerd_bus *bus, const char *name, const char *
 {
 	uint64_t end = now_usec() + 10000000;
 
-	CHECK_R(brokerd_bus_call_async(bus, NULL, name, member, body, strlen(body), timeout, t_on_outcome, o), 0);
+	CHECK_R(brokerd_bus_call_async(bus, NULL, name, member, body, strlen(body), timeout, t_on_outcome, o),
+		0);
 	while (t_hear(took_fd, line, size, 10) < 0) {
 		(void)brokerd_bus_process(bus);
 		if (now_usec() > end)
@@ -93,6 +94,47 @@ static inline void t_pool_quiet(brokerd_bus *bus, int ms, const struct t_outcome
 		if (calls[i].done)
 			FAIL("call %d completed (%d %s: %s) though its worker holds it", i, calls[i].error,
 			     calls[i].error_name, calls[i].body);
+}
+
+/*
+ * Kills the worker holding call i (holder[i], from 1, its pid in pids,
+ * zeroed): call i alone fails, at once (within bound usec), as the call of
+ * a receiver that ended; the other n - 1 calls, held by others, stay
+ * pending. Call i is the last of the n.
+ */
+static inline void t_pool_kill_holder(brokerd_bus *bus, struct t_outcome *calls, const int *holder,
+				      pid_t *pids, int n, uint64_t bound)
+{
+	int victim = holder[n - 1];
+	uint64_t t0 = now_usec();
+	char what[64];
+
+	t_kill(pids[victim - 1]);
+	pids[victim - 1] = 0;
+	snprintf(what, sizeof(what), "call %d, held by the killed worker %d", n - 1, victim);
+	t_expect_receiver_ended(bus, &calls[n - 1], t0, bound, what);
+	t_pool_quiet(bus, 500, calls, n - 1);
+}
+
+/*
+ * Tells the worker of each of the n calls (holder[i], from 1; its command
+ * pipe cmd[holder[i] - 1]) to answer it with "reply", and checks that the
+ * answer came from that worker (its body is the worker's number).
+ */
+static inline void t_pool_answer(brokerd_bus *bus, struct t_outcome *calls, const int *holder, int n,
+				 int (*cmd)[2])
+{
+	for (int i = 0; i < n; i++) {
+		char want[16];
+
+		t_say(cmd[holder[i] - 1][1], "reply");
+		if (!t_pump(bus, &calls[i].done, 10000))
+			FAIL("call %d: no answer from worker %d within 10 s", i, holder[i]);
+		snprintf(want, sizeof(want), "%d", holder[i]);
+		CHECK_R(calls[i].error, 0);
+		if (strcmp(calls[i].body, want) != 0)
+			FAIL("call %d answered \"%s\", not by its worker %d", i, calls[i].body, holder[i]);
+	}
 }
 
 #endif
