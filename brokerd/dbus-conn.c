@@ -80,7 +80,7 @@ void dbus_conn_kill(struct dbus_conn *c, const char *why)
 }
 
 /* Write what is queued as far as the socket takes it. */
-static int conn_flush(struct dbus_conn *c)
+int dbus_conn_flush(struct dbus_conn *c)
 {
 	while (c->out_head) {
 		struct dbus_out *o = c->out_head;
@@ -173,7 +173,7 @@ int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsig
 		dbus_conn_kill(c, why);
 		return -ENOBUFS;
 	}
-	return conn_flush(c);
+	return dbus_conn_flush(c);
 }
 
 int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len)
@@ -420,13 +420,11 @@ static int reply_timer_arm(struct dbus_front *f)
 	return sd_event_source_set_enabled(f->reply_timer, SD_EVENT_ONESHOT);
 }
 
-/* In deadline order; from the end, where a call made now almost always goes. */
-static int reply_insert(struct dbus_front *f, struct dbus_reply *rep)
+/* In deadline order (rep->deadline set); from the end, where a call made now almost always goes. */
+static int reply_insert_at(struct dbus_front *f, struct dbus_reply *rep)
 {
-	uint64_t ms = quota_bus_limit(f->bus->quota, QUOTA_BUS_REPLY_TIMEOUT_MS);
 	struct dbus_reply *after = f->replies_tail;
 
-	rep->deadline = ms == 0 || ms > UINT64_MAX / 2 / 1000ULL ? UINT64_MAX : now_usec() + ms * 1000ULL;
 	while (after && after->deadline > rep->deadline)
 		after = after->prev;
 	rep->prev = after;
@@ -441,6 +439,31 @@ static int reply_insert(struct dbus_front *f, struct dbus_reply *rep)
 		f->replies = rep;
 	rep->caller->n_replies++;
 	return after ? 0 : reply_timer_arm(f);
+}
+
+static int reply_insert(struct dbus_front *f, struct dbus_reply *rep)
+{
+	uint64_t ms = quota_bus_limit(f->bus->quota, QUOTA_BUS_REPLY_TIMEOUT_MS);
+
+	rep->deadline = ms == 0 || ms > UINT64_MAX / 2 / 1000ULL ? UINT64_MAX : now_usec() + ms * 1000ULL;
+	return reply_insert_at(f, rep);
+}
+
+int dbus_front_reply_restore(struct dbus_front *f, struct dbus_conn *caller, struct dbus_conn *callee,
+			     uint32_t serial, uint64_t deadline)
+{
+	struct dbus_reply *rep = calloc(1, sizeof(*rep));
+	int r;
+
+	if (!rep)
+		return -ENOMEM;
+	*rep = (struct dbus_reply){ .caller = caller, .callee = callee, .serial = serial, .deadline = deadline };
+	r = reply_insert_at(f, rep);
+	if (r < 0) {
+		reply_unlink(f, rep);
+		free(rep);
+	}
+	return r;
 }
 
 /* dbus-daemon's words for a call timed out: libdbus's tests compare them */
@@ -774,7 +797,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	struct dbus_conn *c = userdata;
 
 	if (revents & EPOLLOUT)
-		(void)conn_flush(c);
+		(void)dbus_conn_flush(c);
 	if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		conn_read(c);
 	return 0;
@@ -856,9 +879,8 @@ static void conn_gone(struct dbus_conn *c)
 		dbus_driver_conn_gone(c);
 }
 
-static int on_reap(sd_event_source *s, void *userdata)
+void dbus_front_reap(struct dbus_front *f)
 {
-	struct dbus_front *f = userdata;
 	bool again = true;
 
 	/* Leaving may make others leave (a slow reader of NameOwnerChanged): until none is left. */
@@ -874,6 +896,11 @@ static int on_reap(sd_event_source *s, void *userdata)
 			break;
 		}
 	}
+}
+
+static int on_reap(sd_event_source *s, void *userdata)
+{
+	dbus_front_reap(userdata);
 	return 0;
 }
 
@@ -929,20 +956,18 @@ static void conn_creds(struct dbus_conn *c)
 		c->pidfd = -1;
 }
 
-static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+/*
+ * A connection on socket cfd (taken), counted against its uid's quota; one
+ * over it comes back dead (and is reaped). NULL: out of memory, cfd closed.
+ */
+static struct dbus_conn *conn_new(struct dbus_front *f, int cfd)
 {
-	struct dbus_front *f = userdata;
-	struct dbus_conn *c;
+	struct dbus_conn *c = calloc(1, sizeof(*c));
 	char why[160];
-	int cfd;
 
-	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (cfd < 0)
-		return 0;
-	c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(cfd);
-		return 0;
+		return NULL;
 	}
 	c->front = f;
 	c->fd = cfd;
@@ -959,9 +984,24 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			 (unsigned int)c->cred.uid, why);
 		c->dead = true;
 		schedule_reap(f);
-		return 0;
+		return c;
 	}
 	c->charged = true;
+	return c;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct dbus_front *f = userdata;
+	struct dbus_conn *c;
+	int cfd;
+
+	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (cfd < 0)
+		return 0;
+	c = conn_new(f, cfd);
+	if (!c || c->dead)
+		return 0;
 	dbus_sasl_init(&c->sasl, c->cred.uid, true, f->guid);
 	if (sd_event_add_io(f->event, &c->src, cfd, EPOLLIN, on_conn_io, c) < 0 ||
 	    /* Authentication and Hello within the native HELLO deadline: it holds a quota slot meanwhile. */
@@ -973,6 +1013,26 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	}
 	log_full(LOG_DEBUG, NULL, c->cred.uid, "D-Bus connection from uid %u pid %d",
 		 (unsigned int)c->cred.uid, (int)c->cred.pid);
+	return 0;
+}
+
+int dbus_conn_adopt(struct dbus_front *f, int fd, bool fds_agreed, struct dbus_conn **ret)
+{
+	struct dbus_conn *c = conn_new(f, fd);
+
+	if (!c)
+		return -ENOMEM;
+	*ret = c;
+	if (c->dead)
+		return 0;
+	/* authenticated before: what SASL agreed on is all that is left of it */
+	dbus_sasl_init(&c->sasl, c->cred.uid, true, f->guid);
+	c->sasl.state = DBUS_SASL_DONE;
+	c->sasl.fds_agreed = fds_agreed;
+	if (sd_event_add_io(f->event, &c->src, fd, EPOLLIN, on_conn_io, c) < 0) {
+		dbus_conn_kill(c, "out of memory");
+		return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -5,8 +5,8 @@
  * socket and served by the same process and event loop. dbus-conn.c is the
  * transport and the routing (SASL, buffering, fds, SENDER, unicast and
  * matched broadcast, reply tracking), dbus-driver.c the org.freedesktop.DBus
- * driver. Both include this header; the daemon calls only the four
- * functions at the end.
+ * driver. Both include this header; the daemon calls only the functions
+ * of the last two sections.
  *
  * One bus, two protocols, as far as it goes today (brokerd/README.md,
  * "D-Bus clients"): unique ids come from the native registry so that no
@@ -144,6 +144,19 @@ void dbus_conn_kill(struct dbus_conn *c, const char *why);
 struct dbus_conn *dbus_front_conn_by_name(struct dbus_front *f, const char *name);
 /* The pid of the process that connected while it runs (pidfd), else 0. */
 pid_t dbus_conn_pid(struct dbus_conn *c);
+/* Writes what is queued for c as far as its socket takes it; <0: c was killed. */
+int dbus_conn_flush(struct dbus_conn *c);
+/* Frees the connections that died (with what goes with them: names, waiting calls) now. */
+void dbus_front_reap(struct dbus_front *f);
+/*
+ * A restarted brokerd's connection on socket fd (taken), authenticated
+ * before (dbus-restart.c): counted as accept counts it (dead if over the
+ * quota), reading. -ENOMEM with *ret dead or NULL.
+ */
+int dbus_conn_adopt(struct dbus_front *f, int fd, bool fds_agreed, struct dbus_conn **ret);
+/* A call from caller to callee waiting for its reply until deadline (restored). */
+int dbus_front_reply_restore(struct dbus_front *f, struct dbus_conn *caller, struct dbus_conn *callee,
+			     uint32_t serial, uint64_t deadline);
 
 /* ---- dbus-driver.c --------------------------------------------------------- */
 
@@ -189,6 +202,25 @@ void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, co
 void dbus_monitor_driver_message(struct dbus_front *f, const void *data, size_t len);
 /* c, whose names are gone already, becomes a monitor with rules (parsed, taken; NULL: everything). */
 void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules);
+
+/* ---- dbus-restart.c: D-Bus connections across a restart ------------------- */
+
+/*
+ * SIGTERM under systemd, after the bridge let go of its channels and before
+ * the native hand-over (restart.h): stops reading, flushes, closes what
+ * cannot be handed over, and stores the rest with their state in the fd
+ * store. 0: stored. Negative errno: nothing stored; the connections close
+ * with the process, as before.
+ */
+int dbus_front_handover(struct dbus_front *f);
+/*
+ * At start, once the native bus was taken over: the connections a
+ * previous brokerd stored, with their names, match rules and waiting
+ * calls. Takes state_fd and every fd of fds. Returns how many connections
+ * came back; 0 also when the state was unusable (every fd closed: the
+ * clients see EOF and reconnect).
+ */
+int dbus_front_restore(struct dbus_front *f, int state_fd, int *fds, size_t n_fds);
 
 /* ---- the daemon ------------------------------------------------------------ */
 

@@ -181,6 +181,10 @@ static int passed_fds(int *listen_fd, int *dbus_fd, struct restart_fds *store)
 			store->keeper_watch = fd;
 		else if (name && strcmp(name, RESTART_FDNAME_CONN) == 0 && store->conns)
 			store->conns[store->n_conns++] = fd;
+		else if (name && strcmp(name, RESTART_FDNAME_DBUS_STATE) == 0 && store->dbus_state < 0)
+			store->dbus_state = fd;
+		else if (name && strcmp(name, RESTART_FDNAME_DBUS_CONN) == 0 && store->dbus_conns)
+			store->dbus_conns[store->n_dbus_conns++] = fd;
 		else if (name && strcmp(name, "dbus") == 0 && *dbus_fd < 0)
 			*dbus_fd = fd;
 		else if (restart_fdname_is_ours(name))
@@ -270,6 +274,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
  * as before.
  */
 static bool handed_over;
+static struct dbus_front *front; /* the D-Bus front end, if it runs */
 
 static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -278,6 +283,9 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=handing over to the next brokerd");
 	if (b->bridge_hooks) /* not handed over: the channels brokerd made for D-Bus callers */
 		b->bridge_hooks->handover(b->bridge);
+	/* before the native connections: closing a D-Bus one may queue signals for them */
+	if (front && b->chanmgr.available)
+		(void)dbus_front_handover(front);
 	handed_over = bus_handover(b) == 0;
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
@@ -297,12 +305,11 @@ int main(int argc, char **argv)
 {
 	sd_event *event = NULL;
 	struct bus *bus = NULL;
-	struct dbus_front *front = NULL;
 	const char *pdirs[2] = { arg_policy_dir, NULL }, *sdirs[2] = { arg_service_dir, NULL };
 	struct bus_config config = { 0 };
 	char status[256];
-	struct restart_fds store = { .state = -1, .keeper = -1, .keeper_watch = -1, .ring = -1 };
-	_cleanup_free_ int *store_conns = NULL;
+	struct restart_fds store = { .state = -1, .keeper = -1, .keeper_watch = -1, .ring = -1, .dbus_state = -1 };
+	_cleanup_free_ int *store_conns = NULL, *store_dbus_conns = NULL;
 	int r, fd, passed, passed_dbus, n;
 
 	r = parse_argv(argc, argv);
@@ -349,13 +356,16 @@ int main(int argc, char **argv)
 	raise_nofile();
 	n = sd_listen_fds(false);
 	store_conns = calloc(n > 0 ? (size_t)n : 1, sizeof(int));
-	if (!store_conns)
+	store_dbus_conns = calloc(n > 0 ? (size_t)n : 1, sizeof(int));
+	if (!store_conns || !store_dbus_conns)
 		return 1;
 	store.conns = store_conns;
+	store.dbus_conns = store_dbus_conns;
 	r = passed_fds(&passed, &passed_dbus, &store);
 	if (r < 0)
 		goto out;
-	if (store.state >= 0 || store.keeper >= 0 || store.keeper_watch >= 0 || store.n_conns > 0)
+	if (store.state >= 0 || store.keeper >= 0 || store.keeper_watch >= 0 || store.n_conns > 0 ||
+	    store.dbus_state >= 0 || store.n_dbus_conns > 0)
 		config.restore = &store;
 	r = sd_event_default(&event);
 	if (r < 0)
@@ -381,6 +391,17 @@ int main(int argc, char **argv)
 		if (r < 0)
 			goto out;
 	}
+	/* The D-Bus connections of a previous brokerd, if it handed the bus over; else they close. */
+	if (front && store.restored && store.dbus_state >= 0) {
+		(void)dbus_front_restore(front, store.dbus_state, store.dbus_conns, store.n_dbus_conns);
+	} else {
+		if (store.dbus_state >= 0)
+			close(store.dbus_state);
+		for (size_t i = 0; i < store.n_dbus_conns; i++)
+			close(store.dbus_conns[i]);
+	}
+	store.dbus_state = -1;
+	store.n_dbus_conns = 0;
 	(void)sd_event_add_signal(event, NULL, SIGHUP, on_sighup, bus);
 	(void)sd_event_add_signal(event, NULL, SIGTERM, on_sigterm, bus);
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);

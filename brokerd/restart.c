@@ -21,16 +21,13 @@
  * (falling back is safe, restoring half of it is not).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -45,6 +42,7 @@
 #include "brokerd/nsview.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
+#include "brokerd/restart-io.h"
 #include "brokerd/restart.h"
 #include "protocol/ctrl.h"
 #include "util/array.h"
@@ -55,7 +53,6 @@
 #define STATE_VERSION	     1u
 #define FLUSH_USEC	     (1000ULL * 1000ULL)	 /* for queued replies and signals to go out */
 #define DRAIN_USEC	     (1000ULL * 1000ULL)	 /* for the bus's own sends in flight */
-#define FDS_PER_MESSAGE	     250			 /* below the kernel's SCM_MAX_FD (253) */
 #define KEEPER_USEC	     (60ULL * 1000ULL * 1000ULL) /* for the next brokerd to take the ring */
 #define BARRIER_USEC	     (5ULL * 1000ULL * 1000ULL)
 #define CONN_F_HELLO	     0x1u
@@ -63,6 +60,7 @@
 #define CONN_F_MONITOR	     0x4u
 #define CONN_F_WATCH_SIGNALS 0x8u	/* watch.c: names owned later are handed over too */
 #define CONN_F_SIZES	     0x10u	/* HELLO's SIZES: inbox sizes told in its replies and signals */
+#define CONN_F_ENDED_PID     0x20u	/* OPEN_CALL asked ENDED_PID: CallReceiverEnded with the pid */
 #define CHANNEL_NONE	     UINT32_MAX /* no channel (ids are the kernel's, 0 included) */
 
 enum record_tag {
@@ -72,114 +70,6 @@ enum record_tag {
 	REC_CONN,     /* a connection: its socket's inode, credentials, peer */
 	REC_NAME,     /* a well-known name: its channels and owner queue */
 };
-
-/* --- encoding ------------------------------------------------------------- */
-
-struct wbuf {
-	uint8_t *data;
-	size_t len, alloc;
-	bool oom;
-};
-
-static void put(struct wbuf *w, const void *p, size_t n)
-{
-	if (w->oom || ARRAY_RESERVE(w->data, w->alloc, w->len + n) < 0) {
-		w->oom = true;
-		return;
-	}
-	memcpy(w->data + w->len, p, n);
-	w->len += n;
-}
-
-static void put_u32(struct wbuf *w, uint32_t v)
-{
-	put(w, &v, sizeof(v));
-}
-
-static void put_u64(struct wbuf *w, uint64_t v)
-{
-	put(w, &v, sizeof(v));
-}
-
-static void put_str(struct wbuf *w, const char *s)
-{
-	put_u32(w, (uint32_t)strlen(s));
-	put(w, s, strlen(s));
-}
-
-/* Starts a record; record_end() fills in its length. Returns where the length goes. */
-static size_t record_begin(struct wbuf *w, enum record_tag t)
-{
-	size_t at;
-
-	put_u32(w, t);
-	at = w->len;
-	put_u32(w, 0);
-	return at;
-}
-
-static void record_end(struct wbuf *w, size_t at)
-{
-	uint32_t len = (uint32_t)(w->len - at - sizeof(uint32_t));
-
-	if (!w->oom)
-		memcpy(w->data + at, &len, sizeof(len));
-}
-
-struct rbuf {
-	const uint8_t *p;
-	size_t left;
-	bool bad;
-};
-
-static void get(struct rbuf *r, void *out, size_t n)
-{
-	if (r->bad || r->left < n) {
-		r->bad = true;
-		memset(out, 0, n);
-		return;
-	}
-	memcpy(out, r->p, n);
-	r->p += n;
-	r->left -= n;
-}
-
-static uint32_t get_u32(struct rbuf *r)
-{
-	uint32_t v;
-
-	get(r, &v, sizeof(v));
-	return v;
-}
-
-static uint64_t get_u64(struct rbuf *r)
-{
-	uint64_t v;
-
-	get(r, &v, sizeof(v));
-	return v;
-}
-
-/* A NUL-terminated copy (freed by the caller), NULL if the record is short. */
-static char *get_str(struct rbuf *r)
-{
-	uint32_t n = get_u32(r);
-	char *s;
-
-	if (r->bad || n > r->left || n > CTRL_MSG_MAX) {
-		r->bad = true;
-		return NULL;
-	}
-	s = strndup((const char *)r->p, n);
-	if (!s || strlen(s) != n) {
-		free(s);
-		r->bad = true;
-		return NULL;
-	}
-	r->p += n;
-	r->left -= n;
-	return s;
-}
 
 /* --- the state as read, before anything is rebuilt ---------------------- */
 
@@ -198,8 +88,7 @@ struct st_channel {
 };
 
 struct st_conn {
-	uint64_t dev, ino; /* of the socket: how its fd is found among the stored ones */
-	struct ucred cred;
+	struct restart_socket sock;
 	uint64_t peer_id;
 	uint32_t flags, inbox, n_caps;
 	uint64_t n_subscriptions;
@@ -207,15 +96,10 @@ struct st_conn {
 	struct bus_conn *c; /* once rebuilt */
 };
 
-struct st_owner {
-	uint64_t peer_id;
-	uint32_t flags;
-};
-
 struct st_name {
 	char *name;
 	uint32_t call, signal;
-	struct st_owner *owners;
+	struct restart_owner *owners;
 	size_t n_owners;
 };
 
@@ -250,38 +134,44 @@ static void state_free(struct state *s)
 
 /* --- record types: one row each ---------------------------------------- */
 
-static void save_ring(struct bus *b, struct wbuf *w)
+static void save_ring(void *ctx, struct wbuf *w)
 {
-	size_t at = record_begin(w, REC_RING);
+	struct bus *b = ctx;
+	size_t at = wbuf_record_begin(w, REC_RING);
 
-	put(w, &b->chanmgr.params, sizeof(b->chanmgr.params));
-	put_u32(w, (uint32_t)chanmgr_fd(&b->chanmgr));
-	record_end(w, at);
+	wbuf_put(w, &b->chanmgr.params, sizeof(b->chanmgr.params));
+	wbuf_put_u32(w, (uint32_t)chanmgr_fd(&b->chanmgr));
+	wbuf_record_end(w, at);
 }
 
-static int load_ring(struct state *s, struct rbuf *r)
+static int load_ring(void *state, struct rbuf *r)
 {
-	get(r, &s->params, sizeof(s->params));
-	s->ring_fd = get_u32(r);
+	struct state *s = state;
+
+	rbuf_get(r, &s->params, sizeof(s->params));
+	s->ring_fd = rbuf_get_u32(r);
 	s->have_ring = true;
 	return 0;
 }
 
-static void save_bus(struct bus *b, struct wbuf *w)
+static void save_bus(void *ctx, struct wbuf *w)
 {
-	size_t at = record_begin(w, REC_BUS);
+	struct bus *b = ctx;
+	size_t at = wbuf_record_begin(w, REC_BUS);
 
-	put_u64(w, registry_next_id(b->registry));
-	put_u32(w, b->lossy);
-	put_u32(w, b->bus_signal ? b->bus_signal->id : CHANNEL_NONE);
-	record_end(w, at);
+	wbuf_put_u64(w, registry_next_id(b->registry));
+	wbuf_put_u32(w, b->lossy);
+	wbuf_put_u32(w, b->bus_signal ? b->bus_signal->id : CHANNEL_NONE);
+	wbuf_record_end(w, at);
 }
 
-static int load_bus(struct state *s, struct rbuf *r)
+static int load_bus(void *state, struct rbuf *r)
 {
-	s->next_id = get_u64(r);
-	s->lossy = get_u32(r);
-	s->bus_signal = get_u32(r);
+	struct state *s = state;
+
+	s->next_id = rbuf_get_u64(r);
+	s->lossy = rbuf_get_u32(r);
+	s->bus_signal = rbuf_get_u32(r);
 	s->have_bus = true;
 	return 0;
 }
@@ -292,21 +182,23 @@ static void save_one_channel(struct wbuf *w, struct bus_channel *ch)
 
 	if (!ch)
 		return;
-	at = record_begin(w, REC_CHANNEL);
-	put_u32(w, ch->id);
-	put_u32(w, ch->kind);
-	put_u32(w, ch->charged_uid);
-	put_str(w, ch->name);
-	put_u32(w, (uint32_t)ch->n_grants);
+	at = wbuf_record_begin(w, REC_CHANNEL);
+	wbuf_put_u32(w, ch->id);
+	wbuf_put_u32(w, ch->kind);
+	wbuf_put_u32(w, ch->charged_uid);
+	wbuf_put_str(w, ch->name);
+	wbuf_put_u32(w, (uint32_t)ch->n_grants);
 	for (size_t i = 0; i < ch->n_grants; i++) {
-		put_u64(w, ch->grants[i].peer_id);
-		put_u32(w, ch->grants[i].rights);
+		wbuf_put_u64(w, ch->grants[i].peer_id);
+		wbuf_put_u32(w, ch->grants[i].rights);
 	}
-	record_end(w, at);
+	wbuf_record_end(w, at);
 }
 
-static void save_channels(struct bus *b, struct wbuf *w)
+static void save_channels(void *ctx, struct wbuf *w)
 {
+	struct bus *b = ctx;
+
 	save_one_channel(w, b->bus_signal);
 	for (struct bus_name *n = b->names; n; n = n->next) {
 		save_one_channel(w, n->call);
@@ -316,8 +208,9 @@ static void save_channels(struct bus *b, struct wbuf *w)
 		save_one_channel(w, c->inbox);
 }
 
-static int load_channel(struct state *s, struct rbuf *r)
+static int load_channel(void *state, struct rbuf *r)
 {
+	struct state *s = state;
 	struct st_channel *ch;
 	uint32_t n;
 
@@ -325,122 +218,92 @@ static int load_channel(struct state *s, struct rbuf *r)
 		return -ENOMEM;
 	ch = &s->channels[s->n_channels++];
 	*ch = (struct st_channel){ 0 };
-	ch->id = get_u32(r);
-	ch->kind = get_u32(r);
-	ch->uid = get_u32(r);
-	ch->name = get_str(r);
-	n = get_u32(r);
+	ch->id = rbuf_get_u32(r);
+	ch->kind = rbuf_get_u32(r);
+	ch->uid = rbuf_get_u32(r);
+	ch->name = rbuf_get_str(r);
+	n = rbuf_get_u32(r);
 	if (r->bad || ch->kind > CTRL_CHANNEL_SIGNAL || n > r->left / 12)
 		return -EBADMSG;
 	ch->grants = calloc(n ? n : 1, sizeof(*ch->grants));
 	if (!ch->grants)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		ch->grants[i].peer_id = get_u64(r);
-		ch->grants[i].rights = get_u32(r);
+		ch->grants[i].peer_id = rbuf_get_u64(r);
+		ch->grants[i].rights = rbuf_get_u32(r);
 	}
 	ch->n_grants = n;
 	return 0;
 }
 
-static void save_conns(struct bus *b, struct wbuf *w)
+static void save_conns(void *ctx, struct wbuf *w)
 {
-	for (struct bus_conn *c = b->conns; c; c = c->next) {
-		struct stat st;
-		size_t at;
+	struct bus *b = ctx;
 
-		if (fstat(c->fd, &st) < 0) {
-			w->oom = true; /* cannot be found again: no state at all */
-			return;
-		}
-		at = record_begin(w, REC_CONN);
-		put_u64(w, st.st_dev);
-		put_u64(w, st.st_ino);
-		put_u32(w, (uint32_t)c->cred.pid);
-		put_u32(w, c->cred.uid);
-		put_u32(w, c->cred.gid);
-		put_u64(w, c->peer ? c->peer->id : 0);
-		put_u32(w, (c->peer ? CONN_F_HELLO : 0) | (c->name_events ? CONN_F_NAME_EVENTS : 0) |
-				   (c->monitor ? CONN_F_MONITOR : 0) |
-				   (c->watch_signals ? CONN_F_WATCH_SIGNALS : 0) | (c->sizes ? CONN_F_SIZES : 0));
-		put_u32(w, c->inbox ? c->inbox->id : CHANNEL_NONE);
-		put_u32(w, c->n_caps);
-		put_u64(w, c->n_subscriptions);
-		record_end(w, at);
+	for (struct bus_conn *c = b->conns; c; c = c->next) {
+		size_t at = wbuf_record_begin(w, REC_CONN);
+
+		wbuf_put_socket(w, c->fd, &c->cred);
+		wbuf_put_u64(w, c->peer ? c->peer->id : 0);
+		wbuf_put_u32(w, (c->peer ? CONN_F_HELLO : 0) | (c->name_events ? CONN_F_NAME_EVENTS : 0) |
+					(c->monitor ? CONN_F_MONITOR : 0) |
+					(c->watch_signals ? CONN_F_WATCH_SIGNALS : 0) |
+					(c->sizes ? CONN_F_SIZES : 0) | (c->ended_pid ? CONN_F_ENDED_PID : 0));
+		wbuf_put_u32(w, c->inbox ? c->inbox->id : CHANNEL_NONE);
+		wbuf_put_u32(w, c->n_caps);
+		wbuf_put_u64(w, c->n_subscriptions);
+		wbuf_record_end(w, at);
 	}
 }
 
-static int load_conn(struct state *s, struct rbuf *r)
+static int load_conn(void *state, struct rbuf *r)
 {
+	struct state *s = state;
 	struct st_conn *c;
 
 	if (ARRAY_RESERVE(s->conns, s->alloc_conns, s->n_conns + 1) < 0)
 		return -ENOMEM;
 	c = &s->conns[s->n_conns++];
 	*c = (struct st_conn){ .fd = -1 };
-	c->dev = get_u64(r);
-	c->ino = get_u64(r);
-	c->cred.pid = (pid_t)get_u32(r);
-	c->cred.uid = get_u32(r);
-	c->cred.gid = get_u32(r);
-	c->peer_id = get_u64(r);
-	c->flags = get_u32(r);
-	c->inbox = get_u32(r);
-	c->n_caps = get_u32(r);
-	c->n_subscriptions = get_u64(r);
+	rbuf_get_socket(r, &c->sock);
+	c->peer_id = rbuf_get_u64(r);
+	c->flags = rbuf_get_u32(r);
+	c->inbox = rbuf_get_u32(r);
+	c->n_caps = rbuf_get_u32(r);
+	c->n_subscriptions = rbuf_get_u64(r);
 	return r->bad ? -EBADMSG : 0;
 }
 
-static void save_names(struct bus *b, struct wbuf *w)
+static void save_names(void *ctx, struct wbuf *w)
 {
-	for (struct bus_name *n = b->names; n; n = n->next) {
-		size_t count = registry_name_queue(b->registry, n->name, NULL, 0);
-		struct registry_peer **q = calloc(count ? count : 1, sizeof(*q));
-		size_t at;
+	struct bus *b = ctx;
 
-		if (!q) {
-			w->oom = true;
-			return;
-		}
-		registry_name_queue(b->registry, n->name, q, count);
-		at = record_begin(w, REC_NAME);
-		put_str(w, n->name);
-		put_u32(w, n->call ? n->call->id : CHANNEL_NONE);
-		put_u32(w, n->signal ? n->signal->id : CHANNEL_NONE);
-		put_u32(w, (uint32_t)count);
-		for (size_t i = 0; i < count; i++) {
-			put_u64(w, q[i]->id);
-			put_u32(w, (uint32_t)registry_name_entry_flags(b->registry, q[i], n->name));
-		}
-		record_end(w, at);
-		free(q);
+	for (struct bus_name *n = b->names; n; n = n->next) {
+		size_t at = wbuf_record_begin(w, REC_NAME);
+
+		wbuf_put_str(w, n->name);
+		wbuf_put_u32(w, n->call ? n->call->id : CHANNEL_NONE);
+		wbuf_put_u32(w, n->signal ? n->signal->id : CHANNEL_NONE);
+		wbuf_put_queue(w, b->registry, n->name);
+		wbuf_record_end(w, at);
 	}
 }
 
-static int load_name(struct state *s, struct rbuf *r)
+static int load_name(void *state, struct rbuf *r)
 {
+	struct state *s = state;
 	struct st_name *n;
-	uint32_t count;
 
 	if (ARRAY_RESERVE(s->names, s->alloc_names, s->n_names + 1) < 0)
 		return -ENOMEM;
 	n = &s->names[s->n_names++];
 	*n = (struct st_name){ 0 };
-	n->name = get_str(r);
-	n->call = get_u32(r);
-	n->signal = get_u32(r);
-	count = get_u32(r);
-	if (r->bad || !ctrl_name_is_valid_wellknown(n->name) || count > r->left / 12)
+	n->name = rbuf_get_str(r);
+	n->call = rbuf_get_u32(r);
+	n->signal = rbuf_get_u32(r);
+	if (r->bad || !ctrl_name_is_valid_wellknown(n->name))
 		return -EBADMSG;
-	n->owners = calloc(count ? count : 1, sizeof(*n->owners));
-	if (!n->owners)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < count; i++) {
-		n->owners[i].peer_id = get_u64(r);
-		n->owners[i].flags = get_u32(r);
-	}
-	n->n_owners = count;
-	return 0;
+	return rbuf_get_queue(r, &n->owners, &n->n_owners);
 }
 
 /*
@@ -449,12 +312,7 @@ static int load_name(struct state *s, struct rbuf *r)
  * refer to them. Policy, limits and activation files are read again, not
  * stored; pending activations are failed before the hand-over.
  */
-static const struct record_kind {
-	enum record_tag type;
-	const char *what;
-	void (*save)(struct bus *b, struct wbuf *w);
-	int (*load)(struct state *s, struct rbuf *r);
-} record_types[] = {
+static const struct restart_record record_types[] = {
 	{ REC_RING, "ring", save_ring, load_ring },
 	{ REC_BUS, "bus", save_bus, load_bus },
 	{ REC_CHANNEL, "channel", save_channels, load_channel },
@@ -466,8 +324,10 @@ static const struct record_kind {
 
 bool restart_fdname_is_ours(const char *name)
 {
-	return name && (strcmp(name, RESTART_FDNAME_STATE) == 0 || strcmp(name, RESTART_FDNAME_KEEPER) == 0 ||
-			strcmp(name, RESTART_FDNAME_KEEPER_WATCH) == 0 || strcmp(name, RESTART_FDNAME_CONN) == 0);
+	return name &&
+	       (strcmp(name, RESTART_FDNAME_STATE) == 0 || strcmp(name, RESTART_FDNAME_KEEPER) == 0 ||
+		strcmp(name, RESTART_FDNAME_KEEPER_WATCH) == 0 || strcmp(name, RESTART_FDNAME_CONN) == 0 ||
+		strcmp(name, RESTART_FDNAME_DBUS_CONN) == 0 || strcmp(name, RESTART_FDNAME_DBUS_STATE) == 0);
 }
 
 static void store_clear(void)
@@ -476,14 +336,8 @@ static void store_clear(void)
 	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_KEEPER);
 	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_KEEPER_WATCH);
 	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_CONN);
-}
-
-static int store(const char *name, const int *fds, size_t n)
-{
-	char msg[64];
-
-	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
-	return sd_pid_notify_with_fds(0, 0, msg, fds, (unsigned int)n);
+	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_DBUS_CONN);
+	(void)sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" RESTART_FDNAME_DBUS_STATE);
 }
 
 /* Every grant on ch taken back, ch destroyed (the keeper's last act when nobody came). */
@@ -646,7 +500,6 @@ int restart_save(struct bus *b)
 {
 	_cleanup_free_ int *fds = NULL;
 	struct wbuf w = { 0 };
-	uint32_t clean = 1, version = STATE_VERSION;
 	size_t n = 0;
 	int r, memfd = -1, keeper = -1, watch = -1;
 
@@ -677,22 +530,16 @@ int restart_save(struct bus *b)
 		return r;
 	}
 
-	put(&w, STATE_MAGIC, 8);
-	put_u32(&w, version);
-	put_u32(&w, clean);
-	for (size_t i = 0; i < ELEMENTSOF(record_types); i++)
-		record_types[i].save(b, &w);
+	restart_state_write(&w, STATE_MAGIC, STATE_VERSION, record_types, ELEMENTSOF(record_types), b);
 	if (w.oom) {
 		free(w.data);
 		return -ENOMEM;
 	}
 
-	/* Sealed: the next brokerd reads what this one wrote, nobody changes it meanwhile. */
-	memfd = memfd_create("brokerd-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (memfd < 0 || write(memfd, w.data, w.len) != (ssize_t)w.len ||
-	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
-		r = -errno;
-		log_error("cannot write the state for the next brokerd: %m");
+	memfd = restart_memfd("brokerd-state", &w);
+	if (memfd < 0) {
+		r = memfd;
+		log_error("cannot write the state for the next brokerd: %s", strerror(-r));
 		goto fail;
 	}
 
@@ -703,26 +550,24 @@ int restart_save(struct bus *b)
 		log_error("cannot start the ring's keeper: %s", strerror(-r));
 		goto fail;
 	}
-	r = store(RESTART_FDNAME_KEEPER, &keeper, 1);
+	r = restart_store(RESTART_FDNAME_KEEPER, &keeper, 1);
 	if (r > 0)
-		r = store(RESTART_FDNAME_KEEPER_WATCH, &watch, 1);
+		r = restart_store(RESTART_FDNAME_KEEPER_WATCH, &watch, 1);
 	if (r <= 0)
 		goto fail_store;
-	fds = calloc(FDS_PER_MESSAGE, sizeof(*fds));
+	fds = calloc(b->n_conns + 1, sizeof(*fds));
 	if (!fds) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	for (struct bus_conn *c = b->conns; c; c = c->next) {
+	for (struct bus_conn *c = b->conns; c; c = c->next)
 		fds[n++] = c->fd;
-		if (n == FDS_PER_MESSAGE || !c->next) {
-			r = store(RESTART_FDNAME_CONN, fds, n);
-			if (r <= 0)
-				goto fail_store;
-			n = 0;
-		}
+	if (n > 0) {
+		r = restart_store(RESTART_FDNAME_CONN, fds, n);
+		if (r <= 0)
+			goto fail_store;
 	}
-	r = store(RESTART_FDNAME_STATE, &memfd, 1);
+	r = restart_store(RESTART_FDNAME_STATE, &memfd, 1);
 	if (r <= 0)
 		goto fail_store;
 	/* Everything is in the store before this process is gone. */
@@ -754,59 +599,12 @@ fail:
 
 static int state_parse(struct state *s, int fd)
 {
-	struct stat st;
-	struct rbuf r;
-	char magic[8];
-	void *map;
-	int ret = 0;
+	int r = restart_state_parse(fd, "state", STATE_MAGIC, STATE_VERSION, record_types,
+				    ELEMENTSOF(record_types), s);
 
-	if (fstat(fd, &st) < 0 || st.st_size < 16 || st.st_size > (1 << 30))
-		return -EBADMSG;
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	r = (struct rbuf){ .p = map, .left = (size_t)st.st_size };
-	get(&r, magic, sizeof(magic));
-	if (memcmp(magic, STATE_MAGIC, 8) != 0 || get_u32(&r) != STATE_VERSION) {
-		log_warning("restart: the stored state is not of version %u", STATE_VERSION);
-		ret = -EPROTO;
-		goto out;
-	}
-	if (get_u32(&r) != 1) {
-		log_warning("restart: the stored state has no clean mark");
-		ret = -EPROTO;
-		goto out;
-	}
-	while (r.left > 0 && ret == 0) {
-		uint32_t type = get_u32(&r), len = get_u32(&r);
-		struct rbuf rec = { .p = r.p, .left = len };
-		size_t i;
-
-		if (r.bad || len > r.left) {
-			ret = -EBADMSG;
-			break;
-		}
-		r.p += len;
-		r.left -= len;
-		for (i = 0; i < ELEMENTSOF(record_types); i++)
-			if (record_types[i].type == type)
-				break;
-		if (i == ELEMENTSOF(record_types)) {
-			log_warning("restart: unknown record type %u in the stored state", type);
-			ret = -EPROTO;
-			break;
-		}
-		ret = record_types[i].load(s, &rec);
-		if (ret == 0 && (rec.bad || rec.left != 0)) {
-			log_warning("restart: malformed %s record", record_types[i].what);
-			ret = -EBADMSG;
-		}
-	}
-	if (ret == 0 && (!s->have_ring || !s->have_bus))
-		ret = -EBADMSG;
-out:
-	munmap(map, (size_t)st.st_size);
-	return ret;
+	if (r == 0 && (!s->have_ring || !s->have_bus))
+		r = -EBADMSG;
+	return r;
 }
 
 static struct st_channel *st_channel_find(struct state *s, uint32_t id)
@@ -862,28 +660,13 @@ static int conns_match(struct state *s, struct restart_fds *fds)
 	for (size_t i = 0; i < s->n_conns; i++) {
 		struct st_conn *sc = &s->conns[i];
 
-		for (size_t j = 0; j < fds->n_conns && sc->fd < 0; j++) {
-			struct stat st;
-
-			if (fds->conns[j] >= 0 && fstat(fds->conns[j], &st) == 0 &&
-			    (uint64_t)st.st_dev == sc->dev && (uint64_t)st.st_ino == sc->ino) {
-				sc->fd = fds->conns[j];
-				fds->conns[j] = -1;
-			}
+		sc->fd = restart_socket_take(fds->conns, fds->n_conns, &sc->sock);
+		if (sc->fd == -EPERM) {
+			log_warning("restart: connection of pid %u is not what was recorded",
+				    (unsigned int)sc->sock.cred.pid);
+			return -EPERM;
 		}
-		if (sc->fd >= 0) {
-			struct ucred cred;
-			socklen_t l = sizeof(cred);
-
-			if (getsockopt(sc->fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 ||
-			    cred.pid != sc->cred.pid || cred.uid != sc->cred.uid ||
-			    cred.gid != sc->cred.gid) {
-				log_warning("restart: connection of pid %u is not what was recorded",
-					    (unsigned int)sc->cred.pid);
-				return -EPERM;
-			}
-			(void)fcntl(sc->fd, F_SETFL, fcntl(sc->fd, F_GETFL) | O_NONBLOCK);
-		} else {
+		if (sc->fd < 0) {
 			int sp[2];
 
 			if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
@@ -950,7 +733,7 @@ static int rebuild(struct bus *b, struct state *s)
 	for (size_t i = 0; i < s->n_conns; i++) {
 		struct st_conn *sc = &s->conns[i];
 		struct bus_conn *c;
-		int r = admission_conn_restore(b, sc->fd, &sc->cred, sc->peer_id != 0, &c);
+		int r = admission_conn_restore(b, sc->fd, &sc->sock.cred, sc->peer_id != 0, &c);
 
 		if (r < 0)
 			return r;
@@ -960,6 +743,7 @@ static int rebuild(struct bus *b, struct state *s)
 		c->monitor = sc->flags & CONN_F_MONITOR;
 		c->watch_signals = sc->flags & CONN_F_WATCH_SIGNALS;
 		c->sizes = sc->flags & CONN_F_SIZES;
+		c->ended_pid = sc->flags & CONN_F_ENDED_PID;
 		c->inbox = channel_of(s, sc->inbox);
 		c->n_caps = sc->n_caps;
 		c->n_subscriptions = sc->n_subscriptions;
@@ -973,6 +757,21 @@ static int rebuild(struct bus *b, struct state *s)
 			r = nsview_read(c->cred.pid, c->pidfd, &c->nsview);
 			if (r < 0)
 				return r;
+		}
+	}
+	/*
+	 * Whose process each grant ends with, as cap_mint() recorded it: the
+	 * pid CallReceiverEnded names, which a caller matches against the
+	 * kernel's receipts. Not stored: it is the connection's, checked
+	 * against the socket's SO_PEERCRED above.
+	 */
+	for (size_t i = 0; i < s->n_channels; i++) {
+		struct bus_channel *ch = s->channels[i].ch;
+
+		for (size_t j = 0; j < ch->n_grants; j++) {
+			struct st_conn *sc = st_conn_find(s, ch->grants[j].peer_id);
+
+			ch->grants[j].pid = sc ? sc->sock.cred.pid : 0;
 		}
 	}
 	for (size_t i = 0; i < s->n_names; i++) {
@@ -1073,6 +872,7 @@ int restart_load(struct bus *b, struct restart_fds *fds)
 		state_free(&s);
 		return r;
 	}
+	fds->restored = true;
 	log_info(
 		"restart: took over %zu connections, %zu names, %zu channels; unique names continue at :1.%llu",
 		s.n_conns, s.n_names, s.n_channels, (unsigned long long)registry_next_id(b->registry));

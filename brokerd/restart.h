@@ -22,6 +22,9 @@
 /* the keeper's watch: when systemd drops the store (a stop), the keeper revokes everything */
 #define RESTART_FDNAME_KEEPER_WATCH "brokerd-keeper-watch"
 #define RESTART_FDNAME_CONN   "brokerd-conn"
+/* the D-Bus connections and their state (dbus-restart.c) */
+#define RESTART_FDNAME_DBUS_CONN  "brokerd-dbus-conn"
+#define RESTART_FDNAME_DBUS_STATE "brokerd-dbus-state"
 
 /* The fds a new brokerd got back from the store (sd_listen_fds_with_names). */
 struct restart_fds {
@@ -31,6 +34,10 @@ struct restart_fds {
 	int ring;   /* the ring once taken from the keeper, else -1 */
 	int *conns;
 	size_t n_conns;
+	int dbus_state; /* the D-Bus front end's (dbus-restart.c), or -1 */
+	int *dbus_conns;
+	size_t n_dbus_conns;
+	bool restored; /* restart_load() took the bus over: the D-Bus connections may follow */
 };
 
 /* Is name one of ours (not the listening socket)? */

@@ -15,7 +15,7 @@
 
 #include "client/bus-chan.h"
 #include "client/bus-inbox.h"
-#include "tests/integration/client/testlib.h"
+#include "tests/integration/client/testpool.h"
 
 #define NAME	     "org.brokerd.test.PoolReceipt"
 #define WORKERS	     3
@@ -66,77 +66,27 @@ static int worker(void *arg)
 	return brokerd_bus_run(wbus) < 0;
 }
 
-/* The outcome of an asynchronous call, with the error's name and the body. */
-struct outcome {
-	volatile bool done;
-	int error;
-	uint64_t at;
-	char error_name[128];
-	char body[256];
-};
-
-static int on_outcome(brokerd_msg *m, int error, void *u)
-{
-	struct outcome *o = u;
-	const void *body;
-	size_t size;
-
-	o->error = error;
-	o->at = now_usec();
-	if (m) {
-		snprintf(o->error_name, sizeof(o->error_name), "%s",
-			 brokerd_msg_get_type(m) == BROKERD_MSG_ERROR ? brokerd_msg_get_member(m) : "");
-		if (brokerd_msg_get_body(m, &body, &size) == 0)
-			snprintf(o->body, sizeof(o->body), "%.*s", (int)size, (const char *)body);
-	}
-	o->done = true;
-	return 0;
-}
-
-/* Runs bus for ms; no call may complete meanwhile. */
-static void quiet(brokerd_bus *bus, int ms, struct outcome *calls, int n)
-{
-	volatile bool never = false;
-
-	(void)t_pump(bus, &never, ms);
-	for (int i = 0; i < n; i++)
-		if (calls[i].done)
-			FAIL("call %d completed (%d %s: %s) though its worker holds it", i, calls[i].error,
-			     calls[i].error_name, calls[i].body);
-}
-
 int main(void)
 {
 	brokerd_bus *bus = t_open();
-	struct outcome calls[WORKERS] = { 0 };
+	struct t_outcome calls[WORKERS] = { 0 };
 	int holder[WORKERS];	  /* call -> the worker that took it */
 	uint32_t serial[WORKERS]; /* call -> its serial */
 	char line[128], caller[64];
 	pid_t pids[WORKERS];
-	int victim, forger;
-	uint64_t t0;
+	int forger;
 
 	t_pipe(ready);
 	t_pipe(took);
-	for (int i = 0; i < WORKERS; i++) {
+	for (int i = 0; i < WORKERS; i++)
 		t_pipe(cmd[i]);
-		pids[i] = t_fork(worker, (void *)(uintptr_t)(i + 1));
-		t_expect(ready[0], "ready", 10000);
-	}
+	t_pool_start(pids, WORKERS, worker, ready[0]);
 
 	/* each call goes to a worker with a receive posted: one that holds a call has none */
 	for (int i = 0; i < WORKERS; i++) {
-		uint64_t end = now_usec() + 10000000;
 		int w;
 
-		CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Work", "hold", 4, CALL_TIMEOUT, on_outcome,
-					       &calls[i]),
-			0);
-		while (t_hear(took[0], line, sizeof(line), 10) < 0) {
-			(void)brokerd_bus_process(bus);
-			if (now_usec() > end)
-				FAIL("no worker took call %d within 10 s", i);
-		}
+		t_call_taken(bus, NAME, "Work", "hold", CALL_TIMEOUT, &calls[i], took[0], line, sizeof(line));
 		CHECK(sscanf(line, "%d %63s %" SCNu32, &w, caller, &serial[i]) == 3);
 		CHECK(w >= 1 && w <= WORKERS);
 		for (int j = 0; j < i; j++)
@@ -152,38 +102,15 @@ int main(void)
 	forger = holder[0];
 	t_say(cmd[forger - 1][1], "forge %s %" PRIu32, caller, serial[1]);
 	t_expect(took[0], "forged", 10000);
-	quiet(bus, 300, calls, WORKERS);
+	t_pool_quiet(bus, 300, calls, WORKERS);
 	CHECK_R(brokerd_bus_get_counter(bus, BROKERD_COUNTER_FORGED_REPLY), 1);
 	t_log("worker %d's answer to worker %d's call was dropped as forged", forger, holder[1]);
 
 	/* the worker of call 2 is killed: its call alone fails */
-	victim = holder[2];
-	t0 = now_usec();
-	t_kill(pids[victim - 1]);
-	pids[victim - 1] = 0;
-	if (!t_pump(bus, &calls[2].done, 10000))
-		FAIL("the call held by the killed worker %d is still pending 10 s later", victim);
-	t_log("call 2 got %d (%s: %s) %llu ms after the kill of worker %d (timeout %llu ms)", calls[2].error,
-	      calls[2].error_name, calls[2].body, (unsigned long long)(calls[2].at - t0) / 1000, victim,
-	      CALL_TIMEOUT / 1000);
-	CHECK_R(calls[2].error, -EREMOTEIO);
-	CHECK(strcmp(calls[2].error_name, BROKERD_ERROR_NO_REPLY) == 0);
-	CHECK(strncmp(calls[2].body, "receiver ended", 14) == 0);
-	CHECK(calls[2].at - t0 < BOUND_USEC);
-	quiet(bus, 500, calls, 2);
+	t_pool_kill_holder(bus, calls, holder, pids, WORKERS, BOUND_USEC);
 
 	/* the workers that live answer the calls they hold */
-	for (int i = 0; i < 2; i++) {
-		char want[16];
-
-		t_say(cmd[holder[i] - 1][1], "reply");
-		if (!t_pump(bus, &calls[i].done, 10000))
-			FAIL("call %d: no answer from worker %d within 10 s", i, holder[i]);
-		snprintf(want, sizeof(want), "%d", holder[i]);
-		CHECK_R(calls[i].error, 0);
-		if (strcmp(calls[i].body, want) != 0)
-			FAIL("call %d answered \"%s\", not by its worker %d", i, calls[i].body, holder[i]);
-	}
+	t_pool_answer(bus, calls, holder, 2, cmd);
 	CHECK_R(brokerd_bus_get_counter(bus, BROKERD_COUNTER_FORGED_REPLY), 1);
 	t_log("calls 0 and 1 answered by their workers %d and %d", holder[0], holder[1]);
 

@@ -14,7 +14,7 @@
  */
 #include <signal.h>
 
-#include "tests/integration/client/testlib.h"
+#include "tests/integration/client/testpool.h"
 
 #define NAME	     "org.brokerd.test.ReplyExit"
 #define CALL_TIMEOUT 20000000ULL
@@ -49,33 +49,6 @@ static int worker(void *arg)
 	return t_pool_worker(NAME, "Work", on_work, arg, ready[1], 0);
 }
 
-/* The outcome of an asynchronous call, with the error's name and text. */
-struct outcome {
-	volatile bool done;
-	int error;
-	uint64_t at;
-	char error_name[128];
-	char body[256];
-};
-
-static int on_outcome(brokerd_msg *m, int error, void *u)
-{
-	struct outcome *o = u;
-	const void *body;
-	size_t size;
-
-	o->error = error;
-	o->at = now_usec();
-	if (m) {
-		snprintf(o->error_name, sizeof(o->error_name), "%s",
-			 brokerd_msg_get_type(m) == BROKERD_MSG_ERROR ? brokerd_msg_get_member(m) : "");
-		if (brokerd_msg_get_body(m, &body, &size) == 0)
-			snprintf(o->body, sizeof(o->body), "%.*s", (int)size, (const char *)body);
-	}
-	o->done = true;
-	return 0;
-}
-
 /* n calls from bus, each answered by the worker alive. */
 static void calls_served(brokerd_bus *bus, int n, int alive)
 {
@@ -101,7 +74,7 @@ static void on_state(brokerd_bus *bus, int state, void *u)
 int main(void)
 {
 	brokerd_bus *bus = t_open(), *other = t_open();
-	struct outcome hung = { 0 }, last = { 0 };
+	struct t_outcome hung = { 0 }, last = { 0 };
 	pid_t pids[3];
 	char line[16];
 	int victim, alive;
@@ -111,18 +84,10 @@ int main(void)
 	CHECK_R(brokerd_bus_set_state_handler(other, on_state, NULL), 0);
 	t_pipe(ready);
 	t_pipe(took);
-	for (int i = 0; i < 2; i++) {
-		pids[i] = t_fork(worker, (void *)(uintptr_t)(i + 1));
-		t_expect(ready[0], "ready", 10000);
-	}
+	t_pool_start(pids, 2, worker, ready[0]);
 
 	/* one worker takes the call and hangs in it */
-	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Work", "hang", 4, CALL_TIMEOUT, on_outcome, &hung), 0);
-	for (uint64_t end = now_usec() + 10000000; t_hear(took[0], line, sizeof(line), 10) < 0;) {
-		(void)brokerd_bus_process(bus);
-		if (now_usec() > end)
-			FAIL("no worker took the call within 10 s");
-	}
+	t_call_taken(bus, NAME, "Work", "hang", CALL_TIMEOUT, &hung, took[0], line, sizeof(line));
 	victim = atoi(line);
 	CHECK(victim == 1 || victim == 2);
 	alive = 3 - victim;
@@ -134,14 +99,7 @@ int main(void)
 	t0 = now_usec();
 	t_kill(pids[victim - 1]);
 	pids[victim - 1] = 0;
-	if (!t_pump(bus, &hung.done, 10000))
-		FAIL("the call taken by the killed worker is still pending 10 s later");
-	t_log("the caller got %d (%s: %s) %llu ms after the kill (timeout %llu ms)", hung.error, hung.error_name,
-	      hung.body, (unsigned long long)(hung.at - t0) / 1000, CALL_TIMEOUT / 1000);
-	CHECK_R(hung.error, -EREMOTEIO);
-	CHECK(strcmp(hung.error_name, BROKERD_ERROR_NO_REPLY) == 0);
-	CHECK(strncmp(hung.body, "receiver ended", 14) == 0);
-	CHECK(hung.at - t0 < BOUND_USEC);
+	t_expect_receiver_ended(bus, &hung, t0, BOUND_USEC, "the call taken by the killed worker");
 	/* the other caller, which had nothing pending, goes on as before */
 	calls_served(other, 5, alive);
 	calls_served(bus, 5, alive);
@@ -149,7 +107,7 @@ int main(void)
 	/* a worker that answers and dies at once: its reply wins */
 	pids[2] = t_fork(worker, (void *)(uintptr_t)3);
 	t_expect(ready[0], "ready", 10000);
-	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Work", "reply-exit", 10, CALL_TIMEOUT, on_outcome, &last),
+	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Work", "reply-exit", 10, CALL_TIMEOUT, t_on_outcome, &last),
 		0);
 	if (!t_pump(bus, &last.done, 10000))
 		FAIL("reply-exit: no answer within 10 s");

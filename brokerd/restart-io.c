@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * restart-io.c - the byte encoding of a handed-over state, its sealed
+ * memfd, systemd's fd store and finding a stored socket again (see
+ * restart-io.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "brokerd/log.h"
+#include "brokerd/registry.h"
+#include "brokerd/restart-io.h"
+#include "protocol/ctrl.h"
+#include "util/array.h"
+#include "util/macro.h"
+
+#define FDS_PER_MESSAGE 250 /* below the kernel's SCM_MAX_FD (253) */
+
+void wbuf_put(struct wbuf *w, const void *p, size_t n)
+{
+	if (w->oom || ARRAY_RESERVE(w->data, w->alloc, w->len + n) < 0) {
+		w->oom = true;
+		return;
+	}
+	memcpy(w->data + w->len, p, n);
+	w->len += n;
+}
+
+void wbuf_put_u32(struct wbuf *w, uint32_t v)
+{
+	wbuf_put(w, &v, sizeof(v));
+}
+
+void wbuf_put_u64(struct wbuf *w, uint64_t v)
+{
+	wbuf_put(w, &v, sizeof(v));
+}
+
+void wbuf_put_str(struct wbuf *w, const char *s)
+{
+	wbuf_put_u32(w, (uint32_t)strlen(s));
+	wbuf_put(w, s, strlen(s));
+}
+
+size_t wbuf_record_begin(struct wbuf *w, uint32_t t)
+{
+	size_t at;
+
+	wbuf_put_u32(w, t);
+	at = w->len;
+	wbuf_put_u32(w, 0);
+	return at;
+}
+
+void wbuf_record_end(struct wbuf *w, size_t at)
+{
+	uint32_t len = (uint32_t)(w->len - at - sizeof(uint32_t));
+
+	if (!w->oom)
+		memcpy(w->data + at, &len, sizeof(len));
+}
+
+void rbuf_get(struct rbuf *r, void *out, size_t n)
+{
+	if (r->bad || r->left < n) {
+		r->bad = true;
+		memset(out, 0, n);
+		return;
+	}
+	memcpy(out, r->p, n);
+	r->p += n;
+	r->left -= n;
+}
+
+uint32_t rbuf_get_u32(struct rbuf *r)
+{
+	uint32_t v;
+
+	rbuf_get(r, &v, sizeof(v));
+	return v;
+}
+
+uint64_t rbuf_get_u64(struct rbuf *r)
+{
+	uint64_t v;
+
+	rbuf_get(r, &v, sizeof(v));
+	return v;
+}
+
+char *rbuf_get_str(struct rbuf *r)
+{
+	uint32_t n = rbuf_get_u32(r);
+	char *s;
+
+	if (r->bad || n > r->left || n > CTRL_MSG_MAX) {
+		r->bad = true;
+		return NULL;
+	}
+	s = strndup((const char *)r->p, n);
+	if (!s || strlen(s) != n) {
+		free(s);
+		r->bad = true;
+		return NULL;
+	}
+	r->p += n;
+	r->left -= n;
+	return s;
+}
+
+void wbuf_put_socket(struct wbuf *w, int fd, const struct ucred *cred)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		w->oom = true; /* cannot be found again: no state at all */
+		return;
+	}
+	wbuf_put_u64(w, st.st_dev);
+	wbuf_put_u64(w, st.st_ino);
+	wbuf_put_u32(w, (uint32_t)cred->pid);
+	wbuf_put_u32(w, cred->uid);
+	wbuf_put_u32(w, cred->gid);
+}
+
+void rbuf_get_socket(struct rbuf *r, struct restart_socket *s)
+{
+	s->dev = rbuf_get_u64(r);
+	s->ino = rbuf_get_u64(r);
+	s->cred.pid = (pid_t)rbuf_get_u32(r);
+	s->cred.uid = rbuf_get_u32(r);
+	s->cred.gid = rbuf_get_u32(r);
+}
+
+void wbuf_put_queue(struct wbuf *w, struct registry *reg, const char *name)
+{
+	size_t count = registry_name_queue(reg, name, NULL, 0);
+	struct registry_peer **q = calloc(count ? count : 1, sizeof(*q));
+
+	if (!q) {
+		w->oom = true;
+		return;
+	}
+	registry_name_queue(reg, name, q, count);
+	wbuf_put_u32(w, (uint32_t)count);
+	for (size_t i = 0; i < count; i++) {
+		wbuf_put_u64(w, q[i]->id);
+		wbuf_put_u32(w, (uint32_t)registry_name_entry_flags(reg, q[i], name));
+	}
+	free(q);
+}
+
+int rbuf_get_queue(struct rbuf *r, struct restart_owner **ret, size_t *n)
+{
+	uint32_t count = rbuf_get_u32(r);
+	struct restart_owner *o;
+
+	if (r->bad || count > r->left / 12)
+		return -EBADMSG;
+	o = calloc(count ? count : 1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		o[i].peer_id = rbuf_get_u64(r);
+		o[i].flags = rbuf_get_u32(r);
+	}
+	*ret = o;
+	*n = count;
+	return 0;
+}
+
+void restart_state_write(struct wbuf *w, const char *magic, uint32_t version,
+			 const struct restart_record *types, size_t n_types, void *ctx)
+{
+	wbuf_put(w, magic, 8);
+	wbuf_put_u32(w, version);
+	wbuf_put_u32(w, 1); /* clean: written whole by a stop that went through */
+	for (size_t i = 0; i < n_types; i++)
+		types[i].save(ctx, w);
+}
+
+int restart_state_parse(int fd, const char *what, const char *magic, uint32_t version,
+			const struct restart_record *types, size_t n_types, void *state)
+{
+	struct stat st;
+	struct rbuf r;
+	char m[8];
+	void *map;
+	int ret = 0;
+
+	if (fstat(fd, &st) < 0 || st.st_size < 16 || st.st_size > (1 << 30))
+		return -EBADMSG;
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	r = (struct rbuf){ .p = map, .left = (size_t)st.st_size };
+	rbuf_get(&r, m, sizeof(m));
+	if (memcmp(m, magic, 8) != 0 || rbuf_get_u32(&r) != version) {
+		log_warning("restart: the stored %s is not of version %u", what, version);
+		ret = -EPROTO;
+		goto out;
+	}
+	if (rbuf_get_u32(&r) != 1) {
+		log_warning("restart: the stored %s has no clean mark", what);
+		ret = -EPROTO;
+		goto out;
+	}
+	while (r.left > 0 && ret == 0) {
+		uint32_t type = rbuf_get_u32(&r), len = rbuf_get_u32(&r);
+		struct rbuf rec = { .p = r.p, .left = len };
+		size_t i;
+
+		if (r.bad || len > r.left) {
+			ret = -EBADMSG;
+			break;
+		}
+		r.p += len;
+		r.left -= len;
+		for (i = 0; i < n_types; i++)
+			if (types[i].type == type)
+				break;
+		if (i == n_types) {
+			log_warning("restart: unknown record type %u in the stored %s", type, what);
+			ret = -EPROTO;
+			break;
+		}
+		ret = types[i].load(state, &rec);
+		if (ret == 0 && (rec.bad || rec.left != 0)) {
+			log_warning("restart: malformed %s record in the stored %s", types[i].what, what);
+			ret = -EBADMSG;
+		}
+	}
+out:
+	munmap(map, (size_t)st.st_size);
+	return ret;
+}
+
+int restart_memfd(const char *name, const struct wbuf *w)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), r;
+
+	/* Sealed: the next brokerd reads what this one wrote, nobody changes it meanwhile. */
+	if (fd < 0 || write(fd, w->data, w->len) != (ssize_t)w->len ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		r = errno ? -errno : -EIO;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int restart_store(const char *name, const int *fds, size_t n)
+{
+	char msg[64];
+	int r = 1;
+
+	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
+	for (size_t i = 0; i < n && r > 0; i += FDS_PER_MESSAGE)
+		r = sd_pid_notify_with_fds(0, 0, msg, fds + i,
+					   (unsigned int)(n - i < FDS_PER_MESSAGE ? n - i : FDS_PER_MESSAGE));
+	return r;
+}
+
+int restart_socket_take(int *fds, size_t n, const struct restart_socket *s)
+{
+	for (size_t j = 0; j < n; j++) {
+		struct ucred now;
+		socklen_t l = sizeof(now);
+		struct stat st;
+		int fd = fds[j];
+
+		if (fd < 0 || fstat(fd, &st) < 0 || (uint64_t)st.st_dev != s->dev ||
+		    (uint64_t)st.st_ino != s->ino)
+			continue;
+		fds[j] = -1;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &now, &l) < 0 || now.pid != s->cred.pid ||
+		    now.uid != s->cred.uid || now.gid != s->cred.gid) {
+			close(fd);
+			return -EPERM;
+		}
+		(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		return fd;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * restart-io.h - what both hand-overs of a restart share (restart.c, the
+ * native bus; dbus-restart.c, the D-Bus connections): the byte encoding of
+ * a state, the sealed memfd it travels in, systemd's fd store, and finding
+ * a stored socket again.
+ */
+#ifndef BROKERD_RESTART_IO_H
+#define BROKERD_RESTART_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* A state being written: a failed allocation sets oom, and everything after it is dropped. */
+struct wbuf {
+	uint8_t *data;
+	size_t len, alloc;
+	bool oom;
+};
+
+void wbuf_put(struct wbuf *w, const void *p, size_t n);
+void wbuf_put_u32(struct wbuf *w, uint32_t v);
+void wbuf_put_u64(struct wbuf *w, uint64_t v);
+void wbuf_put_str(struct wbuf *w, const char *s);
+/* Starts a record of type t; wbuf_record_end() fills in its length. Returns where the length goes. */
+size_t wbuf_record_begin(struct wbuf *w, uint32_t t);
+void wbuf_record_end(struct wbuf *w, size_t at);
+
+/* A state being read: reading past the end sets bad and yields zeros. */
+struct rbuf {
+	const uint8_t *p;
+	size_t left;
+	bool bad;
+};
+
+void rbuf_get(struct rbuf *r, void *out, size_t n);
+uint32_t rbuf_get_u32(struct rbuf *r);
+uint64_t rbuf_get_u64(struct rbuf *r);
+/* A NUL-terminated copy (freed by the caller), NULL if the record is short. */
+char *rbuf_get_str(struct rbuf *r);
+
+/* A connection's socket as a state records it: how its fd is found again, and whose it was. */
+struct restart_socket {
+	uint64_t dev, ino;
+	struct ucred cred;
+};
+
+/* An entry of a name's owner queue. */
+struct restart_owner {
+	uint64_t peer_id;
+	uint32_t flags;
+};
+
+struct registry;
+
+/* fd's device and inode with cred; an fd that cannot be stat'ed fails the whole state (oom). */
+void wbuf_put_socket(struct wbuf *w, int fd, const struct ucred *cred);
+void rbuf_get_socket(struct rbuf *r, struct restart_socket *s);
+/* The owner queue of name in reg, in order, with each entry's flags. */
+void wbuf_put_queue(struct wbuf *w, struct registry *reg, const char *name);
+/* A queue as wbuf_put_queue() wrote it: *ret (freed by the caller) and *n. -EBADMSG, -ENOMEM. */
+int rbuf_get_queue(struct rbuf *r, struct restart_owner **ret, size_t *n);
+
+/*
+ * One kind of record of a state: save writes every record of the kind
+ * (from ctx), load reads one into the reader's state. A state is a header
+ * (magic, version, the clean mark) and records of a type and a length.
+ */
+struct restart_record {
+	uint32_t type;
+	const char *what;
+	void (*save)(void *ctx, struct wbuf *w);
+	int (*load)(void *state, struct rbuf *r);
+};
+
+/* The header, then every kind's records in the order of types. */
+void restart_state_write(struct wbuf *w, const char *magic, uint32_t version,
+			 const struct restart_record *types, size_t n_types, void *ctx);
+/*
+ * Reads the state in fd into state, each record by the load of its type's
+ * row; what names the state in the log. -EPROTO: another magic or version,
+ * no clean mark, or a type no row has; -EBADMSG: a record malformed.
+ */
+int restart_state_parse(int fd, const char *what, const char *magic, uint32_t version,
+			const struct restart_record *types, size_t n_types, void *state);
+
+/* w's bytes in a memfd sealed against any change: its fd, or -errno. */
+int restart_memfd(const char *name, const struct wbuf *w);
+/* Stores n fds (any number) in systemd's fd store under name: > 0 stored, 0 no store, -errno. */
+int restart_store(const char *name, const int *fds, size_t n);
+/*
+ * Takes the socket s recorded out of fds[n] (its slot set
+ * to -1), checks that its peer is still the process that was recorded and
+ * makes it non-blocking: the fd; -ENOENT when the store no longer has it;
+ * -EPERM (the fd closed) when its peer is another.
+ */
+int restart_socket_take(int *fds, size_t n, const struct restart_socket *s);
+
+#endif
