@@ -131,6 +131,20 @@ struct bus_bridge_hooks {
 	void (*owner_changed)(void *bridge, const char *name, const char *old_owner, const char *new_owner);
 };
 
+/*
+ * A peer's credentials as GET_CREDENTIALS and LIST_PEERS report them, the
+ * same for a native connection and a D-Bus one.
+ */
+struct bus_peer_creds {
+	struct ucred cred; /* pid: the process that connected, whether it still runs or not */
+	const gid_t *gids;
+	size_t n_gids;
+	int pidfd;	   /* -1: none */
+	const char *label; /* NULL: none */
+	uint32_t n_caps;
+	char label_buf[4096]; /* where label may point */
+};
+
 struct bus {
 	sd_event *event;
 	int listen_fd;
@@ -166,6 +180,8 @@ struct bus {
 	void *bridge;
 	/* The D-Bus front end's names and connections (dbus-front.h), NULL without one: listed too. */
 	struct registry *dbus_registry;
+	/* The credentials of one of dbus_registry's peers (dbus-driver.c), set with it. */
+	void (*dbus_peer_creds)(struct registry_peer *p, struct bus_peer_creds *ret);
 
 	/* Connection floods (admission.c) */
 	unsigned int n_conns;	 /* admitted, with or without HELLO */

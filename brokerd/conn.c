@@ -343,7 +343,12 @@ void conn_creds_read(struct bus_conn *c)
 
 pid_t conn_pid(struct bus_conn *c)
 {
-	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+	return conn_pid_running(c->pidfd, c->cred.pid);
+}
+
+pid_t conn_pid_running(int pidfd, pid_t pid)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
 	/*
 	 * A pidfd polls readable once its process has exited. Its pid can be
@@ -351,7 +356,7 @@ pid_t conn_pid(struct bus_conn *c)
 	 * process's end is what frees it), so a pid checked here names the
 	 * process that connected, not a stranger that got its number.
 	 */
-	if (c->pidfd < 0 || poll(&p, 1, 0) != 0)
+	if (pidfd < 0 || poll(&p, 1, 0) != 0)
 		return 0;
-	return c->cred.pid;
+	return pid;
 }

@@ -61,6 +61,8 @@ void conn_creds_read(struct bus_conn *c);
  * by now) or when there is no pidfd to ask (no SO_PEERPIDFD: before 6.5).
  */
 pid_t conn_pid(struct bus_conn *c);
+/* The same for any connection's pid and pidfd (-1: none), native or D-Bus. */
+pid_t conn_pid_running(int pidfd, pid_t pid);
 /* Root, or brokerd's own uid. */
 bool conn_privileged(struct bus_conn *c);
 /* May c do a on name? why (if not NULL) gets the deciding rule. */

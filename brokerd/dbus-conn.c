@@ -1063,6 +1063,7 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	for (size_t i = 0; i < sizeof(id); i++)
 		snprintf(f->guid + 2 * i, 3, "%02x", id[i]);
 	bus->dbus_registry = f->registry; /* one bus: native clients see D-Bus names too */
+	bus->dbus_peer_creds = dbus_driver_peer_creds;
 	r = dbus_bridge_new(&f->bridge, f);
 	if (r < 0) {
 		dbus_front_free(f);
@@ -1093,8 +1094,10 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		c->dead = true;
 	f->bridge = dbus_bridge_free(f->bridge);
-	if (f->bus->dbus_registry == f->registry)
+	if (f->bus->dbus_registry == f->registry) {
 		f->bus->dbus_registry = NULL;
+		f->bus->dbus_peer_creds = NULL;
+	}
 	while (f->conns) {
 		struct dbus_conn *c = f->conns;
 

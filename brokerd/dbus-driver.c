@@ -204,6 +204,29 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 	return fail(k, ERR("NameHasNoOwner"), "Could not get the credentials of %s: no such name", name);
 }
 
+/*
+ * A D-Bus connection's credentials as native GET_CREDENTIALS and LIST_PEERS
+ * report them (bus->dbus_peer_creds). The label is read when asked: the
+ * socket keeps the one its peer had when it connected.
+ */
+void dbus_driver_peer_creds(struct registry_peer *p, struct bus_peer_creds *cr)
+{
+	struct dbus_conn *d = p->userdata;
+	socklen_t l = sizeof(cr->label_buf) - 1;
+
+	BUG_ON(!d); /* every peer of the D-Bus registry is a connection's */
+	cr->cred = d->cred;
+	cr->gids = d->gids;
+	cr->n_gids = d->n_gids;
+	cr->pidfd = d->pidfd;
+	cr->label = NULL;
+	cr->n_caps = 0;
+	if (getsockopt(d->fd, SOL_SOCKET, SO_PEERSEC, cr->label_buf, &l) == 0 && l > 0) {
+		cr->label_buf[l] = 0;
+		cr->label = cr->label_buf;
+	}
+}
+
 /* The unique name owning name (D-Bus, native, or the driver), or NULL. */
 static const char *owner_of(struct dbus_front *f, const char *name)
 {

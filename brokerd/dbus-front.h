@@ -166,6 +166,9 @@ extern const struct registry_ops dbus_driver_registry_ops;
 int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m);
 /* A connection goes: its names and what others see of it. */
 void dbus_driver_conn_gone(struct dbus_conn *c);
+/* The credentials of a peer of f->registry, for native clients (struct bus's dbus_peer_creds). */
+struct bus_peer_creds;
+void dbus_driver_peer_creds(struct registry_peer *p, struct bus_peer_creds *cr);
 /* An error reply to m from the driver (if m wants one). */
 int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, const char *name,
 			    const char *text);

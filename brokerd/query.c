@@ -196,59 +196,86 @@ int query_handle_name_owner(struct bus_conn *c, const struct ctrl_message *m, st
 }
 
 /*
- * Peer t's pid as requester c sees it from its pid namespace (0: not
- * there, or not known for sure), checked again after /proc was read.
+ * The credentials of p: a native connection's, or (dbus true: a peer of
+ * the D-Bus registry) a D-Bus connection's, as the same report gives them.
  */
-static pid_t pid_seen_by(struct bus_conn *c, struct bus_conn *t)
+static void peer_creds(struct bus *b, struct registry_peer *p, bool dbus, struct bus_peer_creds *cr)
 {
-	pid_t pid = conn_pid(t);
+	struct bus_conn *t = p->userdata;
+
+	if (dbus) {
+		b->dbus_peer_creds(p, cr);
+		return;
+	}
+	BUG_ON(!t); /* every peer is a connection's */
+	cr->cred = t->cred;
+	cr->gids = t->gids;
+	cr->n_gids = t->n_gids;
+	cr->pidfd = t->pidfd;
+	cr->label = t->label;
+	cr->n_caps = t->n_caps;
+}
+
+/*
+ * A peer's pid as requester c sees it from its pid namespace (0: not
+ * there, or not known for sure), checked again after /proc was read; self:
+ * the peer is c.
+ */
+static pid_t pid_seen_by(struct bus_conn *c, const struct bus_peer_creds *cr, bool self)
+{
+	pid_t pid = conn_pid_running(cr->pidfd, cr->cred.pid);
 
 	if (!c->nsview || pid <= 0)
 		return pid;
-	pid = t == c ? nsview_self_pid(c->nsview, pid) : nsview_pid(c->nsview, pid);
-	return conn_pid(t) > 0 ? pid : 0;
+	pid = self ? nsview_self_pid(c->nsview, pid) : nsview_pid(c->nsview, pid);
+	return conn_pid_running(cr->pidfd, cr->cred.pid) > 0 ? pid : 0;
 }
 
 int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	_cleanup_close_ int fd = -1;
+	struct bus *b = c->bus;
+	struct bus_peer_creds cr;
 	struct registry_peer *p;
-	struct bus_conn *t;
 	uint32_t mask = CTRL_CREDS_UID | CTRL_CREDS_GID | CTRL_CREDS_GIDS;
 	const char *name;
+	bool dbus = false;
 	pid_t pid;
 	size_t a;
 
 	ctrl_read_string(rd, &name, NULL);
 	if (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid name", name);
-	p = registry_peer_resolve(c->bus->registry, name);
+	p = registry_peer_resolve(b->registry, name);
+	if (!p && b->dbus_registry && b->dbus_peer_creds) { /* a D-Bus client, or a name one owns */
+		p = registry_peer_resolve(b->dbus_registry, name);
+		dbus = true;
+	}
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
-	t = p->userdata;
-	BUG_ON(!t); /* every peer is a connection's */
-	if (t->pidfd >= 0) {
-		fd = fcntl(t->pidfd, F_DUPFD_CLOEXEC, 3);
+	peer_creds(b, p, dbus, &cr);
+	if (cr.pidfd >= 0) {
+		fd = fcntl(cr.pidfd, F_DUPFD_CLOEXEC, 3);
 		if (fd >= 0)
 			mask |= CTRL_CREDS_PIDFD;
 	}
-	if (t->label)
+	if (cr.label)
 		mask |= CTRL_CREDS_LABEL;
-	pid = pid_seen_by(c, t); /* 0 once the process is gone: its pid could name another */
+	pid = pid_seen_by(c, &cr, p == c->peer); /* 0 once the process is gone: its pid could name another */
 	if (pid > 0)
 		mask |= CTRL_CREDS_PID;
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	ctrl_write_u32(&w, mask);
 	ctrl_write_u32(&w, (uint32_t)pid);
-	ctrl_write_u32(&w, nsview_uid(c->nsview, t->cred.uid));
-	ctrl_write_u32(&w, nsview_gid(c->nsview, t->cred.gid));
+	ctrl_write_u32(&w, nsview_uid(c->nsview, cr.cred.uid));
+	ctrl_write_u32(&w, nsview_gid(c->nsview, cr.cred.gid));
 	a = ctrl_write_array_open(&w);
-	for (size_t i = 0; i < t->n_gids; i++)
-		ctrl_write_u32(&w, nsview_gid(c->nsview, t->gids[i]));
-	ctrl_write_array_close(&w, a, (uint32_t)t->n_gids);
-	ctrl_write_string(&w, t->label ? t->label : "");
+	for (size_t i = 0; i < cr.n_gids; i++)
+		ctrl_write_u32(&w, nsview_gid(c->nsview, cr.gids[i]));
+	ctrl_write_array_close(&w, a, (uint32_t)cr.n_gids);
+	ctrl_write_string(&w, cr.label ? cr.label : "");
 	if (fd >= 0)
 		ctrl_write_fd(&w, fd);
 	return conn_send(c, &w);
@@ -260,17 +287,16 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
  * names as fit, so that a peer owning too many long names cannot stall
  * the listing.
  */
-static bool write_peer(struct bus_conn *c, struct ctrl_writer *w, struct registry_peer *p, size_t room,
-		       bool first)
+static bool write_peer(struct bus_conn *c, struct ctrl_writer *w, struct registry_peer *p, bool dbus,
+		       size_t room, bool first)
 {
-	struct bus_conn *t = p->userdata;
+	struct bus_peer_creds cr;
 	const char *nm;
-	size_t an, end,
-		size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(t->label ? t->label : "") + 4 +
-		       4;
+	size_t an, end, size;
 	uint32_t k = 0;
 
-	BUG_ON(!t);
+	peer_creds(c->bus, p, dbus, &cr);
+	size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(cr.label ? cr.label : "") + 4 + 4;
 	for (unsigned int i = 0; (nm = registry_peer_owned_next(p, &i));)
 		size += string_size(nm);
 	if (size > room && !first)
@@ -278,10 +304,10 @@ static bool write_peer(struct bus_conn *c, struct ctrl_writer *w, struct registr
 	end = room == SIZE_MAX ? SIZE_MAX : w->len + room - 4; /* where the names must end */
 	ctrl_write_string(w, p->unique_name);
 	ctrl_write_u64(w, p->id);
-	ctrl_write_u32(w, (uint32_t)pid_seen_by(c, t)); /* 0: exited, or not known for sure */
-	ctrl_write_u32(w, nsview_uid(c->nsview, t->cred.uid));
-	ctrl_write_u32(w, nsview_gid(c->nsview, t->cred.gid));
-	ctrl_write_string(w, t->label ? t->label : "");
+	ctrl_write_u32(w, (uint32_t)pid_seen_by(c, &cr, p == c->peer)); /* 0: exited, or not known for sure */
+	ctrl_write_u32(w, nsview_uid(c->nsview, cr.cred.uid));
+	ctrl_write_u32(w, nsview_gid(c->nsview, cr.cred.gid));
+	ctrl_write_string(w, cr.label ? cr.label : "");
 	an = ctrl_write_array_open(w);
 	for (unsigned int i = 0; (nm = registry_peer_owned_next(p, &i));) {
 		if (w->len + string_size(nm) > end)
@@ -290,17 +316,21 @@ static bool write_peer(struct bus_conn *c, struct ctrl_writer *w, struct registr
 		k++;
 	}
 	ctrl_write_array_close(w, an, k);
-	ctrl_write_u32(w, t->n_caps);
+	ctrl_write_u32(w, cr.n_caps);
 	return true;
 }
 
-/* LIST_PEERS, and LIST_PEERS_PAGE when paged (as list_names_reply, by id). */
+/*
+ * LIST_PEERS, and LIST_PEERS_PAGE when paged (as list_names_reply, by id):
+ * native and D-Bus peers merged, as their ids come from one sequence.
+ */
 static int list_peers_reply(struct bus_conn *c, const struct ctrl_message *m, uint32_t flags, uint32_t max,
 			    const char *cursor, bool paged)
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	struct bus *b = c->bus;
-	struct registry_peer *p, *last = NULL;
+	struct registry *d = b->dbus_peer_creds ? b->dbus_registry : NULL;
+	struct registry_peer *p, *last = NULL, *pn, *pd;
 	uint64_t after = 0;
 	uint32_t count = 0;
 	size_t a;
@@ -312,15 +342,27 @@ static int list_peers_reply(struct bus_conn *c, const struct ctrl_message *m, ui
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
-	for (p = registry_peer_next(b->registry, NULL); p; p = registry_peer_next(b->registry, p)) {
-		if (p->id <= after)
-			continue;
-		if (max && count == max)
+	pn = registry_peer_next(b->registry, NULL);
+	pd = registry_peer_next(d, NULL);
+	for (;;) {
+		bool dbus = pd && (!pn || pd->id < pn->id);
+
+		p = dbus ? pd : pn;
+		if (!p)
 			break;
-		if (!write_peer(c, &w, p, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX, count == 0))
-			break;
-		last = p;
-		count++;
+		if (p->id > after) {
+			if (max && count == max)
+				break;
+			if (!write_peer(c, &w, p, dbus, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX,
+					count == 0))
+				break;
+			last = p;
+			count++;
+		}
+		if (dbus)
+			pd = registry_peer_next(d, pd);
+		else
+			pn = registry_peer_next(b->registry, pn);
 	}
 	ctrl_write_array_close(&w, a, count);
 	if (paged)

@@ -876,6 +876,118 @@ static void test_dbus_name_seen_natively(sd_bus *b, const char *ctrl)
 	ok("a D-Bus client's name: native NameOwnerChanged, LIST_NAMES, GET_NAME_OWNER, LIST_QUEUED_OWNERS");
 }
 
+struct creds_reply {
+	uint32_t mask, pid, uid, gid, n_gids;
+	char label[256];
+	int pidfd;
+};
+
+static void get_creds(struct tc *c, const char *name, struct creds_reply *cr)
+{
+	struct tc_msg m;
+
+	ASSERT_INT(tc_call(c, CTRL_OP_GET_CREDENTIALS, &m, "s", name), ==, 0);
+	ASSERT_INT(m.m.hdr.type, ==, CTRL_TYPE_REPLY);
+	cr->mask = tc_read_u32(&m);
+	cr->pid = tc_read_u32(&m);
+	cr->uid = tc_read_u32(&m);
+	cr->gid = tc_read_u32(&m);
+	cr->n_gids = tc_read_u32(&m);
+	for (uint32_t i = 0; i < cr->n_gids; i++)
+		tc_read_u32(&m);
+	snprintf(cr->label, sizeof(cr->label), "%s", tc_read_string(&m));
+	cr->pidfd = m.n_fds ? m.fds[0] : -1;
+	for (unsigned int i = 1; i < m.n_fds; i++)
+		close(m.fds[i]);
+}
+
+/* The pid a pidfd refers to, from its fdinfo (-1: none). */
+static int pidfd_pid(int fd)
+{
+	char path[64], line[256];
+	int pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Pid:", 4))
+			pid = atoi(line + 4);
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+/*
+ * A D-Bus client's credentials as native clients see them, by its unique
+ * name and by a name it owns: GET_CREDENTIALS gives what it gives for a
+ * native peer (compared with the native client's own, made by this same
+ * process), and LIST_PEERS lists it with its names.
+ */
+static void test_dbus_creds_natively(sd_bus *b, const char *ctrl)
+{
+	const char *name = "org.brokerdtest.DBusCreds", *unique = NULL;
+	struct creds_reply self, byu, byn;
+	struct tc c;
+	struct tc_msg m;
+	uint32_t n;
+	bool listed = false;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &unique), >=, 0);
+	ASSERT_INT(sd_bus_request_name(b, name, 0), >=, 0);
+	ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
+	get_creds(&c, c.unique, &self);
+	get_creds(&c, unique, &byu);
+	get_creds(&c, name, &byn);
+	for (const struct creds_reply *cr = &byu; cr; cr = cr == &byu ? &byn : NULL) {
+		ASSERT_INT(cr->mask, ==, self.mask);
+		ASSERT(cr->mask & CTRL_CREDS_UID && cr->mask & CTRL_CREDS_GIDS);
+		ASSERT_INT(cr->pid, ==, cr->mask & CTRL_CREDS_PID ? (uint32_t)getpid() : 0);
+		ASSERT_INT(cr->uid, ==, (uint32_t)getuid());
+		ASSERT_INT(cr->gid, ==, (uint32_t)getgid());
+		ASSERT_INT(cr->n_gids, >=, 1); /* the primary group at least, as GetConnectionCredentials */
+		ASSERT_STR(cr->label, self.label);
+		/* no SO_PEERPIDFD (before Linux 6.5): neither pid nor pidfd, for either kind of peer */
+		if (cr->mask & CTRL_CREDS_PIDFD) {
+			ASSERT_INT(pidfd_pid(cr->pidfd), ==, getpid());
+			close(cr->pidfd);
+		}
+	}
+	if (self.pidfd >= 0)
+		close(self.pidfd);
+	ASSERT_INT(tc_call(&c, CTRL_OP_GET_CREDENTIALS, &m, "s", ":1.999999999"), ==, 0);
+	ASSERT_STR(m.error_name, CTRL_ERROR_NAME_HAS_NO_OWNER);
+	ASSERT_INT(tc_call(&c, CTRL_OP_LIST_PEERS, &m, "u", 0), ==, 0);
+	ASSERT_INT(m.m.hdr.type, ==, CTRL_TYPE_REPLY);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *u = tc_read_string(&m);
+		uint64_t id;
+		uint32_t pid, uid, k;
+		bool mine = !strcmp(u, unique), owns = false;
+
+		ASSERT_INT(ctrl_read_u64(&m.r, &id), ==, 0);
+		pid = tc_read_u32(&m);
+		uid = tc_read_u32(&m);
+		tc_read_u32(&m);
+		tc_read_string(&m);
+		k = tc_read_u32(&m);
+		for (uint32_t j = 0; j < k; j++)
+			owns |= !strcmp(tc_read_string(&m), name);
+		tc_read_u32(&m);
+		if (!mine)
+			continue;
+		ASSERT_INT(pid, ==, (uint32_t)getpid());
+		ASSERT_INT(uid, ==, (uint32_t)getuid());
+		ASSERT(owns);
+		listed = true;
+	}
+	ASSERT(listed);
+	ASSERT_INT(sd_bus_release_name(b, name), >=, 0);
+	close(c.fd);
+	ok("a D-Bus client's credentials: native GET_CREDENTIALS by unique and owned name, LIST_PEERS");
+}
+
 static bool dbus_connect_works(void)
 {
 	sd_bus *b = NULL;
@@ -1804,6 +1916,7 @@ int main(int argc, char **argv)
 	if (daemon > 0) {
 		test_native(b, ctrl);
 		test_dbus_name_seen_natively(b, ctrl);
+		test_dbus_creds_natively(b, ctrl);
 	}
 	if (daemon > 0 && getuid() == 0) {
 		test_quota(ctrl);
