@@ -847,6 +847,9 @@ static void conn_free(struct dbus_conn *c)
 		close(c->fd);
 	if (c->charged)
 		admission_uncount(f->bus, c->cred.uid);
+	if (c->refused)
+		f->n_refused--;
+	free(c->refused);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -958,7 +961,8 @@ static void conn_creds(struct dbus_conn *c)
 
 /*
  * A connection on socket cfd (taken), counted against its uid's quota; one
- * over it comes back dead (and is reaped). NULL: out of memory, cfd closed.
+ * over it comes back with refused set (its Hello is refused), or dead (and
+ * is reaped) when too many are. NULL: out of memory, cfd closed.
  */
 static struct dbus_conn *conn_new(struct dbus_front *f, int cfd)
 {
@@ -978,12 +982,21 @@ static struct dbus_conn *conn_new(struct dbus_front *f, int cfd)
 	if (f->conns)
 		f->conns->prev = c;
 	f->conns = c;
-	/* The limits of native connections: the uid's quota, the bus-wide cap and its reserve. */
+	/*
+	 * The limits of native connections: the uid's quota, the bus-wide cap
+	 * and its reserve. As dbus-daemon, a client over one learns it from
+	 * its Hello (LimitsExceeded); a few such connections at a time, until
+	 * their Hello deadline, the others are closed at once.
+	 */
 	if (admission_count(f->bus, c->cred.uid, why, sizeof(why)) < 0) {
 		log_full(LOG_DEBUG, NULL, c->cred.uid, "D-Bus connection of uid %u refused: %s",
 			 (unsigned int)c->cred.uid, why);
-		c->dead = true;
-		schedule_reap(f);
+		if (f->n_refused >= DBUS_REFUSED_MAX || !(c->refused = strdup(why))) {
+			c->dead = true;
+			schedule_reap(f);
+			return c;
+		}
+		f->n_refused++;
 		return c;
 	}
 	c->charged = true;
@@ -1025,6 +1038,10 @@ int dbus_conn_adopt(struct dbus_front *f, int fd, bool fds_agreed, struct dbus_c
 	*ret = c;
 	if (c->dead)
 		return 0;
+	if (c->refused) { /* its Hello was long ago: it cannot be told why any more */
+		dbus_conn_kill(c, c->refused);
+		return 0;
+	}
 	/* authenticated before: what SASL agreed on is all that is left of it */
 	dbus_sasl_init(&c->sasl, c->cred.uid, true, f->guid);
 	c->sasl.state = DBUS_SASL_DONE;

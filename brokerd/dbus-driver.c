@@ -258,6 +258,8 @@ static int method_hello(struct call *k)
 
 	if (c->peer)
 		return fail(k, ERR("Failed"), "%s", "Already handled an Hello message");
+	if (c->refused) /* it goes at its Hello deadline */
+		return fail(k, ERR("LimitsExceeded"), "%s", c->refused);
 	/* The id comes from the native registry: no unique name is ever given twice, whatever the protocol. */
 	r = registry_peer_add(f->bus->registry, c->cred.uid, &tmp);
 	if (r < 0)

@@ -37,6 +37,8 @@
 /* Per connection: what it may have queued in brokerd before it is dropped as a slow reader. */
 #define DBUS_CONN_OUT_BYTES_MAX (16U << 20)
 #define DBUS_CONN_OUT_FDS_MAX	1024U
+/* Connections over a limit kept until their Hello is refused (or its deadline); more are closed. */
+#define DBUS_REFUSED_MAX 64U
 /* Per connection: match rules, and calls waiting for a reply from it or to it. */
 #define DBUS_CONN_MATCHES_MAX 1024U
 #define DBUS_CONN_REPLIES_MAX 4096U
@@ -75,6 +77,7 @@ struct dbus_conn {
 	const char *name;	    /* unique name after Hello, else "(no hello)" */
 	char unique[32];	    /* the unique name, kept after the peer is gone */
 	bool charged;		    /* counted by admission_count() */
+	char *refused;		    /* over a connection limit (why): its Hello gets LimitsExceeded */
 	/* input: bytes and fds not yet part of a whole message */
 	uint8_t *in;
 	size_t in_len, in_cap;
@@ -120,6 +123,7 @@ struct dbus_front {
 	unsigned long unsolicited;		  /* replies refused */
 	struct dbus_activation_state *activation; /* dbus-activation.c, created on first use */
 	unsigned int n_monitors;		  /* dbus-monitor.c */
+	unsigned int n_refused;			  /* connections with refused set */
 	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
 };
 

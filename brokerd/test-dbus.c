@@ -547,7 +547,8 @@ static void test_raw(sd_bus *b)
 	ok("an invalid message closes its connection only");
 }
 
-static void raw_hello(int fd)
+/* Hello (serial 1) on fd and its answer, whatever it is. */
+static void raw_hello_answer(int fd, struct dbus_message *m)
 {
 	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
 				     .serial = 1,
@@ -555,10 +556,16 @@ static void raw_hello(int fd)
 				     .interface = DBUS_DRIVER_INTERFACE,
 				     .member = "Hello",
 				     .destination = DBUS_DRIVER_NAME };
-	struct dbus_message m;
 
 	raw_send(fd, &hello, NULL, 0);
-	raw_reply(fd, 1, &m);
+	raw_reply(fd, 1, m);
+}
+
+static void raw_hello(int fd)
+{
+	struct dbus_message m;
+
+	raw_hello_answer(fd, &m);
 	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
 	dbus_message_deinit(&m);
 }
@@ -1016,9 +1023,11 @@ static void test_quota(const char *ctrl)
 	pid = fork();
 	ASSERT(pid >= 0);
 	if (pid == 0) {
+		struct dbus_message m;
 		struct tc c;
 		sd_bus *b;
 		bool again = false;
+		int fd;
 
 		ASSERT_INT(setgroups(0, NULL), ==, 0);
 		ASSERT_INT(setgid(2003), ==, 0);
@@ -1026,6 +1035,14 @@ static void test_quota(const char *ctrl)
 		ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
 		b = connect_bus();
 		ASSERT(!dbus_connect_works());
+		/* As dbus-daemon: the client over the limit hears why from its Hello (libdbus's tests ask). */
+		fd = raw_connect();
+		raw_hello_answer(fd, &m);
+		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
+		ASSERT_STR(m.h.error_name, "org.freedesktop.DBus.Error.LimitsExceeded");
+		ASSERT(m.body_len > 4 && strstr((const char *)m.body + 4, "connections: uid 2003 uses 2 of 2"));
+		dbus_message_deinit(&m);
+		close(fd);
 		ASSERT(tc_connect_hello(&(struct tc){ .fd = -1 }, ctrl, 0) != 0);
 		close(c.fd);
 		for (int i = 0; i < 200 && !again; i++) {
