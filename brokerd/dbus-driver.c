@@ -562,46 +562,6 @@ static int rule_take_eavesdrop(const char *text, char *out, size_t size, bool *e
 	return 0;
 }
 
-static int method_become_monitor(struct call *k)
-{
-	const char *text;
-	uint32_t flags = 0;
-
-	if (!caller_privileged(k))
-		return fail(k, ERR("AccessDenied"), "%s",
-			    "Only the bus's own uid and root may monitor the bus");
-	if (dbus_reader_enter(&k->r, 'a') <= 0)
-		return fail(k, ERR("InvalidArgs"), "%s", "Expected as");
-	while (dbus_reader_read_basic(&k->r, 's', &text) > 0) {
-		struct dbus_match *x = calloc(1, sizeof(*x));
-		int r;
-
-		char rule[1024];
-		bool eavesdrop = false;
-
-		if (!x)
-			return -ENOMEM;
-		r = rule_take_eavesdrop(text, rule, sizeof(rule), &eavesdrop);
-		if (r == 0)
-			r = dbus_match_rule_parse(&x->rule, rule);
-		if (r < 0) {
-			dbus_match_rule_deinit(&x->rule);
-			free(x);
-			if (r == -ENOMEM)
-				return r;
-			return fail(k, ERR("MatchRuleInvalid"), "Invalid match rule '%s'", text);
-		}
-		x->next = k->monitor_rules;
-		k->monitor_rules = x;
-	}
-	(void)dbus_reader_exit(&k->r);
-	(void)dbus_reader_read_basic(&k->r, 'u', &flags);
-	if (flags)
-		return fail(k, ERR("InvalidArgs"), "%s", "BecomeMonitor takes no flags");
-	k->monitor = true;
-	return 0;
-}
-
 static int method_name_has_owner(struct call *k)
 {
 	int has = owner_of(k->c->front, arg_s(k)) != NULL;
@@ -740,16 +700,12 @@ static int rule_parse(const char *text, struct dbus_match_rule *rule, char **can
 	return 0;
 }
 
-static int method_add_match(struct call *k)
+/* A rule of AddMatch or BecomeMonitor, parsed into *ret: 0, 1 when refused (MatchRuleInvalid), <0. */
+static int match_new(struct call *k, const char *text, struct dbus_match **ret)
 {
-	struct dbus_conn *c = k->c;
-	const char *text = arg_s(k);
-	struct dbus_match *x;
+	struct dbus_match *x = calloc(1, sizeof(*x));
 	int r;
 
-	if (c->n_matches >= DBUS_CONN_MATCHES_MAX)
-		return fail(k, ERR("LimitsExceeded"), "%s", "Too many match rules on this connection");
-	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
 	r = rule_parse(text, &x->rule, &x->text, &x->eavesdrop);
@@ -760,6 +716,22 @@ static int method_add_match(struct call *k)
 			return r;
 		return fail(k, ERR("MatchRuleInvalid"), "Invalid match rule '%s'", text);
 	}
+	*ret = x;
+	return 0;
+}
+
+static int method_add_match(struct call *k)
+{
+	struct dbus_conn *c = k->c;
+	const char *text = arg_s(k);
+	struct dbus_match *x;
+	int r;
+
+	if (c->n_matches >= DBUS_CONN_MATCHES_MAX)
+		return fail(k, ERR("LimitsExceeded"), "%s", "Too many match rules on this connection");
+	r = match_new(k, text, &x);
+	if (r)
+		return r;
 	x->next = c->matches;
 	c->matches = x;
 	c->n_matches++;
@@ -799,6 +771,39 @@ static int method_remove_match(struct call *k)
 		return 0;
 	}
 	return fail(k, ERR("MatchRuleNotFound"), "The match rule '%s' was not added", text);
+}
+
+/*
+ * BecomeMonitor: its rules are read as AddMatch reads them, and the
+ * eavesdrop key, which a monitor does not need (it sees everything its
+ * rules match), is accepted and ignored.
+ */
+static int method_become_monitor(struct call *k)
+{
+	const char *text;
+	uint32_t flags = 0;
+
+	if (!caller_privileged(k))
+		return fail(k, ERR("AccessDenied"), "%s",
+			    "Only the bus's own uid and root may monitor the bus");
+	if (dbus_reader_enter(&k->r, 'a') <= 0)
+		return fail(k, ERR("InvalidArgs"), "%s", "Expected as");
+	while (dbus_reader_read_basic(&k->r, 's', &text) > 0) {
+		struct dbus_match *x;
+		int r = match_new(k, text, &x);
+
+		if (r)
+			return r;
+		x->eavesdrop = false;
+		x->next = k->monitor_rules;
+		k->monitor_rules = x;
+	}
+	(void)dbus_reader_exit(&k->r);
+	(void)dbus_reader_read_basic(&k->r, 'u', &flags);
+	if (flags)
+		return fail(k, ERR("InvalidArgs"), "%s", "BecomeMonitor takes no flags");
+	k->monitor = true;
+	return 0;
 }
 
 static int method_get_id(struct call *k)

@@ -1527,6 +1527,41 @@ static void test_monitor(sd_bus *b)
 	ASSERT(saw_reply);
 	sd_bus_flush_close_unref(mon);
 	ok("a monitor without rules sees the driver's replies too");
+
+	/* Its rules are read as AddMatch's: a long one is no less valid, a bad eavesdrop value no more. */
+	char rule[1400];
+	int n = snprintf(rule, sizeof(rule), "type='signal',arg0='");
+
+	memset(rule + n, 'a', 1200);
+	snprintf(rule + n + 1200, sizeof(rule) - (size_t)n - 1200, "'");
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "AddMatch",
+				      &e, NULL, "s", rule),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "RemoveMatch", &e, NULL, "s", rule),
+		   >=, 0);
+	for (int bad = 0; bad < 2; bad++) {
+		ASSERT_INT(sd_bus_new(&mon), ==, 0);
+		ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
+		ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
+		ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
+		ASSERT_INT(sd_bus_start(mon), >=, 0);
+		if (bad) {
+			ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+						      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL,
+						      "asu", 1, "eavesdrop='maybe'", 0U),
+				   <, 0);
+			ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.MatchRuleInvalid"));
+			sd_bus_error_free(&e);
+		} else {
+			ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+						      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL,
+						      "asu", 2, rule, "eavesdrop='false',type='signal'", 0U),
+				   >=, 0);
+		}
+		sd_bus_flush_close_unref(mon);
+	}
+	ok("BecomeMonitor reads its rules as AddMatch does (a 1.2 KiB rule, eavesdrop='maybe' invalid)");
 }
 
 /* A method of an interface the bus object does not have: UnknownInterface; of one it has: UnknownMethod. */
