@@ -287,32 +287,12 @@ static void broadcast(struct dbus_front *f, const struct dbus_message *m, const 
 	dbus_front_broadcast(f, m, fds, sender_peer, NULL);
 }
 
-static void match_message_of(struct dbus_match_message *mm, const struct dbus_message *m,
-			     const char *sender_name)
-{
-	*mm = (struct dbus_match_message){
-		.type = m->h.type,
-		.sender = m->h.sender,
-		.interface = m->h.interface,
-		.member = m->h.member,
-		.path = m->h.path,
-		.destination = m->h.destination,
-		.signature = m->h.signature ? m->h.signature : "",
-		.body = m->body,
-		.body_len = m->body_len,
-		.byte_order = m->byte_order,
-		.sender_name = sender_name,
-	};
-	if (!strcmp(m->h.sender, DBUS_DRIVER_NAME))
-		mm->sender_name = DBUS_DRIVER_NAME;
-}
-
 void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
 			  struct registry_peer *sender_peer, const char *sender_name)
 {
 	struct dbus_match_message mm;
 
-	match_message_of(&mm, m, sender_name);
+	dbus_match_message_of(&mm, m, sender_name);
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
 		if (c->dead || !c->peer || !c->matches || !conn_matches(f, c, &mm, sender_peer, false) ||
 		    !dbus_access_broadcast(f, sender_peer, c, m))
@@ -513,7 +493,7 @@ static void eavesdrop(struct dbus_conn *c, struct dbus_conn *t, const struct dbu
 	struct dbus_front *f = c->front;
 	struct dbus_match_message mm;
 
-	match_message_of(&mm, m, NULL);
+	dbus_match_message_of(&mm, m, NULL);
 	for (struct dbus_conn *e = f->conns; e; e = e->next) {
 		if (e == t || e->dead || !e->peer || e->monitor || !conn_matches(f, e, &mm, c->peer, true) ||
 		    !dbus_access_eavesdrop(c, e, m))

@@ -41,23 +41,11 @@ static bool monitor_matches(struct dbus_front *f, struct dbus_conn *c, const str
 
 void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, const int *fds)
 {
-	struct dbus_match_message mm = {
-		.type = m->h.type,
-		.sender = m->h.sender ? m->h.sender : "",
-		.interface = m->h.interface,
-		.member = m->h.member,
-		.path = m->h.path,
-		.destination = m->h.destination,
-		.signature = m->h.signature ? m->h.signature : "",
-		.body = m->body,
-		.body_len = m->body_len,
-		.byte_order = m->byte_order,
-	};
+	struct dbus_match_message mm;
 
 	if (!f->n_monitors)
 		return;
-	if (!strcmp(mm.sender, DBUS_DRIVER_NAME))
-		mm.sender_name = DBUS_DRIVER_NAME;
+	dbus_match_message_of(&mm, m, NULL);
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
 		void *data;
 		int *d = NULL;

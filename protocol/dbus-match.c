@@ -11,6 +11,7 @@
 #include "protocol/ctrl.h"
 #include "protocol/dbus-marshal.h"
 #include "protocol/dbus-match.h"
+#include "protocol/dbus-message.h"
 #include "protocol/dbus-signature.h"
 #include "protocol/message.h"
 #include "util/macro.h"
@@ -339,4 +340,23 @@ bool dbus_match_rule_matches(const struct dbus_match_rule *r, const struct dbus_
 	if (r->path_namespace && (!m->path || !path_in_namespace(r->path_namespace, m->path)))
 		return false;
 	return args_match(r, m);
+}
+
+void dbus_match_message_of(struct dbus_match_message *mm, const struct dbus_message *m, const char *sender_name)
+{
+	*mm = (struct dbus_match_message){
+		.type = m->h.type,
+		.sender = m->h.sender ? m->h.sender : "",
+		.interface = m->h.interface,
+		.member = m->h.member,
+		.path = m->h.path,
+		.destination = m->h.destination,
+		.signature = m->h.signature ? m->h.signature : "",
+		.body = m->body,
+		.body_len = m->body_len,
+		.byte_order = m->byte_order,
+		.sender_name = sender_name,
+	};
+	if (!strcmp(mm->sender, "org.freedesktop.DBus"))
+		mm->sender_name = "org.freedesktop.DBus";
 }

@@ -48,4 +48,13 @@ int dbus_match_rule_format(const struct dbus_match_rule *r, char **ret);
 
 bool dbus_match_rule_matches(const struct dbus_match_rule *r, const struct dbus_match_message *m);
 
+/*
+ * What m, a message of the D-Bus socket protocol (parsed, SENDER set),
+ * offers to a rule, pointing into m; sender_name as in struct
+ * dbus_match_message. A message of the bus driver offers its name
+ * (org.freedesktop.DBus) as its well-known sender too.
+ */
+struct dbus_message;
+void dbus_match_message_of(struct dbus_match_message *mm, const struct dbus_message *m, const char *sender_name);
+
 #endif

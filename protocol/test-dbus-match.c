@@ -6,6 +6,7 @@
 
 #include "protocol/dbus-marshal.h"
 #include "protocol/dbus-match.h"
+#include "protocol/dbus-message.h"
 #include "protocol/message.h"
 #include "util/macro.h"
 #include "util/test.h"
@@ -235,10 +236,67 @@ static void test_match(void)
 	free(s.body);
 }
 
+static bool parsed_matches(const struct dbus_message *m, const char *sender_name, const char *rule)
+{
+	struct dbus_match_message mm;
+	struct dbus_match_rule r;
+	bool yes;
+
+	dbus_match_message_of(&mm, m, sender_name);
+	ASSERT_INT(dbus_match_rule_parse(&r, rule), ==, 0);
+	yes = dbus_match_rule_matches(&r, &mm);
+	dbus_match_rule_deinit(&r);
+	return yes;
+}
+
+/* A message of the D-Bus socket as a rule sees it: its header, and the driver as a well-known sender. */
+static void test_message_of(void)
+{
+	struct dbus_header h = { .type = DBUS_MESSAGE_SIGNAL,
+				 .serial = 1,
+				 .path = "/org/freedesktop/DBus",
+				 .interface = "org.freedesktop.DBus",
+				 .member = "NameLost",
+				 .destination = ":1.7",
+				 .sender = "org.freedesktop.DBus" };
+	struct dbus_match_message mm;
+	struct dbus_message m;
+	void *data;
+	size_t len;
+
+	ASSERT_INT(dbus_message_write(&h, NULL, 0, &data, &len), ==, 0);
+	ASSERT_INT(dbus_message_parse(&m, data, len, 0), ==, 0);
+	dbus_match_message_of(&mm, &m, NULL);
+	ASSERT_INT(mm.type, ==, DBUS_MESSAGE_SIGNAL);
+	ASSERT_STR(mm.sender, "org.freedesktop.DBus");
+	ASSERT_STR(mm.sender_name, "org.freedesktop.DBus");
+	ASSERT_STR(mm.path, "/org/freedesktop/DBus");
+	ASSERT_STR(mm.interface, "org.freedesktop.DBus");
+	ASSERT_STR(mm.member, "NameLost");
+	ASSERT_STR(mm.destination, ":1.7");
+	ASSERT_STR(mm.signature, "");
+	ASSERT_INT(mm.body_len, ==, 0);
+	ASSERT(parsed_matches(&m, NULL, "sender='org.freedesktop.DBus',member='NameLost',destination=':1.7'"));
+	dbus_message_deinit(&m);
+
+	/* another sender: a well-known name only when the caller says whose channel carried it */
+	h.sender = ":1.9";
+	h.member = "Changed";
+	ASSERT_INT(dbus_message_write(&h, NULL, 0, &data, &len), ==, 0);
+	ASSERT_INT(dbus_message_parse(&m, data, len, 0), ==, 0);
+	dbus_match_message_of(&mm, &m, NULL);
+	ASSERT(!mm.sender_name);
+	ASSERT(parsed_matches(&m, NULL, "sender=':1.9'"));
+	ASSERT(!parsed_matches(&m, NULL, "sender='org.example.A'"));
+	ASSERT(parsed_matches(&m, "org.example.A", "sender='org.example.A',member='Changed'"));
+	dbus_message_deinit(&m);
+}
+
 int main(void)
 {
 	test_parse();
 	test_invalid();
 	test_match();
+	test_message_of();
 	return 0;
 }
