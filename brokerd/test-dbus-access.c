@@ -20,6 +20,7 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "brokerd/test-dbus-util.h"
 #include "util/test.h"
 
 #define NAME   "org.brokerdtest.Policy"
@@ -45,25 +46,6 @@ static const char config[] = "<busconfig>\n"
 			     "</busconfig>\n";
 
 static char address[320];
-static int n_tests;
-
-static void ok(const char *what)
-{
-	printf("ok %d - %s\n", ++n_tests, what);
-	fflush(stdout);
-}
-
-static sd_bus *connect_bus(void)
-{
-	sd_bus *b = NULL;
-
-	ASSERT_INT(sd_bus_new(&b), ==, 0);
-	ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
-	ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
-	ASSERT_INT(sd_bus_start(b), >=, 0);
-	return b;
-}
-
 static int on_echo(sd_bus_message *m, void *userdata, sd_bus_error *e)
 {
 	const char *s;
@@ -95,48 +77,10 @@ static const sd_bus_vtable closed_vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
-static pid_t start_server(void)
+static void server_setup(sd_bus *b)
 {
-	pid_t pid = fork();
-
-	ASSERT(pid >= 0);
-	if (pid == 0) {
-		sd_bus *b;
-
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		b = connect_bus();
-		ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, OPEN, open_vtable, NULL), >=, 0);
-		ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, CLOSED, closed_vtable, NULL), >=, 0);
-		ASSERT_INT(sd_bus_request_name(b, NAME, 0), >=, 0);
-		for (;;) {
-			int r = sd_bus_process(b, NULL);
-
-			if (r < 0)
-				_exit(2);
-			if (r == 0 && sd_bus_wait(b, UINT64_MAX) < 0)
-				_exit(3);
-		}
-	}
-	return pid;
-}
-
-static void wait_owner(sd_bus *b)
-{
-	for (int i = 0; i < 500; i++) {
-		sd_bus_message *reply = NULL;
-		int has = 0;
-
-		ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-					      "org.freedesktop.DBus", "NameHasOwner", NULL, &reply, "s",
-					      NAME),
-			   >=, 0);
-		ASSERT_INT(sd_bus_message_read(reply, "b", &has), >=, 0);
-		sd_bus_message_unref(reply);
-		if (has)
-			return;
-		usleep(10000);
-	}
-	ASSERT(!"the server never owned its name");
+	ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, OPEN, open_vtable, NULL), >=, 0);
+	ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, CLOSED, closed_vtable, NULL), >=, 0);
 }
 
 /* Calls iface.Echo (iface NULL: a call without interface); returns the error name or NULL. */
@@ -242,9 +186,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 500 && access(sock, F_OK) < 0; i++)
 		usleep(10000);
 	snprintf(address, sizeof(address), "unix:path=%s", sock);
-	server = start_server();
-	b = connect_bus();
-	wait_owner(b);
+	server = sdbus_serve(address, NAME, server_setup);
+	b = sdbus_connect(address);
+	wait_owner(b, NAME, true);
 	test_calls(b);
 	test_signals(b);
 	sd_bus_flush_close_unref(b);
@@ -258,6 +202,6 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	if (system(path) != 0)
 		printf("# cannot remove %s\n", dir);
-	printf("1..%d\n", n_tests);
+	ok_plan();
 	return 0;
 }

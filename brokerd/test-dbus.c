@@ -29,6 +29,7 @@
 
 #include "brokerd/dbus-front.h"
 #include "brokerd/test-client.h"
+#include "brokerd/test-dbus-util.h"
 #include "protocol/dbus-message.h"
 #include "util/macro.h"
 #include "util/socket.h"
@@ -39,36 +40,9 @@
 #define IFACE "org.brokerdtest.I"
 
 static char address[300], sock_path[256];
-static int n_tests;
-
-static void ok(const char *what)
-{
-	printf("ok %d - %s\n", ++n_tests, what);
-	fflush(stdout);
-}
-
 static sd_bus *connect_bus(void)
 {
-	sd_bus *b = NULL;
-	int r;
-
-	/*
-	 * The socket file exists from bind() on, before brokerd's listen():
-	 * on a loaded machine a connect can fall in between (ECONNREFUSED).
-	 */
-	for (int i = 0;; i++) {
-		ASSERT_INT(sd_bus_new(&b), ==, 0);
-		ASSERT_INT(sd_bus_set_address(b, address), >=, 0);
-		ASSERT_INT(sd_bus_set_bus_client(b, 1), >=, 0);
-		ASSERT_INT(sd_bus_negotiate_fds(b, 1), >=, 0);
-		r = sd_bus_start(b);
-		if (r != -ECONNREFUSED || i >= 100)
-			break;
-		b = sd_bus_flush_close_unref(b);
-		usleep(20000);
-	}
-	ASSERT_INT(r, >=, 0);
-	return b;
+	return sdbus_connect(address);
 }
 
 static uint64_t now_ms(void)
@@ -126,29 +100,14 @@ static const sd_bus_vtable vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
+static void server_setup(sd_bus *b)
+{
+	ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, IFACE, vtable, NULL), >=, 0);
+}
+
 static pid_t start_server(void)
 {
-	pid_t pid = fork();
-
-	ASSERT(pid >= 0);
-	if (pid == 0) {
-		sd_bus *b;
-
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing behind */
-		b = connect_bus();
-
-		ASSERT_INT(sd_bus_add_object_vtable(b, NULL, PATH, IFACE, vtable, NULL), >=, 0);
-		ASSERT_INT(sd_bus_request_name(b, NAME, 0), >=, 0);
-		for (;;) {
-			int r = sd_bus_process(b, NULL);
-
-			if (r < 0)
-				_exit(2);
-			if (r == 0 && sd_bus_wait(b, UINT64_MAX) < 0)
-				_exit(3);
-		}
-	}
-	return pid;
+	return sdbus_serve(address, NAME, server_setup);
 }
 
 /* ---- The client ------------------------------------------------------------ */
@@ -183,27 +142,6 @@ static int on_ping(sd_bus_message *m, void *userdata, sd_bus_error *e)
 {
 	pings++;
 	return 0;
-}
-
-/* Wait until name has an owner (or none, if owned is false). */
-static void wait_owner(sd_bus *b, const char *name, bool owned)
-{
-	for (int i = 0; i < 500; i++) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_message *reply = NULL;
-		int has = 0;
-
-		if (sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
-				       "NameHasOwner", &e, &reply, "s", name) >= 0)
-			(void)sd_bus_message_read(reply, "b", &has);
-		sd_bus_message_unref(reply);
-		sd_bus_error_free(&e);
-		if (!!has == owned)
-			return;
-		usleep(10000);
-	}
-	fprintf(stderr, "%s never got %s\n", name, owned ? "an owner" : "ownerless");
-	exit(1);
 }
 
 static bool list_has(char **l, const char *s)
@@ -437,21 +375,27 @@ static void read_exact(int fd, void *buf, size_t len)
 	}
 }
 
+/* The next message on fd, whatever it is. */
+static void raw_next(int fd, struct dbus_message *m)
+{
+	uint8_t head[DBUS_HEADER_FIXED_SIZE];
+	size_t size;
+	uint8_t *data;
+
+	read_exact(fd, head, sizeof(head));
+	ASSERT_INT(dbus_message_frame_size(head, sizeof(head), &size), ==, 0);
+	data = malloc(size);
+	ASSERT(data);
+	memcpy(data, head, sizeof(head));
+	read_exact(fd, data + sizeof(head), size - sizeof(head));
+	ASSERT_INT(dbus_message_parse(m, data, size, 0), ==, 0);
+}
+
 /* Read messages (exactly, so nothing of the next is read) until the reply to serial. */
 static void raw_reply(int fd, uint32_t serial, struct dbus_message *m)
 {
 	for (;;) {
-		uint8_t head[DBUS_HEADER_FIXED_SIZE];
-		size_t size;
-		uint8_t *data;
-
-		read_exact(fd, head, sizeof(head));
-		ASSERT_INT(dbus_message_frame_size(head, sizeof(head), &size), ==, 0);
-		data = malloc(size);
-		ASSERT(data);
-		memcpy(data, head, sizeof(head));
-		read_exact(fd, data + sizeof(head), size - sizeof(head));
-		ASSERT_INT(dbus_message_parse(m, data, size, 0), ==, 0);
+		raw_next(fd, m);
 		if (m->h.reply_serial == serial)
 			return;
 		dbus_message_deinit(m);
@@ -570,6 +514,42 @@ static void raw_hello(int fd)
 	dbus_message_deinit(&m);
 }
 
+/* The driver's member called on fd with one string argument; its answer must be want_error, or a return. */
+static void raw_driver_call_s(int fd, uint32_t serial, const char *member, const char *arg, const char *want_error)
+{
+	struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
+				 .serial = serial,
+				 .path = DBUS_DRIVER_PATH,
+				 .interface = DBUS_DRIVER_INTERFACE,
+				 .member = member,
+				 .destination = DBUS_DRIVER_NAME,
+				 .signature = "s" };
+	struct dbus_writer w;
+	struct dbus_message m;
+	void *body;
+	size_t len;
+
+	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 's', arg), ==, 0);
+	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
+	dbus_writer_deinit(&w);
+	raw_send(fd, &h, body, len);
+	free(body);
+	raw_reply(fd, serial, &m);
+	if (want_error) {
+		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
+		ASSERT_STR(m.h.error_name, want_error);
+	} else {
+		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	}
+	dbus_message_deinit(&m);
+}
+
+static void raw_add_match(int fd, uint32_t serial, const char *rule, const char *want_error)
+{
+	raw_driver_call_s(fd, serial, "AddMatch", rule, want_error);
+}
+
 /* brokerd's pid, as the driver tells it (the system brokerd's, in the guest). */
 static pid_t driver_pid(sd_bus *b)
 {
@@ -641,27 +621,7 @@ static void test_slow_reader(sd_bus *b)
 
 	fd = raw_connect();
 	raw_hello(fd);
-	struct dbus_header add = { .type = DBUS_MESSAGE_METHOD_CALL,
-				   .serial = 2,
-				   .path = DBUS_DRIVER_PATH,
-				   .interface = DBUS_DRIVER_INTERFACE,
-				   .member = "AddMatch",
-				   .destination = DBUS_DRIVER_NAME,
-				   .signature = "s" };
-	struct dbus_writer w;
-	struct dbus_message m;
-	void *body;
-	size_t len;
-
-	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
-	ASSERT_INT(dbus_writer_append_basic(&w, 's', "type='signal',interface='org.brokerdtest.Flood'"), ==,
-		   0);
-	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
-	dbus_writer_deinit(&w);
-	raw_send(fd, &add, body, len);
-	free(body);
-	raw_reply(fd, 2, &m);
-	dbus_message_deinit(&m);
+	raw_add_match(fd, 2, "type='signal',interface='org.brokerdtest.Flood'", NULL);
 
 	/* 24 MiB of signals, past the 16 MiB brokerd holds for one reader (and the socket's buffer) */
 	memset(payload, 'x', sizeof(payload) - 1);
@@ -1713,52 +1673,6 @@ static void test_reply_timeout(const char *exe)
 
 /* ---- Eavesdropping without BecomeMonitor ------------------------------------- */
 
-static void raw_add_match(int fd, uint32_t serial, const char *rule, const char *want_error)
-{
-	struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
-				 .serial = serial,
-				 .path = DBUS_DRIVER_PATH,
-				 .interface = DBUS_DRIVER_INTERFACE,
-				 .member = "AddMatch",
-				 .destination = DBUS_DRIVER_NAME,
-				 .signature = "s" };
-	struct dbus_writer w;
-	struct dbus_message m;
-	void *body;
-	size_t len;
-
-	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
-	dbus_writer_append_basic(&w, 's', rule);
-	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
-	dbus_writer_deinit(&w);
-	raw_send(fd, &h, body, len);
-	free(body);
-	raw_reply(fd, serial, &m);
-	if (want_error) {
-		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
-		ASSERT_STR(m.h.error_name, want_error);
-	} else {
-		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
-	}
-	dbus_message_deinit(&m);
-}
-
-/* The next message on fd, whatever it is. */
-static void raw_next(int fd, struct dbus_message *m)
-{
-	uint8_t head[DBUS_HEADER_FIXED_SIZE];
-	size_t size;
-	uint8_t *data;
-
-	read_exact(fd, head, sizeof(head));
-	ASSERT_INT(dbus_message_frame_size(head, sizeof(head), &size), ==, 0);
-	data = malloc(size);
-	ASSERT(data);
-	memcpy(data, head, sizeof(head));
-	read_exact(fd, data + sizeof(head), size - sizeof(head));
-	ASSERT_INT(dbus_message_parse(m, data, size, 0), ==, 0);
-}
-
 /* A Ping round trip on fd: how many messages with member came before its answer. */
 static unsigned int raw_count_until_ping(int fd, uint32_t serial, const char *member)
 {
@@ -1856,29 +1770,7 @@ static void test_eavesdrop(void)
 
 	/* the rule goes by its text with the key; then nothing more is overheard */
 	raw_add_match(eaves, 5, "member='Overheard'", NULL);
-	{
-		struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
-					 .serial = 6,
-					 .path = DBUS_DRIVER_PATH,
-					 .interface = DBUS_DRIVER_INTERFACE,
-					 .member = "RemoveMatch",
-					 .destination = DBUS_DRIVER_NAME,
-					 .signature = "s" };
-		struct dbus_writer w;
-		struct dbus_message m;
-		void *body;
-		size_t len;
-
-		ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
-		dbus_writer_append_basic(&w, 's', "eavesdrop='true',member='Overheard'");
-		ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
-		dbus_writer_deinit(&w);
-		raw_send(eaves, &h, body, len);
-		free(body);
-		raw_reply(eaves, 6, &m);
-		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
-		dbus_message_deinit(&m);
-	}
+	raw_driver_call_s(eaves, 6, "RemoveMatch", "eavesdrop='true',member='Overheard'", NULL);
 	call.serial = 3;
 	raw_send(caller, &call, NULL, 0);
 	(void)raw_next_call(callee);
@@ -2021,6 +1913,6 @@ int main(int argc, char **argv)
 		rmdir(services);
 		rmdir(tmpdir);
 	}
-	printf("1..%d\n", n_tests);
+	ok_plan();
 	return 0;
 }
