@@ -750,9 +750,10 @@ static void signal_broadcast(struct dbus_bridge *br, struct bridge_sub *sub, con
 	ctrl_unique_name_format(info->badge, sender);
 	h.serial = ++br->serial ? br->serial : ++br->serial;
 	if (dbus_message_write(&h, body, m->body_len, &data, &len) == 0 &&
-	    dbus_message_parse(&dm, data, len, n) == 0)
+	    dbus_message_parse(&dm, data, len, n) == 0) {
 		dbus_front_broadcast(br->front, &dm, fds, NULL, sub->name); /* each receiver its own fds */
-	else
+		dbus_monitor_native(br->front, &dm, fds, sub->name);
+	} else
 		br->dropped++;
 	if (data)
 		dbus_message_deinit(&dm);
@@ -892,6 +893,7 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 			timer_arm(br, k->deadline);
 		}
 	}
+	dbus_monitor_written(c->front, data, data_len, fds, n);
 	/* Queued, or freed with its fds by dbus_conn_queue(). */
 	(void)dbus_conn_queue(c, data, data_len, n ? TAKE_PTR(fds) : NULL, n);
 	n = 0;

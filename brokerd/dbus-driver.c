@@ -1086,6 +1086,7 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 		dbus_driver_conn_gone(c);
 		signal_s(c->front, c, "NameLost", "s", c->unique, NULL, NULL);
 		dbus_monitor_become(c, TAKE_PTR(k.monitor_rules));
+		dbus_bridge_signals_wanted(c->front); /* native names' signals, to show them */
 	}
 	matches_free(k.monitor_rules);
 	return r < 0 ? 0 : r;

@@ -207,6 +207,14 @@ int dbus_conn_route(struct dbus_conn *c, struct dbus_message *m, int **fds);
 void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, const int *fds);
 /* The same for a message the driver wrote (data, len), parsed only if somebody monitors. */
 void dbus_monitor_driver_message(struct dbus_front *f, const void *data, size_t len);
+/*
+ * What the bridge passes from a native client to the D-Bus side: a signal
+ * that came on the signal channel of native name sender_name (m), or a
+ * call or reply it wrote for a D-Bus connection (data, len, with n_fds fds).
+ */
+void dbus_monitor_native(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			 const char *sender_name);
+void dbus_monitor_written(struct dbus_front *f, const void *data, size_t len, const int *fds, unsigned int n_fds);
 /* c, whose names are gone already, becomes a monitor with rules (parsed, taken; NULL: everything). */
 void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules);
 

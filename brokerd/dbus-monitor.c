@@ -6,6 +6,10 @@
  * message on the D-Bus side that one of its rules matches (no rule: all of
  * them), whoever it is for, the driver's own included; it may send nothing
  * (a message from it closes it, as for any connection without a name).
+ * What brokerd carries between D-Bus and native clients (dbus-bridge.c) is
+ * on the D-Bus side too: a native name's signals, native calls to D-Bus
+ * names and native replies to D-Bus callers, as the D-Bus client gets
+ * them; messages between native clients never pass through brokerd.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +29,9 @@ static bool monitor_matches(struct dbus_front *f, struct dbus_conn *c, const str
 	for (struct dbus_match *x = c->matches; x; x = x->next) {
 		struct dbus_match_message m = *mm;
 
-		/* A well-known sender in a rule stands for its owner at the time. */
-		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0) {
+		/* A well-known sender in a rule stands for its owner at the time (or the native name it came on). */
+		if (x->rule.sender && x->rule.sender[0] != ':' && strcmp(x->rule.sender, mm->sender) != 0 &&
+		    !(mm->sender_name && !strcmp(x->rule.sender, mm->sender_name))) {
 			struct registry_peer *owner = registry_name_owner(f->registry, x->rule.sender);
 
 			if (!owner || strcmp(owner->unique_name, mm->sender) != 0)
@@ -39,13 +44,14 @@ static bool monitor_matches(struct dbus_front *f, struct dbus_conn *c, const str
 	return false;
 }
 
-void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, const int *fds)
+static void monitor_copy(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			 const char *sender_name)
 {
 	struct dbus_match_message mm;
 
 	if (!f->n_monitors)
 		return;
-	dbus_match_message_of(&mm, m, NULL);
+	dbus_match_message_of(&mm, m, sender_name);
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
 		void *data;
 		int *d = NULL;
@@ -79,7 +85,18 @@ void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, co
 	}
 }
 
-void dbus_monitor_driver_message(struct dbus_front *f, const void *data, size_t len)
+void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, const int *fds)
+{
+	monitor_copy(f, m, fds, NULL);
+}
+
+void dbus_monitor_native(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			 const char *sender_name)
+{
+	monitor_copy(f, m, fds, sender_name);
+}
+
+void dbus_monitor_written(struct dbus_front *f, const void *data, size_t len, const int *fds, unsigned int n_fds)
 {
 	struct dbus_message m;
 	void *copy;
@@ -90,9 +107,14 @@ void dbus_monitor_driver_message(struct dbus_front *f, const void *data, size_t 
 	if (!copy)
 		return;
 	memcpy(copy, data, len);
-	if (dbus_message_parse(&m, copy, len, 0) == 0)
-		dbus_monitor_message(f, &m, NULL);
+	if (dbus_message_parse(&m, copy, len, n_fds) == 0)
+		monitor_copy(f, &m, fds, NULL);
 	dbus_message_deinit(&m);
+}
+
+void dbus_monitor_driver_message(struct dbus_front *f, const void *data, size_t len)
+{
+	dbus_monitor_written(f, data, len, NULL, 0);
 }
 
 void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules)
