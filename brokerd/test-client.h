@@ -78,6 +78,23 @@ static inline void tc_msg_close_fds(struct tc_msg *m)
 /* --- on a bare socket ---------------------------------------------------------- */
 
 /* A request with arguments per sig ('u' uint32_t, 't' uint64_t, 's' const char *; NULL: none). */
+/* The pid a pidfd (GET_CREDENTIALS's) refers to, from its fdinfo's "Pid:" line; -1 if unreadable. */
+static inline int tc_pidfd_pid(int fd)
+{
+	char path[64], line[256];
+	int pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "Pid:", 4) == 0)
+			pid = atoi(line + 4);
+	if (f)
+		fclose(f);
+	return pid;
+}
+
 static inline int tc_fd_vrequest(int fd, int flags, uint16_t op, uint32_t serial, const char *sig, va_list ap)
 {
 	struct ctrl_writer w;

@@ -264,16 +264,7 @@ static void test_credentials(void)
 	if (mask & CTRL_CREDS_PIDFD) {
 		TC_ASSERT_EQ(m.n_fds, 1);
 		/* the pidfd refers to us: fdinfo says Pid: <our pid> */
-		char path[64], line[256];
-		bool ok = false;
-		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", m.fds[0]);
-		FILE *f = fopen(path, "r");
-		while (f && fgets(line, sizeof(line), f))
-			if (strncmp(line, "Pid:", 4) == 0)
-				ok = atoi(line + 4) == (int)getpid();
-		if (f)
-			fclose(f);
-		TC_ASSERT(ok);
+		TC_ASSERT_EQ(tc_pidfd_pid(m.fds[0]), getpid());
 	} else {
 		printf("# (kernel without SO_PEERPIDFD: no pidfd)\n");
 	}

@@ -868,23 +868,6 @@ static void get_creds(struct tc *c, const char *name, struct creds_reply *cr)
 		close(m.fds[i]);
 }
 
-/* The pid a pidfd refers to, from its fdinfo (-1: none). */
-static int pidfd_pid(int fd)
-{
-	char path[64], line[256];
-	int pid = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Pid:", 4))
-			pid = atoi(line + 4);
-	if (f)
-		fclose(f);
-	return pid;
-}
-
 /*
  * A D-Bus client's credentials as native clients see them, by its unique
  * name and by a name it owns: GET_CREDENTIALS gives what it gives for a
@@ -916,7 +899,7 @@ static void test_dbus_creds_natively(sd_bus *b, const char *ctrl)
 		ASSERT_STR(cr->label, self.label);
 		/* no SO_PEERPIDFD (before Linux 6.5): neither pid nor pidfd, for either kind of peer */
 		if (cr->mask & CTRL_CREDS_PIDFD) {
-			ASSERT_INT(pidfd_pid(cr->pidfd), ==, getpid());
+			ASSERT_INT(tc_pidfd_pid(cr->pidfd), ==, getpid());
 			close(cr->pidfd);
 		}
 	}
