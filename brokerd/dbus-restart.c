@@ -65,6 +65,20 @@ static bool conn_handable(const struct dbus_conn *c)
 	       c->n_in_fds == 0;
 }
 
+static size_t flush_conns(void *ctx, struct pollfd *p, size_t max)
+{
+	struct dbus_front *f = ctx;
+	size_t n = 0;
+
+	for (struct dbus_conn *c = f->conns; c; c = c->next)
+		if (!c->dead && c->out_head && dbus_conn_flush(c) == 0 && c->out_head) {
+			if (p && n < max)
+				p[n] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
+			n++;
+		}
+	return n;
+}
+
 /*
  * Flushes every connection for at most FLUSH_USEC and closes those that
  * cannot be handed over; their going queues signals for others, so a few
@@ -77,24 +91,7 @@ static void settle(struct dbus_front *f)
 	for (int round = 0; round < 4; round++) {
 		bool killed = false;
 
-		for (;;) {
-			size_t n = 0, i = 0;
-			struct pollfd *p;
-
-			for (struct dbus_conn *c = f->conns; c; c = c->next)
-				if (!c->dead && c->out_head && dbus_conn_flush(c) == 0 && c->out_head)
-					n++;
-			if (n == 0 || now_usec() >= end)
-				break;
-			p = calloc(n, sizeof(*p));
-			if (!p)
-				break;
-			for (struct dbus_conn *c = f->conns; c && i < n; c = c->next)
-				if (!c->dead && c->out_head)
-					p[i++] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
-			(void)poll(p, i, 50);
-			free(p);
-		}
+		restart_drain(end, flush_conns, f);
 		for (struct dbus_conn *c = f->conns; c; c = c->next) {
 			if (c->dead || conn_handable(c))
 				continue;

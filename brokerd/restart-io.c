@@ -19,6 +19,7 @@
 #include "brokerd/restart-io.h"
 #include "protocol/ctrl.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/macro.h"
 
 #define FDS_PER_MESSAGE 250 /* below the kernel's SCM_MAX_FD (253) */
@@ -290,4 +291,21 @@ int restart_socket_take(int *fds, size_t n, const struct restart_socket *s)
 		return fd;
 	}
 	return -ENOENT;
+}
+
+void restart_drain(uint64_t end, size_t (*flush)(void *ctx, struct pollfd *p, size_t max), void *ctx)
+{
+	for (;;) {
+		size_t n = flush(ctx, NULL, 0), m;
+		struct pollfd *p;
+
+		if (n == 0 || now_usec() >= end)
+			return;
+		p = calloc(n, sizeof(*p));
+		if (!p)
+			return;
+		m = flush(ctx, p, n);
+		(void)poll(p, m < n ? m : n, 50);
+		free(p);
+	}
 }

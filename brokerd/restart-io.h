@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 /* A state being written: a failed allocation sets oom, and everything after it is dropped. */
@@ -97,5 +98,14 @@ int restart_store(const char *name, const int *fds, size_t n);
  * -EPERM (the fd closed) when its peer is another.
  */
 int restart_socket_take(int *fds, size_t n, const struct restart_socket *s);
+
+/*
+ * The drain before a hand-over: calls flush until it says no connection
+ * has output left or it is end (now_usec()'s clock), waiting up to 50 ms between calls
+ * for any of them to take more. flush sends what each connection can take
+ * now, puts a POLLOUT entry for each one still holding output into p (up
+ * to max; p is NULL to count only) and returns how many still hold output.
+ */
+void restart_drain(uint64_t end, size_t (*flush)(void *ctx, struct pollfd *p, size_t max), void *ctx);
 
 #endif

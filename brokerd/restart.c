@@ -442,6 +442,25 @@ static bool conn_handable(struct bus_conn *c)
 	return !c->dead && !c->ended && !c->closing && !c->refused && !c->out_head;
 }
 
+static size_t flush_conns(void *ctx, struct pollfd *p, size_t max)
+{
+	struct bus *b = ctx;
+	size_t n = 0;
+
+	for (struct bus_conn *c = b->conns; c; c = c->next) {
+		if (c->dead || c->ended || !c->out_head)
+			continue;
+		if (conn_flush(c) < 0) {
+			conn_kill(c);
+		} else if (c->out_head) {
+			if (p && n < max)
+				p[n] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
+			n++;
+		}
+	}
+	return n;
+}
+
 /*
  * Sends what is queued for every connection, for at most FLUSH_USEC; ends
  * (the normal way: names go, grants are revoked) every connection that
@@ -455,28 +474,7 @@ static void flush_all(struct bus *b)
 	for (int round = 0; round < 4; round++) {
 		bool ended = false;
 
-		for (;;) {
-			size_t n = 0, i = 0;
-			struct pollfd *p;
-
-			for (struct bus_conn *c = b->conns; c; c = c->next)
-				if (!c->dead && !c->ended && c->out_head) {
-					if (conn_flush(c) < 0)
-						conn_kill(c);
-					else if (c->out_head)
-						n++;
-				}
-			if (n == 0 || now_usec() >= end)
-				break;
-			p = calloc(n, sizeof(*p));
-			if (!p)
-				break;
-			for (struct bus_conn *c = b->conns; c && i < n; c = c->next)
-				if (!c->dead && !c->ended && c->out_head)
-					p[i++] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
-			(void)poll(p, i, 50);
-			free(p);
-		}
+		restart_drain(end, flush_conns, b);
 		for (struct bus_conn *c = b->conns, *next; c; c = next) {
 			next = c->next;
 			if (!c->ended && !conn_handable(c)) {
