@@ -259,6 +259,29 @@ static int listen_on(const char *list, char *printed, size_t printed_len)
 	    list);
 }
 
+/*
+ * The private runtime directory (the daemon's control socket, its empty
+ * policy and service directories) in runtime_dir: under XDG_RUNTIME_DIR
+ * when that is a writable directory short enough for the socket's address,
+ * else under /tmp. Test suites set XDG_RUNTIME_DIR to whatever suits them
+ * (a file, a directory that is not there yet), and dbus-daemon, which never
+ * uses it unless told to, starts anyway. 0 or -1 with errno set.
+ */
+static int make_runtime_dir(const char *name)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+
+	if (rt && *rt && stat(rt, &st) == 0 && S_ISDIR(st.st_mode) && access(rt, W_OK) == 0 &&
+	    strlen(rt) + strlen(name) + sizeof("/.XXXXXX/socket") <= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(runtime_dir, sizeof(runtime_dir), "%s/%s.XXXXXX", rt, name);
+		if (mkdtemp(runtime_dir))
+			return 0;
+	}
+	snprintf(runtime_dir, sizeof(runtime_dir), "/tmp/%s.XXXXXX", name);
+	return mkdtemp(runtime_dir) ? 0 : -1;
+}
+
 /* A datagram socket for the daemon's sd_notify(), named in NOTIFY_SOCKET (abstract). */
 static int notify_socket(char *name, size_t name_len)
 {
@@ -349,10 +372,7 @@ int dbus_daemon_cli_run(int argc, char **argv, const char *prog, dbus_daemon_exe
 		(void)setsid();
 	}
 
-	const char *rt = getenv("XDG_RUNTIME_DIR");
-	snprintf(runtime_dir, sizeof(runtime_dir), "%s/%s.XXXXXX",
-		 rt && *rt && access(rt, W_OK) == 0 ? rt : "/tmp", prog_name);
-	if (!mkdtemp(runtime_dir)) {
+	if (make_runtime_dir(prog_name) < 0) {
 		runtime_dir[0] = '\0';
 		die("cannot make a runtime directory: %s", strerror(errno));
 	}

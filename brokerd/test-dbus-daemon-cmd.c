@@ -6,9 +6,9 @@
  * start dbus-daemon: a configuration with <listen>unix:tmpdir=DIR</listen>
  * deleted as soon as the address is printed, --print-address=FD and
  * --print-pid=FD, --nofork; then --fork, and --address with an abstract
- * socket. Each bus is used with sd-bus (Hello, ListNames, RequestName) and
- * stopped by SIGTERM to the printed pid, after which its socket and private
- * directory are gone.
+ * socket, also with XDG_RUNTIME_DIR naming a file. Each bus is used with
+ * sd-bus (Hello, ListNames, RequestName) and stopped by SIGTERM to the
+ * printed pid, after which its socket and private directory are gone.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -283,6 +283,18 @@ int main(int argc, char **argv)
 	ASSERT_INT(count_private_dirs(), ==, 0);
 	ok("--fork --address=unix:abstract=: returns when the bus is up; the printed pid is the bus; "
 	   "the address printed escaped");
+
+	/* XDG_RUNTIME_DIR naming a file (GLib's gdbus-method-invocation): the private directory goes to /tmp */
+	setenv("XDG_RUNTIME_DIR", config, 1);
+	pid = start(argv[1], address, sizeof(address), &printed,
+		    (const char *const[]){ arg, "--fork", abstract, NULL });
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	use_bus(address);
+	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	ASSERT(gone(printed));
+	setenv("XDG_RUNTIME_DIR", tmpdir, 1);
+	ok("XDG_RUNTIME_DIR not a directory: the bus starts all the same");
 
 	/* a configuration brokerd cannot read: an error, nothing printed, nothing left */
 	f = fopen(config, "we");
