@@ -70,11 +70,20 @@ int bus_alloc(brokerd_bus **ret, const char *path)
 		k = -errno;
 		goto fail;
 	}
+	/*
+	 * Edge-triggered: every completion the kernel posts (and every
+	 * bus_kick()) is an edge of its own, so brokerd_bus_wait() wakes for
+	 * each and the passes of brokerd_bus_run() never read the eventfd; a
+	 * pass after an outside event loop's poll does (ring_ack()), or the
+	 * count would keep the bus fd readable.
+	 */
+	ev.events = EPOLLIN | EPOLLET;
 	ev.data.fd = bus->ring.efd;
 	if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, bus->ring.efd, &ev) < 0) {
 		k = -errno;
 		goto fail;
 	}
+	ev.events = EPOLLIN;
 	ev.data.fd = bus->timer_fd;
 	if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, bus->timer_fd, &ev) < 0) {
 		k = -errno;

@@ -283,6 +283,15 @@ struct brokerd_bus {
 	uint64_t spin_usec; /* low-latency mode: spin this long on the CQ before sleeping */
 	uint64_t timer_next; /* what timer_fd is armed for (UINT64_MAX: nothing, 0: not set yet) */
 	/*
+	 * What the last epoll_wait() of brokerd_bus_wait() told, for the next
+	 * pass: set, the pass needs no read of the eventfd (it is in the epoll
+	 * set edge-triggered) and reads the control socket only if ctrl_idle is
+	 * clear. A pass without a wait before it (an outside event loop) reads
+	 * both.
+	 */
+	bool waited;
+	bool ctrl_idle; /* the control socket said EAGAIN, and epoll said nothing since */
+	/*
 	 * Where messages sent at once are encoded (bus_chan_send()), reused:
 	 * the send completes before anything else runs, so one is enough.
 	 */

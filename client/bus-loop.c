@@ -6,8 +6,8 @@
  * brokerd_bus_call(), which runs passes until its reply is in.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -72,6 +72,7 @@ static int bus_process_timeouts(brokerd_bus *bus)
 
 		n++;
 		lost = bus_connect(bus);
+		bus->ctrl_idle = false; /* a new socket */
 		if (lost >= 0) {
 			bus_set_state(bus, BROKERD_STATE_CONNECTED);
 			if (lost > 0 && bus->connected)
@@ -94,7 +95,16 @@ static int bus_process_internal(brokerd_bus *bus)
 
 	if (bus->closed)
 		return -ENOTCONN;
-	ring_ack(&bus->ring);
+	/*
+	 * After our own wait, what epoll reported is known: the eventfd needs
+	 * no read (edge-triggered), the control socket one only if it was
+	 * reported. Otherwise (an outside loop polled the bus fd) read both.
+	 */
+	if (!bus->waited) {
+		ring_ack(&bus->ring);
+		bus->ctrl_idle = false;
+	}
+	bus->waited = false;
 	(void)ring_reap(&bus->ring);
 
 	/* broker signals queued during control requests */
@@ -106,7 +116,7 @@ static int bus_process_internal(brokerd_bus *bus)
 		free(q);
 	}
 	/* the control socket */
-	while (bus->connected) {
+	while (bus->connected && (!bus->ctrl_idle || bus->ctrl_failed)) {
 		int fds[CTRL_FDS_MAX];
 		unsigned int n_fds = 0;
 		uint8_t *buf = NULL;
@@ -118,6 +128,8 @@ static int bus_process_internal(brokerd_bus *bus)
 			break;
 		}
 		k = bus_ctrl_recv(bus, &buf, fds, &n_fds, false);
+		if (k == -EAGAIN)
+			bus->ctrl_idle = true; /* until epoll reports it again */
 		if (k == -EAGAIN || k == -EINTR)
 			break;
 		if (k <= 0 && k != -EBADMSG) {
@@ -180,9 +192,28 @@ _public_ int brokerd_bus_process(brokerd_bus *bus)
 	return k;
 }
 
+/*
+ * epoll_wait() on the bus fd for up to ms, recording what it reported for
+ * the next pass (see brokerd_bus.waited): the one system call of a
+ * wake-up.
+ */
+static int bus_epoll_wait(brokerd_bus *bus, int ms)
+{
+	struct epoll_event ev[3];
+	int k;
+
+	k = epoll_wait(bus->epoll_fd, ev, 3, ms);
+	if (k < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < k; i++)
+		if (bus->ctrl_fd >= 0 && ev[i].data.fd == bus->ctrl_fd)
+			bus->ctrl_idle = false;
+	bus->waited = true;
+	return k;
+}
+
 _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 {
-	struct pollfd pfd;
 	int k, ms;
 
 	if (!bus || bus->closed)
@@ -190,20 +221,21 @@ _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 	/* inside a synchronous call only the inbox counts: other ready
 	 * channels wait for the next dispatch */
 	if (bus->cq_head || bus->ctrl_failed ||
-	    (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) : bus->ring.ready_head != NULL))
-		return 1;
+	    (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) : bus->ring.ready_head != NULL)) {
+		/* no sleep, but a look at the control socket, which the next pass trusts */
+		k = bus_epoll_wait(bus, 0);
+		return k < 0 ? k : 1;
+	}
 	/* the timer in the epoll set covers call deadlines and reconnects */
 	bus_update_timer(bus);
-	if (bus->spin_usec && timeout_usec && ring_spin(&bus->ring, bus->spin_usec))
-		return 1;
-	pfd = (struct pollfd){ .fd = bus->epoll_fd, .events = POLLIN };
+	if (bus->spin_usec && timeout_usec && ring_spin(&bus->ring, bus->spin_usec)) {
+		k = bus_epoll_wait(bus, 0);
+		return k < 0 ? k : 1;
+	}
 	ms = timeout_usec == UINT64_MAX	     ? -1 :
 	     timeout_usec / 1000 > INT32_MAX ? INT32_MAX :
 					       (int)((timeout_usec + 999) / 1000);
-	k = poll(&pfd, 1, ms);
-	if (k < 0)
-		return errno == EINTR ? 0 : -errno;
-	return k;
+	return bus_epoll_wait(bus, ms);
 }
 
 _public_ int brokerd_bus_set_spin(brokerd_bus *bus, uint64_t usec)
@@ -250,14 +282,14 @@ _public_ int brokerd_bus_run(brokerd_bus *bus)
 		 * Wait after any pass, not only after an idle one: with nothing
 		 * ready in memory, what may still be pending (a completion, the
 		 * control socket, the timer) makes the bus fd readable, so the
-		 * wait returns at once, and an idle pass, a few system calls, is
-		 * saved on every wake-up.
+		 * wait returns at once, and an idle pass is saved on every
+		 * wake-up. With work in memory, a look without sleeping: it
+		 * tells the next pass whether the control socket has anything,
+		 * so a flood of signals costs one system call a pass.
 		 */
-		if (k == 0 || !bus_pending(bus)) {
-			k = brokerd_bus_wait(bus, UINT64_MAX);
-			if (k < 0)
-				break;
-		}
+		k = brokerd_bus_wait(bus, k == 0 || !bus_pending(bus) ? UINT64_MAX : 0);
+		if (k < 0)
+			break;
 	}
 	if (bus->exit)
 		k = bus->exit_code;
@@ -295,8 +327,7 @@ static int sync_call_wait(brokerd_bus *bus, struct brokerd_slot *s, struct sync_
 			break;
 		if (c->done)
 			break;
-		if (k == 0 || !bus_pending(bus))
-			(void)brokerd_bus_wait(bus, UINT64_MAX);
+		(void)brokerd_bus_wait(bus, k == 0 || !bus_pending(bus) ? UINT64_MAX : 0);
 	}
 	BUG_ON(bus->sync_depth <= 0);
 	bus->sync_depth--;

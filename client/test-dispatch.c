@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1490,6 +1491,56 @@ static void test_reply_pushed(struct fixture *f)
 	broker_detach(f);
 }
 
+/*
+ * A wake-up costs one system call, the wait: the eventfd is edge-triggered
+ * in the bus fd, so a pass after brokerd_bus_wait() leaves it unread and
+ * the next wait still sleeps; the control socket is read only when the
+ * wait reported it. A pass after an outside loop's poll reads both.
+ */
+static void test_wake(struct fixture *f)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct ctrl_writer w;
+	uint64_t v;
+	char c;
+
+	/* a kick: one wake-up, the eventfd left unread, no second wake-up */
+	process_all(f->bus);
+	bus_kick(f->bus);
+	ASSERT_INT(brokerd_bus_wait(f->bus, 0), ==, 1);
+	ASSERT_INT(brokerd_bus_process(f->bus), >=, 0);
+	ASSERT_INT(brokerd_bus_wait(f->bus, 0), ==, 0);
+	ASSERT_INT(brokerd_bus_process(f->bus), >=, 0);
+	ASSERT(read(f->bus->ring.efd, &v, sizeof(v)) == sizeof(v) && v == 1);
+
+	/* without a wait before it, the pass reads the eventfd */
+	bus_kick(f->bus);
+	ASSERT_INT(brokerd_bus_process(f->bus), >=, 0);
+	ASSERT(read(f->bus->ring.efd, &v, sizeof(v)) < 0 && errno == EAGAIN);
+
+	/* the control socket: read when reported, until EAGAIN, then not */
+	broker_attach(f);
+	ev.data.fd = f->bus->ctrl_fd;
+	ASSERT_INT(epoll_ctl(f->bus->epoll_fd, EPOLL_CTL_ADD, f->bus->ctrl_fd, &ev), ==, 0);
+	f->bus->connected = true;
+	ASSERT_INT(brokerd_bus_process(f->bus), >=, 0);
+	ASSERT(f->bus->ctrl_idle);
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
+	ctrl_write_string(&w, "org.test.Other");
+	ctrl_write_string(&w, "");
+	ctrl_write_string(&w, ":1.9");
+	broker_send(&w);
+	ASSERT_INT(brokerd_bus_wait(f->bus, 0), ==, 1);
+	ASSERT(!f->bus->ctrl_idle);
+	ASSERT_INT(brokerd_bus_process(f->bus), ==, 1);
+	ASSERT(f->bus->ctrl_idle);
+	ASSERT(recv(f->bus->ctrl_fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) < 0 && errno == EAGAIN);
+	ASSERT_INT(brokerd_bus_wait(f->bus, 0), ==, 0);
+	ASSERT_INT(epoll_ctl(f->bus->epoll_fd, EPOLL_CTL_DEL, f->bus->ctrl_fd, NULL), ==, 0);
+	f->bus->connected = false;
+	broker_detach(f);
+}
+
 int main(void)
 {
 	struct fixture f;
@@ -1511,6 +1562,7 @@ int main(void)
 	test_ctrl(&f);
 	test_async_open(&f);
 	test_reply_pushed(&f);
+	test_wake(&f);
 	fixture_deinit(&f);
 	printf("test-dispatch: ok\n");
 	return 0;
