@@ -411,17 +411,11 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 				fds[0] = -1;
 		}
 		break;
-	case CTRL_SIGNAL_REPLY_CAPABILITY: {
+	case CTRL_SIGNAL_REPLY_CAPABILITY:
 		/* brokerd's cap for our replies to a caller of a name we serve */
-		uint64_t id;
-
-		if (n_fds >= 1 && ctrl_read_string(&r, &a, NULL) >= 0 &&
-		    ctrl_unique_name_parse(a, &id) >= 0) {
-			(void)peer_inbox_add(bus, id, fds[0]);
-			fds[0] = -1;
-		}
+		if (n_fds >= 1)
+			peer_inbox_read_cap_signal(bus, &r, &fds[0]);
 		break;
-	}
 	case CTRL_SIGNAL_CAPABILITY_REVOKED:
 		/*
 		 * The kernel has already detached what we attached through the

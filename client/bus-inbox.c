@@ -29,8 +29,12 @@ static struct peer_inbox *peer_inbox_find(brokerd_bus *bus, uint64_t id)
 	return NULL;
 }
 
-/* Attaches cap fd (always consumed) to id's inbox and caches it as *ret. */
-static int peer_inbox_attach(brokerd_bus *bus, uint64_t id, int fd, struct peer_inbox **ret)
+/*
+ * Attaches cap fd (always consumed) to id's inbox and caches it as *ret;
+ * size is the inbox's slot size as brokerd told it (0: not told), which
+ * sets how large a reply or unicast signal goes inline.
+ */
+static int peer_inbox_attach(brokerd_bus *bus, uint64_t id, int fd, uint32_t size, struct peer_inbox **ret)
 {
 	struct peer_inbox *p, **pp;
 	int k;
@@ -46,6 +50,7 @@ static int peer_inbox_attach(brokerd_bus *bus, uint64_t id, int fd, struct peer_
 		free(p);
 		return k;
 	}
+	p->send->msg_max = size;
 	p->id = id;
 	p->next = bus->peer_inboxes;
 	bus->peer_inboxes = p;
@@ -63,7 +68,8 @@ static int peer_inbox_attach(brokerd_bus *bus, uint64_t id, int fd, struct peer_
 	return 0;
 }
 
-int peer_inbox_add(brokerd_bus *bus, uint64_t id, int fd)
+/* Keeps cap fd (always consumed) to id's inbox of size (0: not told). */
+static int peer_inbox_add(brokerd_bus *bus, uint64_t id, int fd, uint32_t size)
 {
 	struct peer_inbox *p;
 
@@ -71,7 +77,22 @@ int peer_inbox_add(brokerd_bus *bus, uint64_t id, int fd)
 		close(fd); /* we have one: a cap to the same inbox with the same rights */
 		return 0;
 	}
-	return peer_inbox_attach(bus, id, fd, &p);
+	return peer_inbox_attach(bus, id, fd, size, &p);
+}
+
+void peer_inbox_read_cap_signal(brokerd_bus *bus, struct ctrl_reader *rd, int *fd)
+{
+	const char *caller, *called;
+	uint32_t size = 0;
+	uint64_t id;
+
+	/* `ss`, or `ssu` with the caller's inbox size (HELLO's SIZES) */
+	if (*fd < 0 || ctrl_read_string(rd, &caller, NULL) < 0 || ctrl_unique_name_parse(caller, &id) < 0 ||
+	    ctrl_read_string(rd, &called, NULL) < 0 ||
+	    (!ctrl_reader_at_end(rd) && ctrl_read_u32(rd, &size) < 0))
+		return;
+	(void)peer_inbox_add(bus, id, *fd, size);
+	*fd = -1;
 }
 
 int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox **ret)
@@ -80,6 +101,7 @@ int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox
 	struct ctrl_reader rd;
 	const char *unique = NULL;
 	struct peer_inbox *p;
+	uint32_t size = 0;
 	uint64_t id;
 	int k;
 
@@ -93,14 +115,16 @@ int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox
 	if (k < 0)
 		return k;
 	ctrl_reader_init(&rd, &r.msg);
-	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_unique_name_parse(unique, &id) < 0)
+	/* `s`, or `su` with the peer's inbox size (HELLO's SIZES) */
+	if (ctrl_read_string(&rd, &unique, NULL) < 0 || ctrl_unique_name_parse(unique, &id) < 0 ||
+	    (!ctrl_reader_at_end(&rd) && ctrl_read_u32(&rd, &size) < 0))
 		return -EPROTO;
 	p = peer_inbox_find(bus, id); /* a well-known name of a peer we know */
 	if (p) {
 		*ret = p;
 		return 0;
 	}
-	return peer_inbox_attach(bus, id, ctrl_reply_take_fd(&r, 0), ret);
+	return peer_inbox_attach(bus, id, ctrl_reply_take_fd(&r, 0), size, ret);
 }
 
 /*
@@ -116,8 +140,6 @@ static void peer_inbox_take_pushed(brokerd_bus *bus)
 	while ((q = *qq)) {
 		struct ctrl_message m;
 		struct ctrl_reader rd;
-		const char *caller;
-		uint64_t id;
 
 		if (q->n_fds != 1 || ctrl_message_decode(&m, q->data, q->len, q->n_fds) < 0 ||
 		    m.hdr.type != CTRL_TYPE_SIGNAL || m.hdr.code != CTRL_SIGNAL_REPLY_CAPABILITY) {
@@ -125,9 +147,8 @@ static void peer_inbox_take_pushed(brokerd_bus *bus)
 			continue;
 		}
 		ctrl_reader_init(&rd, &m);
-		if (ctrl_read_string(&rd, &caller, NULL) >= 0 && ctrl_unique_name_parse(caller, &id) >= 0)
-			(void)peer_inbox_add(bus, id, q->fds[0]);
-		else
+		peer_inbox_read_cap_signal(bus, &rd, &q->fds[0]);
+		if (q->fds[0] >= 0)
 			close(q->fds[0]);
 		*qq = q->next;
 		if (bus->cq_tail == &q->next)

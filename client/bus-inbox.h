@@ -15,8 +15,12 @@
 int peer_inbox_get_by_name(brokerd_bus *bus, const char *name, struct peer_inbox **ret);
 /* The same by connection id, taking the caps brokerd pushed first. */
 int peer_inbox_get(brokerd_bus *bus, uint64_t id, struct peer_inbox **ret);
-/* Keeps cap fd (always consumed) to id's inbox, from a ReplyCapability signal. */
-int peer_inbox_add(brokerd_bus *bus, uint64_t id, int fd);
+/*
+ * Keeps the cap *fd to a caller's inbox that a ReplyCapability signal
+ * (read by rd) carries, with the inbox size when it says one; *fd is -1
+ * once taken, left to the caller when the signal is malformed.
+ */
+void peer_inbox_read_cap_signal(brokerd_bus *bus, struct ctrl_reader *rd, int *fd);
 /* Forgets the cap to id's inbox (it is gone, or the cap revoked). */
 void peer_inbox_drop(brokerd_bus *bus, uint64_t id);
 void peer_inbox_clear(brokerd_bus *bus);

@@ -17,7 +17,9 @@
  *
  * The library is told its own inbox's size (HELLO's SIZES flag): 8192, the
  * default; a connection made after a `ring *` line is read has an inbox of
- * that geometry, and is told 16384.
+ * that geometry, and is told 16384. A service replies inline up to the
+ * caller's inbox size (told with ReplyCapability): Reply(12 KiB) comes
+ * inline to the 16 KiB inbox and in a memfd to the 8 KiB one.
  *
  * Then it times calls of 100 B .. 60 KiB to both (the measurement behind
  * the default geometry, brokerd/README.md): printed, not checked, since
@@ -122,6 +124,53 @@ static void check_signal(brokerd_bus *bus, struct blob *bl, const char *name, si
 	free(body);
 }
 
+/* Reply("SIZE"): a reply of SIZE bytes */
+static int on_reply(brokerd_msg *m, void *u)
+{
+	const void *arg;
+	char text[32];
+	size_t n, size;
+	uint8_t *body;
+	int r;
+
+	CHECK_R(brokerd_msg_get_body(m, &arg, &n), 0);
+	CHECK(n < sizeof(text));
+	memcpy(text, arg, n);
+	text[n] = '\0';
+	size = strtoul(text, NULL, 10);
+	body = malloc(size);
+	CHECK(body);
+	for (size_t i = 0; i < size; i++)
+		body[i] = (uint8_t)(i * 7 + size);
+	r = brokerd_msg_reply(m, body, size);
+	free(body);
+	return r;
+}
+
+/* name.Reply(size) to bus: the reply comes whole, the way want says. */
+static void check_reply(brokerd_bus *bus, const char *name, size_t size, const char *want)
+{
+	brokerd_msg *reply = NULL;
+	const void *data;
+	uint8_t *expect = malloc(size);
+	char arg[32];
+	size_t n;
+
+	CHECK(expect);
+	for (size_t i = 0; i < size; i++)
+		expect[i] = (uint8_t)(i * 7 + size);
+	snprintf(arg, sizeof(arg), "%zu", size);
+	CHECK_R(brokerd_bus_call(bus, name, "Reply", arg, strlen(arg), 5000000, &reply), 0);
+	CHECK_R(brokerd_msg_get_body(reply, &data, &n), 0);
+	if (n != size || memcmp(data, expect, size) != 0)
+		FAIL("%s: reply of %zu bytes came as %zu other bytes", name, size, n);
+	if (strcmp(reply->map ? "memfd" : "inline", want) != 0)
+		FAIL("%s: reply of %zu bytes came %s, want %s", name, size, reply->map ? "memfd" : "inline", want);
+	t_log("%s: reply of %zu bytes %s", name, size, want);
+	brokerd_msg_unref(reply);
+	free(expect);
+}
+
 /* Time(bytes): an empty reply (the body is only received) */
 static int on_time(brokerd_msg *m, void *u)
 {
@@ -179,7 +228,8 @@ static uint32_t told(brokerd_bus *bus, const char *name)
 int main(void)
 {
 	static const struct t_method methods[] = {
-		{ "Check", on_check }, { "Emit", on_emit }, { "Time", on_time }, { NULL, NULL }
+		{ "Check", on_check }, { "Emit", on_emit }, { "Reply", on_reply },
+		{ "Time", on_time },   { NULL, NULL }
 	};
 	static struct blob big_blob, small_blob;
 	brokerd_bus *bus, *bus2;
@@ -219,6 +269,10 @@ int main(void)
 	CHECK(bus2->inbox);
 	CHECK_R((int)bus2->inbox->msg_max, 16384);
 	t_log("inbox sizes told: 8192, 16384 after ring *");
+	/* the service was told each caller's inbox size with its reply cap */
+	check_reply(bus2, BIG, 12 * KiB, "inline");
+	check_reply(bus, BIG, 12 * KiB, "memfd");
+	check_reply(bus2, BIG, 20 * KiB, "memfd");
 	brokerd_bus_close(bus2);
 
 	for (unsigned int i = 0; i < 4; i++) {
