@@ -611,10 +611,8 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 		(void)dbus_driver_reply_error(c, m, ERR("AccessDenied"), text);
 		return 0;
 	}
-	if (!(m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED) && c->n_replies >= DBUS_CONN_REPLIES_MAX) {
-		refuse(c, m, ERR("LimitsExceeded"), "%s", "Too many calls waiting for a reply");
+	if (dbus_conn_replies_full(c, m))
 		return 0;
-	}
 	r = peer_get(br, c, &bp);
 	if (r == 0)
 		r = peer_inbox(br, bp, &failed_quota);

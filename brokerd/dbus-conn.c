@@ -483,6 +483,20 @@ static void refuse(struct dbus_conn *c, const struct dbus_message *m, const char
 	(void)dbus_driver_reply_error(c, m, error, text);
 }
 
+bool dbus_conn_replies_full(struct dbus_conn *c, const struct dbus_message *m)
+{
+	uint64_t max = quota_bus_limit(c->front->bus->quota, QUOTA_BUS_MAX_REPLIES);
+	char text[128];
+
+	if (m->h.type != DBUS_MESSAGE_METHOD_CALL || (m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED) ||
+	    c->n_replies < max)
+		return false;
+	snprintf(text, sizeof(text), "Too many calls waiting for a reply (max_replies_per_connection %llu)",
+		 (unsigned long long)max);
+	(void)dbus_driver_reply_error(c, m, "org.freedesktop.DBus.Error.LimitsExceeded", text);
+	return true;
+}
+
 /*
  * A message c sends to t: a copy to every other connection with a matching
  * eavesdrop='true' rule that the policy lets eavesdrop (monitors have
@@ -530,11 +544,8 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 	case DBUS_MESSAGE_METHOD_CALL:
 		if (m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED)
 			break;
-		if (c->n_replies >= DBUS_CONN_REPLIES_MAX) {
-			refuse(c, m, "org.freedesktop.DBus.Error.LimitsExceeded", "%s",
-			       "Too many calls waiting for a reply");
+		if (dbus_conn_replies_full(c, m))
 			return 0;
-		}
 		rep = calloc(1, sizeof(*rep));
 		if (!rep)
 			return -ENOMEM;

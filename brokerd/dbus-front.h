@@ -39,9 +39,8 @@
 #define DBUS_CONN_OUT_FDS_MAX	1024U
 /* Connections over a limit kept until their Hello is refused (or its deadline); more are closed. */
 #define DBUS_REFUSED_MAX 64U
-/* Per connection: match rules, and calls waiting for a reply from it or to it. */
+/* Per connection: match rules (calls waiting: [limits] max_replies_per_connection). */
 #define DBUS_CONN_MATCHES_MAX 1024U
-#define DBUS_CONN_REPLIES_MAX 4096U
 
 struct bus;
 struct bridge_peer;
@@ -145,6 +144,11 @@ void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, cons
 void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
 			  struct registry_peer *sender_peer, const char *sender_name);
 void dbus_conn_kill(struct dbus_conn *c, const char *why);
+/*
+ * A call m of c that wants a reply while c has max_replies_per_connection
+ * calls waiting: answered with LimitsExceeded, true (m goes nowhere).
+ */
+bool dbus_conn_replies_full(struct dbus_conn *c, const struct dbus_message *m);
 struct dbus_conn *dbus_front_conn_by_name(struct dbus_front *f, const char *name);
 /* The pid of the process that connected while it runs (pidfd), else 0. */
 pid_t dbus_conn_pid(struct dbus_conn *c);

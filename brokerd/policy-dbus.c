@@ -388,7 +388,7 @@ static const struct {
 	{ "max_message_size", NULL, "messages do not pass through brokerd" },
 	{ "max_message_unix_fds", NULL, "messages do not pass through brokerd" },
 	{ "pending_fd_timeout", NULL, "messages do not pass through brokerd" },
-	{ "max_replies_per_connection", NULL, "brokerd does not track replies" },
+	{ "max_replies_per_connection", "max_replies_per_connection", NULL },
 	{ "reply_timeout", "reply_timeout_ms", NULL },
 	{ "max_containers", NULL, "brokerd has no Containers1 interface" },
 	{ "max_containers_per_user", NULL, "brokerd has no Containers1 interface" },

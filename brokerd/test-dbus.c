@@ -1654,6 +1654,71 @@ static void test_reply_timeout(const char *exe)
 	ok("reply_timeout_ms: an unanswered call gets NoReply, the late reply is refused");
 }
 
+/*
+ * max_replies_per_connection 3: a fourth call waiting gets LimitsExceeded
+ * from the driver and never reaches the callee; once one is answered the
+ * caller may call again; calls without NO_REPLY_EXPECTED only count.
+ */
+static void test_max_replies(const char *exe)
+{
+	struct second s = { 0 };
+	char callee_name[64], caller_name[64], saved[sizeof(sock_path)];
+	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
+				    .path = PATH,
+				    .interface = IFACE,
+				    .member = "Hold",
+				    .destination = callee_name };
+	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .destination = caller_name };
+	struct dbus_message m;
+	uint32_t held[3];
+	int caller, callee;
+
+	second_start(&s, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_replies_per_connection 3\n");
+	memcpy(saved, sock_path, sizeof(saved));
+	snprintf(sock_path, sizeof(sock_path), "%s", s.dbus);
+	callee = raw_connect();
+	raw_hello_name(callee, callee_name, sizeof(callee_name));
+	caller = raw_connect();
+	raw_hello_name(caller, caller_name, sizeof(caller_name));
+
+	for (uint32_t i = 0; i < 3; i++) {
+		call.serial = 10 + i;
+		raw_send(caller, &call, NULL, 0);
+		held[i] = raw_next_call(callee);
+		ASSERT_INT(held[i], ==, 10 + i);
+	}
+	/* one without a reply wanted passes even now */
+	call.serial = 20;
+	call.flags = DBUS_FLAG_NO_REPLY_EXPECTED;
+	raw_send(caller, &call, NULL, 0);
+	ASSERT_INT(raw_next_call(callee), ==, 20);
+	call.flags = 0;
+	call.serial = 21;
+	raw_send(caller, &call, NULL, 0);
+	raw_reply(caller, 21, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
+	ASSERT_STR(m.h.error_name, "org.freedesktop.DBus.Error.LimitsExceeded");
+	ASSERT_STR(m.h.sender, DBUS_DRIVER_NAME);
+	dbus_message_deinit(&m);
+
+	/* one answered: room for one more, which reaches the callee */
+	reply.serial = 2;
+	reply.reply_serial = held[0];
+	raw_send(callee, &reply, NULL, 0);
+	raw_reply(caller, held[0], &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	dbus_message_deinit(&m);
+	call.serial = 22;
+	raw_send(caller, &call, NULL, 0);
+	ASSERT_INT(raw_next_call(callee), ==, 22); /* the refused 21 never came */
+	close(caller);
+	close(callee);
+	second_stop(&s, SIGTERM);
+	second_cleanup(&s);
+	memcpy(sock_path, saved, sizeof(saved));
+	ok("max_replies_per_connection: a call over it gets LimitsExceeded, an answer makes room");
+}
+
 /* ---- Eavesdropping without BecomeMonitor ------------------------------------- */
 
 /* A Ping round trip on fd: how many messages with member came before its answer. */
@@ -1852,6 +1917,7 @@ int main(int argc, char **argv)
 	if (daemon > 0) {
 		test_ids_durable(argv[1]);
 		test_reply_timeout(argv[1]);
+		test_max_replies(argv[1]);
 	}
 	test_owner_order(b);
 	test_slow_reader(b);

@@ -350,6 +350,26 @@ static void test_reply_timeout(void)
 	dbus_config_free(c);
 }
 
+/* <limit name="max_replies_per_connection"> is applied under the same name. */
+static void test_max_replies(void)
+{
+	static const char xml[] =
+		"<busconfig><limit name=\"max_replies_per_connection\">3</limit></busconfig>";
+	static struct log l;
+	struct dbus_config *c = NULL;
+	struct policy *p = NULL;
+	struct policy_dbus_counts n = { 0 };
+	char err[512] = "";
+
+	ASSERT_INT(dbus_config_parse_string(&c, "replies.conf", xml, strlen(xml), err, sizeof(err)), ==, 0);
+	ASSERT_INT(policy_new(&p), ==, 0);
+	ASSERT_INT(policy_dbus_apply(p, c, record, &l, &n), ==, 0);
+	has(&l, "applied|<limit name=\"max_replies_per_connection\">3</limit>|[limits] max_replies_per_connection 3\n");
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_MAX_REPLIES) == 3);
+	policy_free(p);
+	dbus_config_free(c);
+}
+
 int main(int argc, char **argv)
 {
 	ASSERT(argc == 2 || argc == 3);
@@ -358,6 +378,7 @@ int main(int argc, char **argv)
 	test_order();
 	test_load();
 	test_reply_timeout();
+	test_max_replies();
 	if (argc == 3)
 		test_daemon_report(argv[2]);
 	printf("test-policy-dbus: ok\n");
