@@ -159,6 +159,9 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 	const struct policy_dbus_msg *p = f->bus->dbus_policy;
 	struct dbus_conn *c = sender ? sender->userdata : NULL;
 	struct policy_dbus_peer from, to;
+	struct policy_dbus_verdict v;
+	const char *what = "send";
+	char text[1024];
 
 	/* without the XML, signals are not brokerd's to filter (as on native channels) */
 	if (!p)
@@ -166,10 +169,26 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 	peer_of(t, p, &to);
 	if (c) {
 		peer_of(c, p, &from);
-		if (!policy_dbus_msg_check_send(p, &from, &to, &m->h, false).allowed)
-			return false;
+		v = policy_dbus_msg_check_send(p, &from, &to, &m->h, false);
+		if (v.allowed) {
+			what = "receive";
+			v = policy_dbus_msg_check_receive(p, &to, &from, &m->h, false, false);
+		}
+	} else {
+		v = policy_dbus_msg_check_receive(p, &to, NULL, &m->h, false, false);
 	}
-	return policy_dbus_msg_check_receive(p, &to, c ? &from : NULL, &m->h, false, false).allowed;
+	if (v.allowed)
+		return true;
+	/*
+	 * The sender gets no error for a signal, but monitors see the
+	 * AccessDenied dbus-daemon would have answered, once per subscriber
+	 * refused, as dbus-daemon shows them.
+	 */
+	if (c && f->n_monitors) {
+		rejected(text, sizeof(text), what, &v, c, t, m, false);
+		(void)dbus_driver_reply_error(c, m, ACCESS_DENIED, text);
+	}
+	return false;
 }
 
 bool dbus_access_eavesdrop(struct dbus_conn *c, struct dbus_conn *e, const struct dbus_message *m)

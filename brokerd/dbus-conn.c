@@ -176,7 +176,9 @@ int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsig
 	return dbus_conn_flush(c);
 }
 
-int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len)
+/* A message from the driver to c, shown to monitors (unless c is one) and, if deliver, queued for c. */
+static int send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len,
+		       bool deliver)
 {
 	void *data;
 	size_t len;
@@ -193,7 +195,21 @@ int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void
 		return r;
 	if (c->front->n_monitors && !c->monitor)
 		dbus_monitor_driver_message(c->front, data, len);
+	if (!deliver) {
+		free(data);
+		return 0;
+	}
 	return dbus_conn_queue(c, data, len, NULL, 0);
+}
+
+int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len)
+{
+	return send_driver(c, h, body, body_len, true);
+}
+
+int dbus_conn_monitor_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len)
+{
+	return send_driver(c, h, body, body_len, false);
 }
 
 pid_t dbus_conn_pid(struct dbus_conn *c)

@@ -112,8 +112,11 @@ int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, c
 	size_t len = 0;
 	int r;
 
+	bool wanted = m->h.type == DBUS_MESSAGE_METHOD_CALL && !(m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED);
+
 	log_full(LOG_DEBUG, c->name, c->cred.uid, "%s: %s: %s", c->name, name, text);
-	if (m->h.type != DBUS_MESSAGE_METHOD_CALL || (m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED))
+	/* Unwanted, the error is not sent; monitors still see it, as on dbus-daemon. */
+	if (!wanted && (!c->front->n_monitors || c->monitor))
 		return 0;
 	r = dbus_writer_init(&w, "s");
 	if (r < 0)
@@ -122,7 +125,7 @@ int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, c
 	r = dbus_writer_finish(&w, &body, &len);
 	dbus_writer_deinit(&w);
 	if (r == 0)
-		r = dbus_conn_send_driver(c, &h, body, len);
+		r = wanted ? dbus_conn_send_driver(c, &h, body, len) : dbus_conn_monitor_driver(c, &h, body, len);
 	free(body);
 	return r;
 }

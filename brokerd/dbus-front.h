@@ -132,6 +132,8 @@ struct dbus_front {
 int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsigned int n_fds);
 /* Write a message from the driver to c (sender org.freedesktop.DBus); h->serial is filled in. */
 int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len);
+/* The same, shown to monitors only: the error for a message that wanted no reply. */
+int dbus_conn_monitor_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len);
 /* A signal from the driver to every connection with a matching rule (destination NULL) or to one. */
 void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, const char *member,
 			      const char *signature, const void *body, size_t body_len);

@@ -152,6 +152,74 @@ static void test_signals(sd_bus *b)
 	ok("a broadcast the receive rules deny is not delivered, the next one is");
 }
 
+/*
+ * A monitor sees the refused broadcast and then the AccessDenied
+ * dbus-daemon answers it with (to the sender, who, as the signal wants no
+ * reply, is not sent it), once for the one subscriber refused, and the
+ * next broadcast without an error after it.
+ */
+static void test_monitor_sees_refusal(sd_bus *b)
+{
+	sd_bus *mon = NULL;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	uint64_t secret_serial = 0;
+	char secret_sender[64] = "";
+	int secret = -1, denied = -1, ping = -1, n_denied = 0, i = 0;
+	bool done = false;
+
+	ASSERT_INT(sd_bus_match_signal(b, NULL, NAME, NULL, NULL, NULL, NULL, NULL), >=, 0);
+	ASSERT_INT(sd_bus_new(&mon), ==, 0);
+	ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(mon), >=, 0);
+	ASSERT_INT(sd_bus_call_method(mon, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL, "asu", 0, 0U),
+		   >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, OPEN, "Emit", NULL, NULL, ""), >=, 0);
+	for (int spins = 0; !done && spins < 500;) {
+		sd_bus_message *m = NULL;
+		uint8_t type = 0;
+		uint64_t rs = 0;
+		int r = sd_bus_process(mon, &m);
+
+		ASSERT(r >= 0);
+		if (m && sd_bus_message_get_type(m, &type) >= 0) {
+			if (sd_bus_message_is_signal(m, HIDDEN, "Secret")) {
+				secret = i;
+				ASSERT_INT(sd_bus_message_get_cookie(m, &secret_serial), >=, 0);
+				snprintf(secret_sender, sizeof(secret_sender), "%s", sd_bus_message_get_sender(m));
+			} else if (sd_bus_message_is_signal(m, OPEN, "Ping")) {
+				ping = i;
+			} else if (type == SD_BUS_MESSAGE_METHOD_ERROR &&
+				   !strcmp(sd_bus_message_get_error(m)->name, "org.freedesktop.DBus.Error.AccessDenied")) {
+				ASSERT_STR(sd_bus_message_get_sender(m), "org.freedesktop.DBus");
+				ASSERT_INT(sd_bus_message_get_reply_cookie(m, &rs), >=, 0);
+				ASSERT(rs == secret_serial);
+				ASSERT_STR(sd_bus_message_get_destination(m), secret_sender);
+				ASSERT(strstr(sd_bus_message_get_error(m)->message,
+					      "Rejected receive message, 2 matched rules; type=\"signal\""));
+				denied = i;
+				n_denied++;
+			} else if (type == SD_BUS_MESSAGE_METHOD_RETURN && ping >= 0) {
+				done = true; /* Emit's reply: the signals came before it */
+			}
+			i++;
+		}
+		sd_bus_message_unref(m);
+		if (r == 0) {
+			(void)sd_bus_wait(mon, 10000);
+			spins++;
+		}
+	}
+	ASSERT(done);
+	ASSERT(secret >= 0 && secret < denied && denied < ping);
+	ASSERT_INT(n_denied, ==, 1);
+	sd_bus_error_free(&e);
+	sd_bus_flush_close_unref(mon);
+	ok("a monitor sees a refused broadcast, then its AccessDenied, once per refused subscriber");
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/test-dbus-access-XXXXXX", path[400], sock[300], ctrl[300], conf[300], pdir[300],
@@ -191,6 +259,7 @@ int main(int argc, char **argv)
 	wait_owner(b, NAME, true);
 	test_calls(b);
 	test_signals(b);
+	test_monitor_sees_refusal(b);
 	sd_bus_flush_close_unref(b);
 
 	kill(server, SIGKILL);
