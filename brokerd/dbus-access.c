@@ -191,6 +191,24 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 	return false;
 }
 
+bool dbus_access_driver_signal(struct dbus_conn *t, const struct dbus_header *h, char *text, size_t text_len)
+{
+	const struct policy_dbus_msg *p = t->front->bus->dbus_policy;
+	const struct dbus_message m = { .h = *h };
+	struct policy_dbus_peer to;
+	struct policy_dbus_verdict v;
+
+	if (!p)
+		return true;
+	peer_of(t, p, &to);
+	v = policy_dbus_msg_check_receive(p, &to, NULL, h, false, false);
+	if (v.allowed)
+		return true;
+	rejected(text, text_len, "receive", &v, NULL, t, &m, false);
+	log_refusal(t, text, &v);
+	return false;
+}
+
 bool dbus_access_eavesdrop(struct dbus_conn *c, struct dbus_conn *e, const struct dbus_message *m)
 {
 	const struct policy_dbus_msg *p = c->front->bus->dbus_policy;

@@ -28,6 +28,13 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 			   const struct dbus_message *m);
 
 /*
+ * A signal of the driver's own (h) to t alone, such as NameAcquired: with
+ * the XML, t's receive rules decide it as dbus-daemon's do; when refused,
+ * text says why and this returns false.
+ */
+bool dbus_access_driver_signal(struct dbus_conn *t, const struct dbus_header *h, char *text, size_t text_len);
+
+/*
  * May e, which is not m's recipient, see m (from c) by its eavesdrop='true'
  * rule? With the XML, e's receive rules decide as dbus-daemon's do for an
  * eavesdropper (only an allow with eavesdrop="true" lets it); without it,

@@ -321,6 +321,34 @@ void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, co
 	}
 }
 
+/*
+ * The driver's signal h to dest, which dest's receive rules refuse: as on
+ * dbus-daemon, monitors see it and then the AccessDenied the driver
+ * answers itself with; dest gets neither.
+ */
+static void driver_refused(struct dbus_conn *dest, struct dbus_header *h, const void *body, size_t body_len,
+			   const char *text)
+{
+	struct dbus_header e = {
+		.type = DBUS_MESSAGE_ERROR,
+		.error_name = "org.freedesktop.DBus.Error.AccessDenied",
+		.destination = DBUS_DRIVER_NAME,
+		.signature = "s",
+	};
+	struct dbus_writer w;
+	void *ebody = NULL;
+	size_t elen = 0;
+
+	if (send_driver(dest, h, body, body_len, false) < 0 || dbus_writer_init(&w, "s") < 0)
+		return;
+	e.reply_serial = h->serial;
+	dbus_writer_append_basic(&w, 's', text);
+	if (dbus_writer_finish(&w, &ebody, &elen) == 0)
+		(void)send_driver(dest, &e, ebody, elen, false);
+	dbus_writer_deinit(&w);
+	free(ebody);
+}
+
 void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, const char *member,
 			      const char *signature, const void *body, size_t body_len)
 {
@@ -337,8 +365,13 @@ void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, cons
 	size_t len;
 
 	if (dest) {
+		char text[1024];
+
 		h.destination = dest->name;
-		(void)dbus_conn_send_driver(dest, &h, body, body_len);
+		if (dbus_access_driver_signal(dest, &h, text, sizeof(text)))
+			(void)dbus_conn_send_driver(dest, &h, body, body_len);
+		else if (f->n_monitors)
+			driver_refused(dest, &h, body, body_len, text);
 		return;
 	}
 	h.serial = ++f->serial ? f->serial : ++f->serial;

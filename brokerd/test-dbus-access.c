@@ -42,6 +42,7 @@ static const char config[] = "<busconfig>\n"
 			     "    <allow send_destination=\"org.freedesktop.DBus\"/>\n"
 			     "    <allow send_destination=\"" NAME "\" send_interface=\"" OPEN "\"/>\n"
 			     "    <deny receive_interface=\"" HIDDEN "\" receive_type=\"signal\"/>\n"
+			     "    <deny receive_interface=\"org.freedesktop.DBus\" receive_member=\"NameAcquired\"/>\n"
 			     "  </policy>\n"
 			     "</busconfig>\n";
 
@@ -215,9 +216,45 @@ static void test_monitor_sees_refusal(sd_bus *b)
 	ASSERT(done);
 	ASSERT(secret >= 0 && secret < denied && denied < ping);
 	ASSERT_INT(n_denied, ==, 1);
+	ok("a monitor sees a refused broadcast, then its AccessDenied, once per refused subscriber");
+
+	/* A NameAcquired the receive rules refuse: the driver's AccessDenied to itself follows it. */
+	sd_bus *late = sdbus_connect(address);
+	const char *late_name;
+	uint64_t acquired_serial = 0;
+
+	ASSERT_INT(sd_bus_get_unique_name(late, &late_name), >=, 0);
+	done = false;
+	for (int spins = 0; !done && spins < 500;) {
+		sd_bus_message *m = NULL;
+		uint8_t type = 0;
+		uint64_t rs = 0;
+		int r = sd_bus_process(mon, &m);
+
+		ASSERT(r >= 0);
+		if (m && sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameAcquired") &&
+		    !strcmp(sd_bus_message_get_destination(m), late_name))
+			ASSERT_INT(sd_bus_message_get_cookie(m, &acquired_serial), >=, 0);
+		if (m && sd_bus_message_get_type(m, &type) >= 0 && type == SD_BUS_MESSAGE_METHOD_ERROR) {
+			ASSERT(acquired_serial != 0);
+			ASSERT_STR(sd_bus_message_get_error(m)->name, "org.freedesktop.DBus.Error.AccessDenied");
+			ASSERT_STR(sd_bus_message_get_sender(m), "org.freedesktop.DBus");
+			ASSERT_STR(sd_bus_message_get_destination(m), "org.freedesktop.DBus");
+			ASSERT_INT(sd_bus_message_get_reply_cookie(m, &rs), >=, 0);
+			ASSERT(rs == acquired_serial);
+			done = true;
+		}
+		sd_bus_message_unref(m);
+		if (r == 0) {
+			(void)sd_bus_wait(mon, 10000);
+			spins++;
+		}
+	}
+	ASSERT(done);
+	sd_bus_flush_close_unref(late);
 	sd_bus_error_free(&e);
 	sd_bus_flush_close_unref(mon);
-	ok("a monitor sees a refused broadcast, then its AccessDenied, once per refused subscriber");
+	ok("a NameAcquired the receive rules refuse: monitors see it, then the driver's AccessDenied to itself");
 }
 
 int main(int argc, char **argv)
