@@ -38,6 +38,18 @@ static bool monitor_matches(struct dbus_front *f, struct dbus_conn *c, const str
 				continue;
 			m.sender_name = x->rule.sender;
 		}
+		/*
+		 * A rule's destination is met by the connection the message is
+		 * for, by any name it owns (as dbus-daemon matches it), not only
+		 * by the name the sender wrote.
+		 */
+		if (x->rule.destination && mm->destination && strcmp(x->rule.destination, mm->destination) != 0) {
+			struct registry_peer *want = registry_peer_resolve(f->registry, x->rule.destination);
+
+			if (!want || want != registry_peer_resolve(f->registry, mm->destination))
+				continue;
+			m.destination = x->rule.destination;
+		}
 		if (dbus_match_rule_matches(&x->rule, &m))
 			return true;
 	}

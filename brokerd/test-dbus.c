@@ -1380,6 +1380,74 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 }
 
 /*
+ * A monitor's rule destination='UNIQUE' meets a call written to a
+ * well-known name that UNIQUE owns (dbus-daemon matches the connection the
+ * message is for), and destination='WELL.KNOWN' one written to its owner's
+ * unique name; a call to the driver meets neither.
+ */
+static void test_monitor_destination(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *owner;
+	char rule[2][128], unique[64];
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "GetNameOwner", &e, &reply, "s", NAME),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &owner), >=, 0);
+	snprintf(unique, sizeof(unique), "%s", owner);
+	reply = sd_bus_message_unref(reply);
+	snprintf(rule[0], sizeof(rule[0]), "destination='%s'", unique);
+	snprintf(rule[1], sizeof(rule[1]), "destination='%s'", NAME);
+	for (int i = 0; i < 2; i++) {
+		sd_bus *mon = NULL;
+		unsigned int seen = 0, other = 0;
+		const char *name;
+		char self[64];
+		uint64_t t0;
+
+		ASSERT_INT(sd_bus_new(&mon), ==, 0);
+		ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
+		ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
+		ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
+		ASSERT_INT(sd_bus_start(mon), >=, 0);
+		ASSERT_INT(sd_bus_get_unique_name(mon, &name), >=, 0);
+		snprintf(self, sizeof(self), "%s", name);
+		ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
+					      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL, "asu",
+					      1, rule[i], 0U),
+			   >=, 0);
+		ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "GetId",
+					      &e, NULL, ""),
+			   >=, 0);
+		/* the one to i ? the unique name : the well-known name */
+		ASSERT_INT(sd_bus_call_method(b, i ? unique : NAME, PATH, IFACE, "Echo", &e, &reply, "s", "d"), >=,
+			   0);
+		reply = sd_bus_message_unref(reply);
+		t0 = now_ms();
+		while (!seen && now_ms() - t0 < 5000) {
+			sd_bus_message *m = NULL;
+			int r = sd_bus_process(mon, &m);
+
+			ASSERT(r >= 0);
+			if (m && sd_bus_message_is_method_call(m, IFACE, "Echo"))
+				seen++;
+			else if (m && (!sd_bus_message_get_destination(m) ||
+					    strcmp(sd_bus_message_get_destination(m), self) != 0))
+				other++; /* its own NameAcquired and NameLost are its own, not monitored */
+			sd_bus_message_unref(m);
+			if (r == 0)
+				(void)sd_bus_wait(mon, 100000);
+		}
+		ASSERT_INT(seen, ==, 1);
+		ASSERT_INT(other, ==, 0); /* GetId and its reply, Echo's reply: for others */
+		sd_bus_flush_close_unref(mon);
+	}
+	ok("a monitor's destination rule meets a message to any name of the connection it is for");
+}
+
+/*
  * BecomeMonitor: the monitor loses its unique name, sees a call between two
  * other connections and its reply, and is closed when it sends anything.
  */
@@ -1931,6 +1999,7 @@ int main(int argc, char **argv)
 		test_activation(b, services, self);
 	}
 	test_monitor(b);
+	test_monitor_destination(b);
 	test_unknown_interface(b);
 	if (daemon > 0) {
 		test_eavesdrop();
