@@ -202,6 +202,23 @@ static int send_driver(struct dbus_conn *c, struct dbus_header *h, const void *b
 	return dbus_conn_queue(c, data, len, NULL, 0);
 }
 
+/* An error h (name, reply serial and destination set) with text as its body, as send_driver() sends. */
+static void send_driver_error(struct dbus_conn *c, struct dbus_header *h, const char *text, bool deliver)
+{
+	struct dbus_writer w;
+	void *body = NULL;
+	size_t len = 0;
+
+	if (dbus_writer_init(&w, "s") < 0)
+		return;
+	h->signature = "s";
+	dbus_writer_append_basic(&w, 's', text);
+	if (dbus_writer_finish(&w, &body, &len) == 0)
+		(void)send_driver(c, h, body, len, deliver);
+	dbus_writer_deinit(&w);
+	free(body);
+}
+
 int dbus_conn_send_driver(struct dbus_conn *c, struct dbus_header *h, const void *body, size_t body_len)
 {
 	return send_driver(c, h, body, body_len, true);
@@ -333,20 +350,12 @@ static void driver_refused(struct dbus_conn *dest, struct dbus_header *h, const 
 		.type = DBUS_MESSAGE_ERROR,
 		.error_name = "org.freedesktop.DBus.Error.AccessDenied",
 		.destination = DBUS_DRIVER_NAME,
-		.signature = "s",
 	};
-	struct dbus_writer w;
-	void *ebody = NULL;
-	size_t elen = 0;
 
-	if (send_driver(dest, h, body, body_len, false) < 0 || dbus_writer_init(&w, "s") < 0)
+	if (send_driver(dest, h, body, body_len, false) < 0)
 		return;
 	e.reply_serial = h->serial;
-	dbus_writer_append_basic(&w, 's', text);
-	if (dbus_writer_finish(&w, &ebody, &elen) == 0)
-		(void)send_driver(dest, &e, ebody, elen, false);
-	dbus_writer_deinit(&w);
-	free(ebody);
+	send_driver_error(dest, &e, text, false);
 }
 
 void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, const char *member,
@@ -413,19 +422,9 @@ static void send_no_reply(struct dbus_conn *c, uint32_t serial, const char *text
 		.type = DBUS_MESSAGE_ERROR,
 		.error_name = "org.freedesktop.DBus.Error.NoReply",
 		.reply_serial = serial,
-		.signature = "s",
 	};
-	struct dbus_writer w;
-	void *body = NULL;
-	size_t len = 0;
 
-	if (dbus_writer_init(&w, "s") < 0)
-		return;
-	dbus_writer_append_basic(&w, 's', text);
-	if (dbus_writer_finish(&w, &body, &len) == 0)
-		(void)dbus_conn_send_driver(c, &h, body, len);
-	dbus_writer_deinit(&w);
-	free(body);
+	send_driver_error(c, &h, text, true);
 }
 
 static int on_reply_timeout(sd_event_source *s, uint64_t usec, void *userdata);

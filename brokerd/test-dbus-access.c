@@ -153,6 +153,27 @@ static void test_signals(sd_bus *b)
 	ok("a broadcast the receive rules deny is not delivered, the next one is");
 }
 
+/* The next message mon sees (5 s at most), with its type. */
+static sd_bus_message *next_monitored(sd_bus *mon, uint8_t *type)
+{
+	for (int spins = 0; spins < 500;) {
+		sd_bus_message *m = NULL;
+		int r = sd_bus_process(mon, &m);
+
+		ASSERT(r >= 0);
+		if (m) {
+			ASSERT_INT(sd_bus_message_get_type(m, type), >=, 0);
+			return m;
+		}
+		if (r == 0) {
+			(void)sd_bus_wait(mon, 10000);
+			spins++;
+		}
+	}
+	ASSERT(!"nothing more for the monitor");
+	return NULL;
+}
+
 /*
  * A monitor sees the refused broadcast and then the AccessDenied
  * dbus-daemon answers it with (to the sender, who, as the signal wants no
@@ -178,42 +199,33 @@ static void test_monitor_sees_refusal(sd_bus *b)
 				      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL, "asu", 0, 0U),
 		   >=, 0);
 	ASSERT_INT(sd_bus_call_method(b, NAME, PATH, OPEN, "Emit", NULL, NULL, ""), >=, 0);
-	for (int spins = 0; !done && spins < 500;) {
-		sd_bus_message *m = NULL;
+	while (!done) {
 		uint8_t type = 0;
 		uint64_t rs = 0;
-		int r = sd_bus_process(mon, &m);
+		sd_bus_message *m = next_monitored(mon, &type);
 
-		ASSERT(r >= 0);
-		if (m && sd_bus_message_get_type(m, &type) >= 0) {
-			if (sd_bus_message_is_signal(m, HIDDEN, "Secret")) {
-				secret = i;
-				ASSERT_INT(sd_bus_message_get_cookie(m, &secret_serial), >=, 0);
-				snprintf(secret_sender, sizeof(secret_sender), "%s", sd_bus_message_get_sender(m));
-			} else if (sd_bus_message_is_signal(m, OPEN, "Ping")) {
-				ping = i;
-			} else if (type == SD_BUS_MESSAGE_METHOD_ERROR &&
-				   !strcmp(sd_bus_message_get_error(m)->name, "org.freedesktop.DBus.Error.AccessDenied")) {
-				ASSERT_STR(sd_bus_message_get_sender(m), "org.freedesktop.DBus");
-				ASSERT_INT(sd_bus_message_get_reply_cookie(m, &rs), >=, 0);
-				ASSERT(rs == secret_serial);
-				ASSERT_STR(sd_bus_message_get_destination(m), secret_sender);
-				ASSERT(strstr(sd_bus_message_get_error(m)->message,
-					      "Rejected receive message, 2 matched rules; type=\"signal\""));
-				denied = i;
-				n_denied++;
-			} else if (type == SD_BUS_MESSAGE_METHOD_RETURN && ping >= 0) {
-				done = true; /* Emit's reply: the signals came before it */
-			}
-			i++;
+		if (sd_bus_message_is_signal(m, HIDDEN, "Secret")) {
+			secret = i;
+			ASSERT_INT(sd_bus_message_get_cookie(m, &secret_serial), >=, 0);
+			snprintf(secret_sender, sizeof(secret_sender), "%s", sd_bus_message_get_sender(m));
+		} else if (sd_bus_message_is_signal(m, OPEN, "Ping")) {
+			ping = i;
+		} else if (type == SD_BUS_MESSAGE_METHOD_ERROR &&
+			   !strcmp(sd_bus_message_get_error(m)->name, "org.freedesktop.DBus.Error.AccessDenied")) {
+			ASSERT_STR(sd_bus_message_get_sender(m), "org.freedesktop.DBus");
+			ASSERT_INT(sd_bus_message_get_reply_cookie(m, &rs), >=, 0);
+			ASSERT(rs == secret_serial);
+			ASSERT_STR(sd_bus_message_get_destination(m), secret_sender);
+			ASSERT(strstr(sd_bus_message_get_error(m)->message,
+				      "Rejected receive message, 2 matched rules; type=\"signal\""));
+			denied = i;
+			n_denied++;
+		} else if (type == SD_BUS_MESSAGE_METHOD_RETURN && ping >= 0) {
+			done = true; /* Emit's reply: the signals came before it */
 		}
+		i++;
 		sd_bus_message_unref(m);
-		if (r == 0) {
-			(void)sd_bus_wait(mon, 10000);
-			spins++;
-		}
 	}
-	ASSERT(done);
 	ASSERT(secret >= 0 && secret < denied && denied < ping);
 	ASSERT_INT(n_denied, ==, 1);
 	ok("a monitor sees a refused broadcast, then its AccessDenied, once per refused subscriber");
@@ -225,17 +237,15 @@ static void test_monitor_sees_refusal(sd_bus *b)
 
 	ASSERT_INT(sd_bus_get_unique_name(late, &late_name), >=, 0);
 	done = false;
-	for (int spins = 0; !done && spins < 500;) {
-		sd_bus_message *m = NULL;
+	while (!done) {
 		uint8_t type = 0;
 		uint64_t rs = 0;
-		int r = sd_bus_process(mon, &m);
+		sd_bus_message *m = next_monitored(mon, &type);
 
-		ASSERT(r >= 0);
-		if (m && sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameAcquired") &&
+		if (sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameAcquired") &&
 		    !strcmp(sd_bus_message_get_destination(m), late_name))
 			ASSERT_INT(sd_bus_message_get_cookie(m, &acquired_serial), >=, 0);
-		if (m && sd_bus_message_get_type(m, &type) >= 0 && type == SD_BUS_MESSAGE_METHOD_ERROR) {
+		if (type == SD_BUS_MESSAGE_METHOD_ERROR) {
 			ASSERT(acquired_serial != 0);
 			ASSERT_STR(sd_bus_message_get_error(m)->name, "org.freedesktop.DBus.Error.AccessDenied");
 			ASSERT_STR(sd_bus_message_get_sender(m), "org.freedesktop.DBus");
@@ -245,12 +255,7 @@ static void test_monitor_sees_refusal(sd_bus *b)
 			done = true;
 		}
 		sd_bus_message_unref(m);
-		if (r == 0) {
-			(void)sd_bus_wait(mon, 10000);
-			spins++;
-		}
 	}
-	ASSERT(done);
 	sd_bus_flush_close_unref(late);
 	sd_bus_error_free(&e);
 	sd_bus_flush_close_unref(mon);
