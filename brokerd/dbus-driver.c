@@ -727,11 +727,13 @@ static int method_add_match(struct call *k)
 {
 	struct dbus_conn *c = k->c;
 	const char *text = arg_s(k);
+	uint64_t max = quota_bus_limit(c->front->bus->quota, QUOTA_BUS_MAX_MATCH_RULES);
 	struct dbus_match *x;
 	int r;
 
-	if (c->n_matches >= DBUS_CONN_MATCHES_MAX)
-		return fail(k, ERR("LimitsExceeded"), "%s", "Too many match rules on this connection");
+	if (c->n_matches >= max)
+		return fail(k, ERR("LimitsExceeded"), "%s",
+			    "Too many match rules on this connection (max_match_rules_per_connection)");
 	r = match_new(k, text, &x);
 	if (r)
 		return r;

@@ -39,8 +39,6 @@
 #define DBUS_CONN_OUT_FDS_MAX	1024U
 /* Connections over a limit kept until their Hello is refused (or its deadline); more are closed. */
 #define DBUS_REFUSED_MAX 64U
-/* Per connection: match rules (calls waiting: [limits] max_replies_per_connection). */
-#define DBUS_CONN_MATCHES_MAX 1024U
 
 struct bus;
 struct bridge_peer;

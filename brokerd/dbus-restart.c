@@ -280,7 +280,7 @@ static int load_conn(void *state, struct rbuf *r)
 	rbuf_get(r, c->in, n);
 	c->in_len = n;
 	n = rbuf_get_u32(r);
-	if (r->bad || n > DBUS_CONN_MATCHES_MAX)
+	if (r->bad || n > r->left) /* each rule takes bytes: no more than are left */
 		return -EBADMSG;
 	c->matches = calloc(n ? n : 1, sizeof(*c->matches));
 	if (!c->matches)

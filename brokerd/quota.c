@@ -41,6 +41,7 @@ static const struct {
 	[QUOTA_BUS_HELLO_TIMEOUT_MS] = { "hello_timeout_ms", 5000 },
 	[QUOTA_BUS_REPLY_TIMEOUT_MS] = { "reply_timeout_ms", 0 }, /* dbus-daemon's default: never */
 	[QUOTA_BUS_MAX_REPLIES] = { "max_replies_per_connection", 4096 },
+	[QUOTA_BUS_MAX_MATCH_RULES] = { "max_match_rules_per_connection", 1024 },
 };
 _Static_assert(ELEMENTSOF(bus_kinds) == _QUOTA_BUS_MAX, "every bus limit needs a name and a default");
 

@@ -1652,6 +1652,33 @@ static void raw_ping(int fd, uint32_t serial)
 	dbus_message_deinit(&m);
 }
 
+/* A second brokerd with a caller and a callee on its D-Bus socket, which sock_path names meanwhile. */
+struct pair {
+	struct second s;
+	char saved[sizeof(sock_path)], callee_name[64], caller_name[64];
+	int caller, callee;
+};
+
+static void pair_open(struct pair *p, const char *exe, const char *policy)
+{
+	second_start(&p->s, exe, policy);
+	memcpy(p->saved, sock_path, sizeof(p->saved));
+	snprintf(sock_path, sizeof(sock_path), "%s", p->s.dbus);
+	p->callee = raw_connect();
+	raw_hello_name(p->callee, p->callee_name, sizeof(p->callee_name));
+	p->caller = raw_connect();
+	raw_hello_name(p->caller, p->caller_name, sizeof(p->caller_name));
+}
+
+static void pair_close(struct pair *p)
+{
+	close(p->caller);
+	close(p->callee);
+	second_stop(&p->s, SIGTERM);
+	second_cleanup(&p->s);
+	memcpy(sock_path, p->saved, sizeof(p->saved));
+}
+
 /*
  * reply_timeout_ms 300: a call its callee leaves unanswered gets the
  * driver's NoReply after that long, and the callee's late reply is refused
@@ -1659,46 +1686,38 @@ static void raw_ping(int fd, uint32_t serial)
  */
 static void test_reply_timeout(const char *exe)
 {
-	struct second s = { 0 };
-	char callee_name[64], caller_name[64], saved[sizeof(sock_path)];
+	struct pair p = { 0 };
 	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
 				    .serial = 2,
 				    .path = PATH,
 				    .interface = IFACE,
 				    .member = "Slow",
-				    .destination = callee_name };
-	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .destination = caller_name };
+				    .destination = p.callee_name };
+	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .destination = p.caller_name };
 	struct pollfd pfd;
 	struct dbus_message m;
 	uint64_t t0, waited;
-	int caller, callee;
 
-	second_start(&s, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nreply_timeout_ms 300\n");
-	memcpy(saved, sock_path, sizeof(saved));
-	snprintf(sock_path, sizeof(sock_path), "%s", s.dbus);
-	callee = raw_connect();
-	raw_hello_name(callee, callee_name, sizeof(callee_name));
-	caller = raw_connect();
-	raw_hello_name(caller, caller_name, sizeof(caller_name));
+	pair_open(&p, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nreply_timeout_ms 300\n");
 
 	/* answered in time: passes */
-	raw_send(caller, &call, NULL, 0);
+	raw_send(p.caller, &call, NULL, 0);
 	reply.serial = 2;
-	reply.reply_serial = raw_next_call(callee);
-	raw_send(callee, &reply, NULL, 0);
-	raw_reply(caller, 2, &m);
+	reply.reply_serial = raw_next_call(p.callee);
+	raw_send(p.callee, &reply, NULL, 0);
+	raw_reply(p.caller, 2, &m);
 	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
 	dbus_message_deinit(&m);
 
 	/* not answered: NoReply from the driver after 300 ms */
 	t0 = now_ms();
 	call.serial = 3;
-	raw_send(caller, &call, NULL, 0);
+	raw_send(p.caller, &call, NULL, 0);
 	reply.serial = 3;
-	reply.reply_serial = raw_next_call(callee);
-	pfd = (struct pollfd){ .fd = caller, .events = POLLIN };
+	reply.reply_serial = raw_next_call(p.callee);
+	pfd = (struct pollfd){ .fd = p.caller, .events = POLLIN };
 	ASSERT_INT(poll(&pfd, 1, 5000), ==, 1); /* without the timeout: nothing, ever */
-	raw_reply(caller, 3, &m);
+	raw_reply(p.caller, 3, &m);
 	waited = now_ms() - t0;
 	printf("# NoReply %llu ms after the call (reply_timeout_ms 300)\n", (unsigned long long)waited);
 	ASSERT(waited >= 250 && waited < 5000);
@@ -1708,17 +1727,13 @@ static void test_reply_timeout(const char *exe)
 	ASSERT_STR((const char *)m.body + 4, "Message did not receive a reply (timeout by message bus)");
 	dbus_message_deinit(&m);
 
-	/* the late reply is refused: the caller's next message is its Ping's answer */
-	raw_send(callee, &reply, NULL, 0);
-	raw_ping(callee, 4); /* brokerd has handled the late reply */
-	raw_ping(caller, 4);
-	pfd = (struct pollfd){ .fd = caller, .events = POLLIN };
+	/* the late reply is refused: the p.caller's next message is its Ping's answer */
+	raw_send(p.callee, &reply, NULL, 0);
+	raw_ping(p.callee, 4); /* brokerd has handled the late reply */
+	raw_ping(p.caller, 4);
+	pfd = (struct pollfd){ .fd = p.caller, .events = POLLIN };
 	ASSERT_INT(poll(&pfd, 1, 100), ==, 0);
-	close(caller);
-	close(callee);
-	second_stop(&s, SIGTERM);
-	second_cleanup(&s);
-	memcpy(sock_path, saved, sizeof(saved));
+	pair_close(&p);
 	ok("reply_timeout_ms: an unanswered call gets NoReply, the late reply is refused");
 }
 
@@ -1726,65 +1741,62 @@ static void test_reply_timeout(const char *exe)
  * max_replies_per_connection 3: a fourth call waiting gets LimitsExceeded
  * from the driver and never reaches the callee; once one is answered the
  * caller may call again; calls without NO_REPLY_EXPECTED only count.
+ * max_match_rules_per_connection 2: a third AddMatch gets LimitsExceeded,
+ * and passes once a rule is removed.
  */
 static void test_max_replies(const char *exe)
 {
-	struct second s = { 0 };
-	char callee_name[64], caller_name[64], saved[sizeof(sock_path)];
+	struct pair p = { 0 };
 	struct dbus_header call = { .type = DBUS_MESSAGE_METHOD_CALL,
 				    .path = PATH,
 				    .interface = IFACE,
 				    .member = "Hold",
-				    .destination = callee_name };
-	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .destination = caller_name };
+				    .destination = p.callee_name };
+	struct dbus_header reply = { .type = DBUS_MESSAGE_METHOD_RETURN, .destination = p.caller_name };
 	struct dbus_message m;
 	uint32_t held[3];
-	int caller, callee;
 
-	second_start(&s, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_replies_per_connection 3\n");
-	memcpy(saved, sock_path, sizeof(saved));
-	snprintf(sock_path, sizeof(sock_path), "%s", s.dbus);
-	callee = raw_connect();
-	raw_hello_name(callee, callee_name, sizeof(callee_name));
-	caller = raw_connect();
-	raw_hello_name(caller, caller_name, sizeof(caller_name));
+	pair_open(&p, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_replies_per_connection 3\nmax_match_rules_per_connection 2\n");
 
 	for (uint32_t i = 0; i < 3; i++) {
 		call.serial = 10 + i;
-		raw_send(caller, &call, NULL, 0);
-		held[i] = raw_next_call(callee);
+		raw_send(p.caller, &call, NULL, 0);
+		held[i] = raw_next_call(p.callee);
 		ASSERT_INT(held[i], ==, 10 + i);
 	}
 	/* one without a reply wanted passes even now */
 	call.serial = 20;
 	call.flags = DBUS_FLAG_NO_REPLY_EXPECTED;
-	raw_send(caller, &call, NULL, 0);
-	ASSERT_INT(raw_next_call(callee), ==, 20);
+	raw_send(p.caller, &call, NULL, 0);
+	ASSERT_INT(raw_next_call(p.callee), ==, 20);
 	call.flags = 0;
 	call.serial = 21;
-	raw_send(caller, &call, NULL, 0);
-	raw_reply(caller, 21, &m);
+	raw_send(p.caller, &call, NULL, 0);
+	raw_reply(p.caller, 21, &m);
 	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_ERROR);
 	ASSERT_STR(m.h.error_name, "org.freedesktop.DBus.Error.LimitsExceeded");
 	ASSERT_STR(m.h.sender, DBUS_DRIVER_NAME);
 	dbus_message_deinit(&m);
 
-	/* one answered: room for one more, which reaches the callee */
+	/* one answered: room for one more, which reaches the p.callee */
 	reply.serial = 2;
 	reply.reply_serial = held[0];
-	raw_send(callee, &reply, NULL, 0);
-	raw_reply(caller, held[0], &m);
+	raw_send(p.callee, &reply, NULL, 0);
+	raw_reply(p.caller, held[0], &m);
 	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
 	dbus_message_deinit(&m);
 	call.serial = 22;
-	raw_send(caller, &call, NULL, 0);
-	ASSERT_INT(raw_next_call(callee), ==, 22); /* the refused 21 never came */
-	close(caller);
-	close(callee);
-	second_stop(&s, SIGTERM);
-	second_cleanup(&s);
-	memcpy(sock_path, saved, sizeof(saved));
+	raw_send(p.caller, &call, NULL, 0);
+	ASSERT_INT(raw_next_call(p.callee), ==, 22); /* the refused 21 never came */
 	ok("max_replies_per_connection: a call over it gets LimitsExceeded, an answer makes room");
+
+	raw_add_match(p.caller, 30, "member='A'", NULL);
+	raw_add_match(p.caller, 31, "member='B'", NULL);
+	raw_add_match(p.caller, 32, "member='C'", "org.freedesktop.DBus.Error.LimitsExceeded");
+	raw_driver_call_s(p.caller, 33, "RemoveMatch", "member='A'", NULL);
+	raw_add_match(p.caller, 34, "member='C'", NULL);
+	pair_close(&p);
+	ok("max_match_rules_per_connection: an AddMatch over it gets LimitsExceeded, a RemoveMatch makes room");
 }
 
 /* ---- Eavesdropping without BecomeMonitor ------------------------------------- */
