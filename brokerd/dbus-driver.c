@@ -307,6 +307,12 @@ static int method_request_name(struct call *k)
 			"%s is owned by a native brokerd client; D-Bus and native owners cannot share a name yet",
 			name);
 	if (registry_name_entry_flags(f->registry, c->peer, name) < 0) {
+		uint64_t max = quota_bus_limit(q, QUOTA_BUS_MAX_NAMES);
+
+		/* queued names count, and the unique name, as dbus-daemon counts them */
+		if ((uint64_t)c->peer->n_owners + 1 >= max)
+			return fail(k, ERR("LimitsExceeded"),
+				    "Connection has too many names to acquire %s (max_names_per_connection)", name);
 		if (quota_charge(q, c->cred.uid, QUOTA_NAMES, 1) < 0)
 			return fail(k, ERR("LimitsExceeded"), "The names quota of this uid is used up (%s)",
 				    quota_kind_to_string(QUOTA_NAMES));

@@ -375,7 +375,7 @@ static const struct {
 	{ "auth_timeout", "hello_timeout_ms", NULL },
 	{ "max_incomplete_connections", NULL,
 	  "brokerd holds the last reserved_connections for root and light users, and closes silent connections after hello_timeout_ms" },
-	{ "max_names_per_connection", NULL, "brokerd counts names per uid ([limits] names)" },
+	{ "max_names_per_connection", "max_names_per_connection", NULL },
 	{ "max_match_rules_per_connection", "max_match_rules_per_connection", NULL },
 	{ "max_pending_service_starts", NULL,
 	  "brokerd counts waiting activations per uid ([limits] activations)" },

@@ -42,6 +42,7 @@ static const struct {
 	[QUOTA_BUS_REPLY_TIMEOUT_MS] = { "reply_timeout_ms", 0 }, /* dbus-daemon's default: never */
 	[QUOTA_BUS_MAX_REPLIES] = { "max_replies_per_connection", 4096 },
 	[QUOTA_BUS_MAX_MATCH_RULES] = { "max_match_rules_per_connection", 1024 },
+	[QUOTA_BUS_MAX_NAMES] = { "max_names_per_connection", 512 }, /* dbus-daemon's default */
 };
 _Static_assert(ELEMENTSOF(bus_kinds) == _QUOTA_BUS_MAX, "every bus limit needs a name and a default");
 

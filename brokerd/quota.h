@@ -28,6 +28,7 @@ enum quota_bus_kind {
 	QUOTA_BUS_REPLY_TIMEOUT_MS,	/* a D-Bus call unanswered this long gets NoReply; 0: never */
 	QUOTA_BUS_MAX_REPLIES,		/* calls of one D-Bus connection waiting for replies */
 	QUOTA_BUS_MAX_MATCH_RULES,	/* AddMatch rules of one D-Bus connection */
+	QUOTA_BUS_MAX_NAMES,		/* names of one D-Bus connection, its unique name included */
 	_QUOTA_BUS_MAX,
 };
 

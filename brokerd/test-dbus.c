@@ -515,7 +515,9 @@ static void raw_hello(int fd)
 }
 
 /* The driver's member called on fd with one string argument; its answer must be want_error, or a return. */
-static void raw_driver_call_s(int fd, uint32_t serial, const char *member, const char *arg, const char *want_error)
+/* A driver method with a string argument (and a uint32 if u): its reply or want_error. */
+static void raw_driver_call(int fd, uint32_t serial, const char *member, const char *arg, const uint32_t *u,
+			    const char *want_error)
 {
 	struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
 				 .serial = serial,
@@ -523,14 +525,16 @@ static void raw_driver_call_s(int fd, uint32_t serial, const char *member, const
 				 .interface = DBUS_DRIVER_INTERFACE,
 				 .member = member,
 				 .destination = DBUS_DRIVER_NAME,
-				 .signature = "s" };
+				 .signature = u ? "su" : "s" };
 	struct dbus_writer w;
 	struct dbus_message m;
 	void *body;
 	size_t len;
 
-	ASSERT_INT(dbus_writer_init(&w, "s"), ==, 0);
+	ASSERT_INT(dbus_writer_init(&w, h.signature), ==, 0);
 	ASSERT_INT(dbus_writer_append_basic(&w, 's', arg), ==, 0);
+	if (u)
+		ASSERT_INT(dbus_writer_append_basic(&w, 'u', u), ==, 0);
 	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
 	dbus_writer_deinit(&w);
 	raw_send(fd, &h, body, len);
@@ -543,6 +547,11 @@ static void raw_driver_call_s(int fd, uint32_t serial, const char *member, const
 		ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
 	}
 	dbus_message_deinit(&m);
+}
+
+static void raw_driver_call_s(int fd, uint32_t serial, const char *member, const char *arg, const char *want_error)
+{
+	raw_driver_call(fd, serial, member, arg, NULL, want_error);
 }
 
 static void raw_add_match(int fd, uint32_t serial, const char *rule, const char *want_error)
@@ -1742,7 +1751,8 @@ static void test_reply_timeout(const char *exe)
  * from the driver and never reaches the callee; once one is answered the
  * caller may call again; calls without NO_REPLY_EXPECTED only count.
  * max_match_rules_per_connection 2: a third AddMatch gets LimitsExceeded,
- * and passes once a rule is removed.
+ * and passes once a rule is removed. max_names_per_connection 3: the
+ * unique name and two more, a third RequestName gets LimitsExceeded.
  */
 static void test_max_replies(const char *exe)
 {
@@ -1756,7 +1766,8 @@ static void test_max_replies(const char *exe)
 	struct dbus_message m;
 	uint32_t held[3];
 
-	pair_open(&p, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_replies_per_connection 3\nmax_match_rules_per_connection 2\n");
+	pair_open(&p, exe, "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_replies_per_connection 3\nmax_match_rules_per_connection 2\n"
+			 "max_names_per_connection 3\n");
 
 	for (uint32_t i = 0; i < 3; i++) {
 		call.serial = 10 + i;
@@ -1795,8 +1806,19 @@ static void test_max_replies(const char *exe)
 	raw_add_match(p.caller, 32, "member='C'", "org.freedesktop.DBus.Error.LimitsExceeded");
 	raw_driver_call_s(p.caller, 33, "RemoveMatch", "member='A'", NULL);
 	raw_add_match(p.caller, 34, "member='C'", NULL);
-	pair_close(&p);
 	ok("max_match_rules_per_connection: an AddMatch over it gets LimitsExceeded, a RemoveMatch makes room");
+
+	uint32_t no_flags = 0;
+
+	raw_driver_call(p.caller, 40, "RequestName", "org.brokerdtest.N1", &no_flags, NULL);
+	raw_driver_call(p.caller, 41, "RequestName", "org.brokerdtest.N2", &no_flags, NULL);
+	raw_driver_call(p.caller, 42, "RequestName", "org.brokerdtest.N1", &no_flags, NULL); /* has it: no more */
+	raw_driver_call(p.caller, 43, "RequestName", "org.brokerdtest.N3", &no_flags,
+			"org.freedesktop.DBus.Error.LimitsExceeded");
+	raw_driver_call_s(p.caller, 44, "ReleaseName", "org.brokerdtest.N1", NULL);
+	raw_driver_call(p.caller, 45, "RequestName", "org.brokerdtest.N3", &no_flags, NULL);
+	pair_close(&p);
+	ok("max_names_per_connection: a RequestName over it (the unique name counted) gets LimitsExceeded");
 }
 
 /* ---- Eavesdropping without BecomeMonitor ------------------------------------- */

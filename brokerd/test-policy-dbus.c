@@ -142,7 +142,7 @@ static void test_outcomes(void)
 	has(&l, "applied|<limit name=\"max_connections_per_user\">7</limit>|[limits] connections 7\n");
 	has(&l, "applied|<limit name=\"auth_timeout\">3000</limit>|[limits] hello_timeout_ms 3000\n");
 	has(&l,
-	    "not honoured|<limit name=\"max_names_per_connection\">512</limit>|brokerd counts names per uid ([limits] names)\n");
+	    "not honoured|<limit name=\"max_pending_service_starts\">512</limit>|brokerd counts waiting activations per uid ([limits] activations)\n");
 	has(&l, "not honoured|<limit name=\"no_such_limit\">1</limit>|unknown limit\n");
 	has(&l, "not honoured|<fork/>: brokerd does not fork");
 	has(&l, "not honoured|<apparmor mode=\"required\"/>");
