@@ -1388,6 +1388,19 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	ok("GetConnectionSELinuxSecurityContext: SELinuxSecurityContextUnknown, NameHasNoOwner");
 }
 
+/* A connection that sd-bus lets read messages for others, before it calls BecomeMonitor. */
+static sd_bus *monitor_connect(void)
+{
+	sd_bus *mon = NULL;
+
+	ASSERT_INT(sd_bus_new(&mon), ==, 0);
+	ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
+	ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
+	ASSERT_INT(sd_bus_start(mon), >=, 0);
+	return mon;
+}
+
 /*
  * A monitor's rule destination='UNIQUE' meets a call written to a
  * well-known name that UNIQUE owns (dbus-daemon matches the connection the
@@ -1416,11 +1429,7 @@ static void test_monitor_destination(sd_bus *b)
 		char self[64];
 		uint64_t t0;
 
-		ASSERT_INT(sd_bus_new(&mon), ==, 0);
-		ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
-		ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
-		ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
-		ASSERT_INT(sd_bus_start(mon), >=, 0);
+		mon = monitor_connect();
 		ASSERT_INT(sd_bus_get_unique_name(mon, &name), >=, 0);
 		snprintf(self, sizeof(self), "%s", name);
 		ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
@@ -1470,11 +1479,7 @@ static void test_monitor(sd_bus *b)
 	bool saw_call = false, saw_reply = false;
 	uint64_t t0;
 
-	ASSERT_INT(sd_bus_new(&mon), ==, 0);
-	ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
-	ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
-	ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
-	ASSERT_INT(sd_bus_start(mon), >=, 0);
+	mon = monitor_connect();
 	ASSERT_INT(sd_bus_get_unique_name(mon, &mon_name), >=, 0);
 	unique = strdup(mon_name);
 	ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
@@ -1514,11 +1519,7 @@ static void test_monitor(sd_bus *b)
 	ok("a monitor that sends is disconnected");
 
 	/* no rules: everything, the driver's replies included */
-	ASSERT_INT(sd_bus_new(&mon), ==, 0);
-	ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
-	ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
-	ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
-	ASSERT_INT(sd_bus_start(mon), >=, 0);
+	mon = monitor_connect();
 	ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
 				      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL, "asu", 0,
 				      0U),
@@ -1561,11 +1562,7 @@ static void test_monitor(sd_bus *b)
 				      "RemoveMatch", &e, NULL, "s", rule),
 		   >=, 0);
 	for (int bad = 0; bad < 2; bad++) {
-		ASSERT_INT(sd_bus_new(&mon), ==, 0);
-		ASSERT_INT(sd_bus_set_address(mon, address), >=, 0);
-		ASSERT_INT(sd_bus_set_bus_client(mon, 1), >=, 0);
-		ASSERT_INT(sd_bus_set_monitor(mon, 1), >=, 0);
-		ASSERT_INT(sd_bus_start(mon), >=, 0);
+		mon = monitor_connect();
 		if (bad) {
 			ASSERT_INT(sd_bus_call_method(mon, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
 						      "org.freedesktop.DBus.Monitoring", "BecomeMonitor", &e, NULL,
