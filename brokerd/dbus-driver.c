@@ -887,6 +887,8 @@ static const char introspection[] =
 	"  <method name=\"Get\"><arg direction=\"in\" type=\"s\"/><arg direction=\"in\" type=\"s\"/>"
 	"<arg direction=\"out\" type=\"v\"/></method>\n"
 	"  <method name=\"GetAll\"><arg direction=\"in\" type=\"s\"/><arg direction=\"out\" type=\"a{sv}\"/></method>\n"
+	"  <method name=\"Set\"><arg direction=\"in\" type=\"s\"/><arg direction=\"in\" type=\"s\"/>"
+	"<arg direction=\"in\" type=\"v\"/></method>\n"
 	" </interface>\n"
 	" <interface name=\"org.freedesktop.DBus.Introspectable\">\n"
 	"  <method name=\"Introspect\"><arg direction=\"out\" type=\"s\"/></method>\n"
@@ -902,40 +904,67 @@ static int method_introspect(struct call *k)
 	return dbus_writer_append_basic(&k->w, 's', introspection);
 }
 
-/* Features and Interfaces: brokerd claims none of the optional ones it does not implement. */
-static const char *const properties[] = { "Features", "Interfaces" };
+/*
+ * Features and Interfaces: only what brokerd does. HeaderFiltering: the
+ * header of every message is rewritten from the fields brokerd knows
+ * (dbus_message_stamp()), unknown ones dropped; the optional interface it
+ * has is Monitoring. Not SystemdActivation: brokerd does not speak
+ * dbus-daemon's ActivationRequest protocol.
+ */
+static const struct {
+	const char *name, *value;
+} properties[] = { { "Features", "HeaderFiltering" }, { "Interfaces", "org.freedesktop.DBus.Monitoring" } };
+
+static int property_value(struct call *k, size_t i)
+{
+	dbus_writer_open(&k->w, 'v', "as");
+	dbus_writer_open(&k->w, 'a', "s");
+	dbus_writer_append_basic(&k->w, 's', properties[i].value);
+	dbus_writer_close(&k->w);
+	return dbus_writer_close(&k->w);
+}
+
+/* The property prop of iface: its index, or -1 with the error (fail()) as dbus-daemon names it. */
+static int property_find(struct call *k, const char *iface, const char *prop)
+{
+	if (strcmp(iface, DBUS_DRIVER_INTERFACE) != 0)
+		return fail(k, ERR("UnknownInterface"), "No interface %s on the bus object", iface), -1;
+	for (size_t i = 0; i < ELEMENTSOF(properties); i++)
+		if (!strcmp(prop, properties[i].name))
+			return (int)i;
+	return fail(k, ERR("UnknownProperty"), "No property %s on org.freedesktop.DBus", prop), -1;
+}
 
 static int method_properties_get(struct call *k)
 {
 	const char *iface = arg_s(k), *prop = arg_s(k);
+	int i = property_find(k, iface, prop);
 
-	if (strcmp(iface, DBUS_DRIVER_INTERFACE) != 0)
-		return fail(k, ERR("UnknownInterface"), "No interface %s on the bus object", iface);
-	for (size_t i = 0; i < ELEMENTSOF(properties); i++)
-		if (!strcmp(prop, properties[i])) {
-			dbus_writer_open(&k->w, 'v', "as");
-			dbus_writer_open(&k->w, 'a', "s");
-			dbus_writer_close(&k->w);
-			return dbus_writer_close(&k->w);
-		}
-	return fail(k, ERR("UnknownProperty"), "No property %s on org.freedesktop.DBus", prop);
+	return i < 0 ? 1 : property_value(k, (size_t)i);
+}
+
+static int method_properties_set(struct call *k)
+{
+	const char *iface = arg_s(k), *prop = arg_s(k);
+
+	if (property_find(k, iface, prop) < 0)
+		return 1;
+	return fail(k, ERR("PropertyReadOnly"), "Property %s of org.freedesktop.DBus is read-only", prop);
 }
 
 static int method_properties_get_all(struct call *k)
 {
 	const char *iface = arg_s(k);
 
+	if (*iface && strcmp(iface, DBUS_DRIVER_INTERFACE) != 0)
+		return fail(k, ERR("UnknownInterface"), "No interface %s on the bus object", iface);
 	dbus_writer_open(&k->w, 'a', "{sv}");
-	if (!strcmp(iface, DBUS_DRIVER_INTERFACE) || !*iface)
-		for (size_t i = 0; i < ELEMENTSOF(properties); i++) {
-			dbus_writer_open(&k->w, '{', "sv");
-			dbus_writer_append_basic(&k->w, 's', properties[i]);
-			dbus_writer_open(&k->w, 'v', "as");
-			dbus_writer_open(&k->w, 'a', "s");
-			dbus_writer_close(&k->w);
-			dbus_writer_close(&k->w);
-			dbus_writer_close(&k->w);
-		}
+	for (size_t i = 0; i < ELEMENTSOF(properties); i++) {
+		dbus_writer_open(&k->w, '{', "sv");
+		dbus_writer_append_basic(&k->w, 's', properties[i].name);
+		property_value(k, i);
+		dbus_writer_close(&k->w);
+	}
 	return dbus_writer_close(&k->w);
 }
 
@@ -977,6 +1006,7 @@ static const struct method methods[] = {
 	{ INTRO, "Introspect", "", "s", method_introspect },
 	{ PROPS, "Get", "ss", "v", method_properties_get },
 	{ PROPS, "GetAll", "s", "a{sv}", method_properties_get_all },
+	{ PROPS, "Set", "ssv", "", method_properties_set },
 };
 
 static const struct method *method_find(const struct dbus_message *m)
@@ -1048,8 +1078,12 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 			 m->h.interface ? m->h.interface : "(no interface)", m->h.member);
 		return dbus_driver_reply_error(c, m, ERR("UnknownMethod"), text);
 	}
-	/* Monitoring only on the bus object's own path: a policy that allows "/" does not make a monitor. */
-	if (!strcmp(md->interface, MONITORING) && strcmp(m->h.path, DBUS_DRIVER_PATH) != 0) {
+	/*
+	 * Monitoring only on the bus object's own path: a policy that allows
+	 * "/" does not make a monitor. Its properties likewise, as dbus-daemon.
+	 */
+	if ((!strcmp(md->interface, MONITORING) || !strcmp(md->interface, PROPS)) &&
+	    strcmp(m->h.path, DBUS_DRIVER_PATH) != 0) {
 		char text[512];
 
 		snprintf(text, sizeof(text), "%s has no interface %s", m->h.path, md->interface);

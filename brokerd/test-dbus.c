@@ -691,7 +691,7 @@ static void test_driver(sd_bus *b)
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
 	const char *s;
-	char **owners = NULL;
+	char **owners = NULL, **strv = NULL;
 	uint32_t u;
 
 	/* queued owners: the server first, then us */
@@ -756,11 +756,36 @@ static void test_driver(sd_bus *b)
 				      DBUS_DRIVER_INTERFACE, "Features"),
 		   >=, 0);
 	ASSERT_INT(sd_bus_message_enter_container(reply, 'v', "as"), >, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "as", 1, &s), >, 0);
+	ASSERT_STR(s, "HeaderFiltering");
 	reply = sd_bus_message_unref(reply);
+	ASSERT_INT(sd_bus_get_property_strv(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+					    "Interfaces", &e, &strv),
+		   >=, 0);
+	ASSERT(strv && strv[0] && !strcmp(strv[0], "org.freedesktop.DBus.Monitoring") && !strv[1]);
+	free(strv[0]);
+	free(strv);
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
 				      "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
 				      DBUS_DRIVER_INTERFACE, "Nothing"),
 		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownProperty"));
+	sd_bus_error_free(&e);
+	/* as dbus-daemon: only on the bus object's path, unknown interfaces named, nothing writable */
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, "/", "org.freedesktop.DBus.Properties", "Get", &e,
+				      &reply, "ss", DBUS_DRIVER_INTERFACE, "Features"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownInterface"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Properties",
+				      "GetAll", &e, &reply, "s", "com.example.Nope"),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.UnknownInterface"));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Properties",
+				      "Set", &e, &reply, "ssv", DBUS_DRIVER_INTERFACE, "Features", "b", 0),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.PropertyReadOnly"));
 	sd_bus_error_free(&e);
 	ok("driver: ListQueuedOwners, ReleaseName, AddMatch/RemoveMatch errors, InvalidArgs, Introspect, Properties");
 }
@@ -1368,7 +1393,6 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	/* an Exec= that cannot run: the call fails with the child's exit */
 	ASSERT_INT(sd_bus_call_method(b, BROKEN_NAME, PATH, IFACE, "Echo", &e, NULL, "s", "x"), <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.ChildExited"));
-	printf("# %s: %s\n", e.name, e.message);
 	sd_bus_error_free(&e);
 	ASSERT(start_by_name(b, "org.brokerdtest.NoSuchService", &e) == 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
