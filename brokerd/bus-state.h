@@ -165,6 +165,7 @@ struct bus {
 	const char *dbus_config; /* --dbus-config: policy-dbus.h */
 	uint64_t activation_timeout;
 	const char *activator_path;
+	bool dbus_systemd_activation; /* --dbus-systemd-activation: dbus-activation.c */
 	const char *state_path;
 	uint64_t id_reserved;		      /* ids below this are recorded in state_path */
 	bool ids_failing;		      /* state_path could not be written: retrying */

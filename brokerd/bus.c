@@ -201,6 +201,7 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 	b->service_dirs = config && config->service_dirs ? config->service_dirs : default_service_dirs;
 	b->dbus_config = config ? config->dbus_config : NULL;
 	b->activator_path = config && config->activator_path ? config->activator_path : BUS_ACTIVATOR_PATH;
+	b->dbus_systemd_activation = config && config->dbus_systemd_activation;
 	b->activation_timeout = config && config->activation_timeout_usec ? config->activation_timeout_usec :
 									    ACTIVATION_TIMEOUT_USEC;
 	r = registry_new(&b->registry, &driver_registry_ops, b);

@@ -24,6 +24,7 @@ struct bus_config {
 	const char *activator_path;	  /* NULL: BUS_ACTIVATOR_PATH */
 	const char *state_path;		  /* keeps ids unique across restarts; NULL: none */
 	bool no_channels;		  /* do not even probe the kernel */
+	bool dbus_systemd_activation;	  /* D-Bus activation by ActivationRequest signals (dbus-activation.c) */
 	struct restart_fds *restore;	  /* from the fd store: take the bus over (taken) */
 };
 

@@ -8,7 +8,13 @@
  * be asked; otherwise brokerd runs its Exec= line itself, as dbus-daemon
  * does without systemd (a private bus such as brokerd-dbus-daemon's),
  * telling it where the bus is (DBUS_STARTER_ADDRESS, and
- * DBUS_SESSION_BUS_ADDRESS on a session bus). A start that fails (the
+ * DBUS_SESSION_BUS_ADDRESS on a session bus). With
+ * --dbus-systemd-activation (brokerd-dbus-daemon --systemd-activation) a
+ * unit is asked for as dbus-daemon asks a systemd that is a client of this
+ * very bus: an org.freedesktop.systemd1.Activator.ActivationRequest signal
+ * to the owner of org.freedesktop.systemd1 (held back until the name has
+ * one), failed by an ActivationFailure signal from that owner only. A
+ * start that fails (the
  * process exits before it owns the name, the unit fails, the timeout)
  * answers everything waiting with the error dbus-daemon gives.
  */
@@ -31,6 +37,7 @@
 #include "brokerd/dbus-front.h"
 #include "brokerd/policy.h"
 #include "brokerd/service.h"
+#include "protocol/ctrl.h"
 #include "util/macro.h"
 
 #ifndef P_PIDFD
@@ -62,7 +69,9 @@ struct starting {
 	char *name;
 	struct pending *head, *tail;
 	sd_event_source *timer;
-	pid_t pid; /* its Exec= process, 0 if started through systemd */
+	pid_t pid;	/* its Exec= process, 0 if started through systemd */
+	char *unit;	/* asked for by ActivationRequest (systemd mode), else NULL */
+	bool requested; /* that request was sent */
 	bool owned;
 	struct starting *next;
 };
@@ -150,6 +159,7 @@ static void starting_free(struct starting *s)
 		pending_free(p);
 	}
 	sd_event_source_disable_unref(s->timer);
+	free(s->unit);
 	free(s->name);
 	free(s);
 }
@@ -472,6 +482,66 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
 
 /* ---- Starting, waiting, delivering ------------------------------------------ */
 
+/* ---- systemd on this bus (--dbus-systemd-activation) --------------------- */
+
+#define SYSTEMD_NAME	  "org.freedesktop.systemd1"
+#define SYSTEMD_ACTIVATOR "org.freedesktop.systemd1.Activator"
+
+/* ActivationRequest(unit) to systemd1's owner, if it has one yet (otherwise sent when it appears). */
+static void request_unit(struct dbus_activation_state *st, struct starting *s)
+{
+	struct dbus_conn *systemd = dbus_front_conn_by_name(st->front, SYSTEMD_NAME);
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_SIGNAL,
+		.path = DBUS_DRIVER_PATH,
+		.interface = SYSTEMD_ACTIVATOR,
+		.member = "ActivationRequest",
+		.destination = SYSTEMD_NAME,
+		.signature = "s",
+	};
+	struct dbus_writer w;
+	void *body = NULL;
+	size_t len = 0;
+
+	if (!systemd || s->requested || dbus_writer_init(&w, "s") < 0)
+		return;
+	dbus_writer_append_basic(&w, 's', s->unit);
+	if (dbus_writer_finish(&w, &body, &len) == 0 && dbus_conn_send_driver(systemd, &h, body, len) == 0) {
+		s->requested = true;
+		log_info("D-Bus activation of %s: asked %s for %s", s->name, systemd->name, s->unit);
+	}
+	dbus_writer_deinit(&w);
+	free(body);
+}
+
+void dbus_activation_signal(struct dbus_conn *c, const struct dbus_message *m)
+{
+	struct dbus_activation_state *st = c->front->activation;
+	const char *unit = NULL, *error = NULL, *text = NULL;
+	struct dbus_reader r;
+
+	if (!st || !m->h.interface || strcmp(m->h.interface, SYSTEMD_ACTIVATOR) != 0 ||
+	    strcmp(m->h.member, "ActivationFailure") != 0 || !m->h.signature ||
+	    strcmp(m->h.signature, "sss") != 0)
+		return;
+	/* Only systemd says a unit failed: anybody else could fail any activation. */
+	if (dbus_front_conn_by_name(c->front, SYSTEMD_NAME) != c) {
+		log_debug("ActivationFailure from %s ignored: it does not own %s", c->name, SYSTEMD_NAME);
+		return;
+	}
+	if (dbus_reader_init(&r, "sss", m->body, m->body_len, m->byte_order, m->h.n_fds) < 0 ||
+	    dbus_reader_read_basic(&r, 's', &unit) < 0 || dbus_reader_read_basic(&r, 's', &error) < 0 ||
+	    dbus_reader_read_basic(&r, 's', &text) < 0)
+		return;
+	for (struct starting *s = st->starting; s; s = s->next)
+		if (s->unit && !strcmp(s->unit, unit) && !s->owned) {
+			/* systemd's error as it gave it, if it is one */
+			starting_fail(st, s, ctrl_name_is_valid_error(error) ? error : ERR("Spawn.Failed"),
+				      text);
+			return;
+		}
+}
+
 /* Starts name (svc) unless it is starting already; returns it, or NULL with error and text set. */
 static struct starting *start(struct dbus_activation_state *st, const struct service *svc, const char **error,
 			      char *text, size_t text_len)
@@ -491,7 +561,9 @@ static struct starting *start(struct dbus_activation_state *st, const struct ser
 		return NULL;
 	}
 	/* systemd's unit first; without one, or with no systemd to ask, the Exec= line */
-	if (svc->unit)
+	if (svc->unit && f->bus->dbus_systemd_activation)
+		r = (s->unit = strdup(svc->unit)) ? 0 : -ENOMEM;
+	else if (svc->unit)
 		r = activation_start(f->bus, svc, text, text_len);
 	if (r < 0 && svc->exec)
 		r = exec_start(st, svc, &s->pid, text, text_len);
@@ -508,6 +580,8 @@ static struct starting *start(struct dbus_activation_state *st, const struct ser
 		s->timer = NULL;
 	s->next = st->starting;
 	st->starting = s;
+	if (s->unit)
+		request_unit(st, s);
 	return s;
 }
 
@@ -650,6 +724,9 @@ static int on_deliver(sd_event_source *src, void *userdata)
 	struct dbus_activation_state *st = userdata;
 
 	st->deliver_src = sd_event_source_disable_unref(st->deliver_src);
+	for (struct starting *s = st->starting; s; s = s->next)
+		if (s->unit && !s->requested)
+			request_unit(st, s);
 	for (struct starting *s = st->starting, *next; s; s = next) {
 		next = s->next;
 		if (!s->owned)
@@ -680,6 +757,10 @@ void dbus_activation_owned(struct dbus_front *f, const char *name)
 	struct dbus_activation_state *st = f->activation;
 	struct starting *s = st ? starting_find(st, name) : NULL;
 
+	/* systemd came: on_deliver asks for the units wanted before (the registry names it by then) */
+	if (st && !strcmp(name, SYSTEMD_NAME) && !st->deliver_src &&
+	    sd_event_add_defer(f->event, &st->deliver_src, on_deliver, st) < 0)
+		st->deliver_src = NULL;
 	if (!s)
 		return;
 	s->owned = true;

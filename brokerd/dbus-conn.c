@@ -663,6 +663,8 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 		/* Replies to the driver: it never calls anybody, so they answer nothing. */
 		if (m->h.type == DBUS_MESSAGE_METHOD_CALL)
 			r = dbus_driver_dispatch(c, m);
+		else if (m->h.type == DBUS_MESSAGE_SIGNAL)
+			dbus_activation_signal(c, m); /* systemd's ActivationFailure */
 		goto out;
 	}
 	r = route_unicast(c, m, &fds);

@@ -45,6 +45,7 @@
 static const char *prog_name;
 static const char *arg_config, *arg_address, *arg_print_address, *arg_print_pid;
 static bool arg_want_address, arg_want_pid, arg_fork;
+bool dbus_daemon_cli_systemd_activation;
 
 static char runtime_dir[PATH_MAX], socket_path[PATH_MAX];
 
@@ -117,8 +118,10 @@ static void parse_argv(int argc, char **argv)
 			arg_fork = false;
 		/* brokerd logs to the journal or stderr, keeps no pidfile, activates as configured */
 		else if (!strcmp(a, "--nopidfile") || !strcmp(a, "--nosyslog") || !strcmp(a, "--syslog") ||
-			 !strcmp(a, "--syslog-only") || !strcmp(a, "--systemd-activation"))
+			 !strcmp(a, "--syslog-only"))
 			;
+		else if (!strcmp(a, "--systemd-activation"))
+			dbus_daemon_cli_systemd_activation = true;
 		else if (!strcmp(a, "--version")) {
 			printf("%s (brokerd), dbus-daemon command line\n", prog_name);
 			exit(0);

@@ -30,7 +30,8 @@
  * passes brokerd-dbus.socket's (fd name "dbus"), its control socket and
  * (empty) policy and service directories in the private runtime
  * directory, so that only the XML configuration decides, and no activator:
- * services are started by their Exec= lines, as dbus-daemon starts them.
+ * services are started by their Exec= lines, as dbus-daemon starts them
+ * (with --systemd-activation: asked of the systemd that is on the bus).
  */
 static void exec_brokerd(int sock, const char *address, const char *notify, const char *config_file,
 			 const char *runtime_dir)
@@ -56,7 +57,8 @@ static void exec_brokerd(int sock, const char *address, const char *notify, cons
 	snprintf(config, sizeof(config), "--dbus-config=%s", config_file);
 	/* --activator="": no systemd unit is started for this bus, services run by their Exec= */
 	execl(brokerd, brokerd, "--address", ctrl, "--state", "", "--policy-dir", pdir, "--service-dir", sdir,
-	      "--no-channels", "--activator=", config, (char *)NULL);
+	      "--no-channels", "--activator=", config,
+	      dbus_daemon_cli_systemd_activation ? "--dbus-systemd-activation" : (char *)NULL, (char *)NULL);
 	fprintf(stderr, "brokerd-dbus-daemon: cannot run %s: %s\n", brokerd, strerror(errno));
 }
 

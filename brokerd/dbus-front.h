@@ -195,6 +195,8 @@ int dbus_activation_start_by_name(struct dbus_conn *c, const struct dbus_message
 				  uint32_t *result, const char **error, char *text, size_t text_len);
 /* name was owned: what waited for it goes on (from the registry callback). */
 void dbus_activation_owned(struct dbus_front *f, const char *name);
+/* A signal from c to org.freedesktop.DBus: systemd's ActivationFailure (from systemd1's owner only). */
+void dbus_activation_signal(struct dbus_conn *c, const struct dbus_message *m);
 /* c goes: what it sent that waits is dropped. */
 void dbus_activation_conn_gone(struct dbus_conn *c);
 /* UpdateActivationEnvironment: KEY=VALUE set for what is started later (taken). */

@@ -30,7 +30,7 @@
 static const char *arg_address = CTRL_SOCKET_PATH;
 static const char *arg_policy_dir, *arg_service_dir;
 static const char *arg_dbus_config;
-static bool arg_dbus_config_report;
+static bool arg_dbus_config_report, arg_dbus_systemd_activation;
 static const char *arg_activator;
 static const char *arg_state;
 static uint64_t arg_activation_timeout;
@@ -57,6 +57,8 @@ static void help(void)
 	       "      --no-channels       do not use kernel IPC channels (control plane only)\n"
 	       "      --dbus-address=unix:path=PATH  serve D-Bus clients on PATH when not\n"
 	       "                          socket-activated (brokerd-dbus.socket, fd name \"dbus\")\n"
+	       "      --dbus-systemd-activation  D-Bus activation asks the bus's org.freedesktop.systemd1\n"
+	       "                          (ActivationRequest signals), as dbus-daemon --systemd-activation\n"
 	       "  -v, --verbose           log debug messages\n"
 	       "  -h, --help              show this help\n",
 	       CTRL_SOCKET_PATH);
@@ -73,7 +75,8 @@ static int parse_argv(int argc, char **argv)
 		ARG_STATE,
 		ARG_DBUS_CONFIG,
 		ARG_DBUS_CONFIG_REPORT,
-		ARG_DBUS_ADDRESS
+		ARG_DBUS_ADDRESS,
+		ARG_DBUS_SYSTEMD_ACTIVATION
 	};
 	static const struct option options[] = { { "address", required_argument, NULL, 'a' },
 						 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
@@ -84,6 +87,8 @@ static int parse_argv(int argc, char **argv)
 						 { "dbus-config", required_argument, NULL, ARG_DBUS_CONFIG },
 						 { "dbus-config-report", no_argument, NULL, ARG_DBUS_CONFIG_REPORT },
 						 { "dbus-address", required_argument, NULL, ARG_DBUS_ADDRESS },
+						 { "dbus-systemd-activation", no_argument, NULL,
+						   ARG_DBUS_SYSTEMD_ACTIVATION },
 						 { "activation-timeout", required_argument, NULL,
 						   ARG_ACTIVATION_TIMEOUT },
 						 { "verbose", no_argument, NULL, 'v' },
@@ -116,6 +121,9 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case ARG_DBUS_CONFIG_REPORT:
 			arg_dbus_config_report = true;
+			break;
+		case ARG_DBUS_SYSTEMD_ACTIVATION:
+			arg_dbus_systemd_activation = true;
 			break;
 		case ARG_DBUS_ADDRESS:
 			arg_dbus_address = optarg;
@@ -330,6 +338,7 @@ int main(int argc, char **argv)
 	config.service_dirs = arg_service_dir ? sdirs : NULL;
 	config.no_channels = arg_no_channels;
 	config.activator_path = arg_activator;
+	config.dbus_systemd_activation = arg_dbus_systemd_activation;
 	/* Unique names stay unique across restarts: keep the next id where a restart finds it. */
 	_cleanup_free_ char *state = NULL;
 	if (!arg_state) {

@@ -9,6 +9,8 @@
  * socket, also with XDG_RUNTIME_DIR naming a file. Each bus is used with
  * sd-bus (Hello, ListNames, RequestName) and stopped by SIGTERM to the
  * printed pid, after which its socket and private directory are gone.
+ * Last, --systemd-activation with a fake systemd on the bus, as dbus's
+ * test-sd-activation drives it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -194,6 +196,156 @@ static void stop_with_clients(const char *address, pid_t printed)
 	sd_bus_close_unref(owner);
 }
 
+/* The next message to b that is not the driver's NameAcquired/NameLost (5 s at most). */
+static sd_bus_message *next_message(sd_bus *b)
+{
+	for (int i = 0; i < 500; i++) {
+		sd_bus_message *m = NULL;
+		int r = sd_bus_process(b, &m);
+
+		ASSERT(r >= 0);
+		if (m && !sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameAcquired") &&
+		    !sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameLost"))
+			return m;
+		sd_bus_message_unref(m);
+		if (r == 0)
+			ASSERT(sd_bus_wait(b, 10000) >= 0);
+	}
+	ASSERT(!"no message within 5 s");
+	return NULL;
+}
+
+/* systemd (the owner of org.freedesktop.systemd1) is asked for unit by a signal from the driver. */
+static void expect_request(sd_bus *systemd, const char *unit)
+{
+	sd_bus_message *m = next_message(systemd);
+	const char *s;
+
+	ASSERT(sd_bus_message_is_signal(m, "org.freedesktop.systemd1.Activator", "ActivationRequest"));
+	ASSERT_STR(sd_bus_message_get_sender(m), "org.freedesktop.DBus");
+	ASSERT_STR(sd_bus_message_get_destination(m), "org.freedesktop.systemd1");
+	ASSERT_STR(sd_bus_message_get_path(m), "/org/freedesktop/DBus");
+	ASSERT_INT(sd_bus_message_read(m, "s", &s), >=, 0);
+	ASSERT_STR(s, unit);
+	sd_bus_message_unref(m);
+}
+
+static void activation_failure(sd_bus *b, const char *unit, const char *error)
+{
+	sd_bus_message *m = NULL;
+
+	ASSERT_INT(sd_bus_message_new_signal(b, &m, "/org/freedesktop/systemd1",
+					     "org.freedesktop.systemd1.Activator", "ActivationFailure"),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_set_destination(m, "org.freedesktop.DBus"), >=, 0);
+	ASSERT_INT(sd_bus_message_append(m, "sss", unit, error, "it failed"), >=, 0);
+	ASSERT_INT(sd_bus_send(b, m, NULL), >=, 0);
+	sd_bus_message_unref(m);
+}
+
+static char call_error[256];
+
+static int on_call_reply(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const sd_bus_error *err = sd_bus_message_get_error(m);
+
+	snprintf(call_error, sizeof(call_error), "%s", err ? err->name : "(none)");
+	return 0;
+}
+
+/*
+ * --systemd-activation: a unicast signal to an activatable name with
+ * SystemdService= makes an ActivationRequest, held back until somebody owns
+ * org.freedesktop.systemd1; the signal reaches the name once it is owned.
+ * A call to another such name: ActivationFailure from a connection that is
+ * not systemd is ignored, systemd's fails the call with its error.
+ */
+static void test_systemd_activation(const char *cmd)
+{
+	char config[300], dir[300], file[400], address[400], arg[400];
+	sd_bus *caller, *systemd, *activated;
+	sd_bus_message *m = NULL;
+	sd_bus_slot *slot = NULL;
+	pid_t pid, printed;
+	int status;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/sd-services", tmpdir);
+	ASSERT_INT(mkdir(dir, 0755), ==, 0);
+	for (int i = 1; i <= 2; i++) {
+		snprintf(file, sizeof(file), "%s/org.brokerdtest.Sd%d.service", dir, i);
+		f = fopen(file, "we");
+		ASSERT(f);
+		fprintf(f,
+			"[D-BUS Service]\nName=org.brokerdtest.Sd%d\nExec=/bin/false\n"
+			"SystemdService=dbus-org.brokerdtest.Sd%d.service\n",
+			i, i);
+		ASSERT_INT(fclose(f), ==, 0);
+	}
+	snprintf(config, sizeof(config), "%s/sd.conf", tmpdir);
+	f = fopen(config, "we");
+	ASSERT(f);
+	fprintf(f,
+		"<busconfig><listen>unix:tmpdir=%s</listen><servicedir>%s</servicedir>"
+		"<policy context=\"default\"><allow send_destination=\"*\"/><allow receive_sender=\"*\"/><allow own=\"*\"/>"
+		"</policy>"
+		"</busconfig>\n",
+		tmpdir, dir);
+	ASSERT_INT(fclose(f), ==, 0);
+	snprintf(arg, sizeof(arg), "--config-file=%s", config);
+	pid = start(cmd, address, sizeof(address), &printed,
+		    (const char *const[]){ arg, "--nofork", "--systemd-activation", NULL });
+
+	caller = connect_to(address);
+	ASSERT_INT(sd_bus_message_new_signal(caller, &m, "/foo", "org.brokerdtest.I", "Unicast"), >=, 0);
+	ASSERT_INT(sd_bus_message_set_destination(m, "org.brokerdtest.Sd1"), >=, 0);
+	ASSERT_INT(sd_bus_send(caller, m, NULL), >=, 0);
+	m = sd_bus_message_unref(m);
+	ASSERT_INT(sd_bus_flush(caller), >=, 0);
+	usleep(100000); /* brokerd has it, with nobody to ask yet */
+	systemd = connect_to(address);
+	ASSERT_INT(sd_bus_request_name(systemd, "org.freedesktop.systemd1", 0), >=, 0);
+	expect_request(systemd, "dbus-org.brokerdtest.Sd1.service");
+	activated = connect_to(address);
+	ASSERT_INT(sd_bus_request_name(activated, "org.brokerdtest.Sd1", 0), >=, 0);
+	m = next_message(activated);
+	ASSERT(sd_bus_message_is_signal(m, "org.brokerdtest.I", "Unicast"));
+	ASSERT_STR(sd_bus_message_get_destination(m), "org.brokerdtest.Sd1");
+	m = sd_bus_message_unref(m);
+	ok("--systemd-activation: a unicast signal asks for the unit (ActivationRequest) once "
+	   "org.freedesktop.systemd1 is owned, and reaches the name when it is owned");
+
+	ASSERT_INT(sd_bus_call_method_async(caller, &slot, "org.brokerdtest.Sd2", "/foo", "org.brokerdtest.I",
+					    "Call", on_call_reply, NULL, ""),
+		   >=, 0);
+	expect_request(systemd, "dbus-org.brokerdtest.Sd2.service");
+	activation_failure(caller, "dbus-org.brokerdtest.Sd2.service", "org.brokerdtest.Malice");
+	/* the driver has read the malicious signal once it answers the next call */
+	ASSERT_INT(sd_bus_call_method(caller, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus", "GetId", NULL, NULL, ""),
+		   >=, 0);
+	activation_failure(systemd, "dbus-org.brokerdtest.Sd2.service", "org.brokerdtest.Nope");
+	ASSERT_INT(sd_bus_flush(systemd), >=, 0);
+	for (int i = 0; i < 500 && !call_error[0]; i++)
+		if (sd_bus_process(caller, NULL) == 0)
+			ASSERT(sd_bus_wait(caller, 10000) >= 0);
+	ASSERT_STR(call_error, "org.brokerdtest.Nope");
+	ok("ActivationFailure fails the call with systemd's error; from anybody else it is ignored");
+
+	sd_bus_slot_unref(slot);
+	sd_bus_flush_close_unref(activated);
+	sd_bus_flush_close_unref(systemd);
+	sd_bus_flush_close_unref(caller);
+	ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+	for (int i = 1; i <= 2; i++) {
+		snprintf(file, sizeof(file), "%s/org.brokerdtest.Sd%d.service", dir, i);
+		unlink(file);
+	}
+	unlink(config);
+	ASSERT_INT(rmdir(dir), ==, 0);
+}
+
 static unsigned int count_private_dirs(void)
 {
 	DIR *d = opendir(tmpdir);
@@ -313,6 +465,7 @@ int main(int argc, char **argv)
 	ok("an unreadable configuration: exit status 1");
 
 	unlink(config);
+	test_systemd_activation(argv[1]);
 	ASSERT_INT(rmdir(tmpdir), ==, 0);
 	printf("1..%d\n", n_tests);
 	return 0;
