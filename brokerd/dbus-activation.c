@@ -63,6 +63,16 @@ struct pending {
 	struct pending *next;
 };
 
+/* UpdateActivationEnvironment's variables, for systemd's SetEnvironment once it is on the bus. */
+struct env_update {
+	void *body;
+	size_t len;
+	struct env_update *next;
+};
+
+/* SetEnvironment calls kept for a systemd that has not come yet; more are dropped (logged). */
+#define ENV_UPDATES_MAX 64U
+
 /* One name being started. */
 struct starting {
 	struct dbus_activation_state *st;
@@ -92,7 +102,9 @@ struct dbus_activation_state {
 	struct child *children;
 	char **env; /* UpdateActivationEnvironment's KEY=VALUE */
 	size_t n_env;
-	char *bus_type; /* the XML configuration's <type>, NULL if none */
+	char *bus_type;			/* the XML configuration's <type>, NULL if none */
+	struct env_update *env_updates; /* SetEnvironment bodies for a systemd not yet on the bus */
+	unsigned int n_env_updates;
 	sd_event_source *deliver_src;
 };
 
@@ -514,6 +526,92 @@ static void request_unit(struct dbus_activation_state *st, struct starting *s)
 	free(body);
 }
 
+/* SetEnvironment(as) to systemd, which takes no reply; destination as dbus-daemon names it. */
+static int send_set_environment(struct dbus_conn *systemd, const char *destination, const void *body,
+				size_t len)
+{
+	struct dbus_header h = {
+		.type = DBUS_MESSAGE_METHOD_CALL,
+		.flags = DBUS_FLAG_NO_REPLY_EXPECTED,
+		.path = "/org/freedesktop/systemd1",
+		.interface = "org.freedesktop.systemd1.Manager",
+		.member = "SetEnvironment",
+		.destination = destination,
+		.signature = "as",
+	};
+
+	return dbus_conn_send_driver(systemd, &h, body, len);
+}
+
+/* The SetEnvironment calls kept while systemd was not on the bus, now that it is. */
+static void send_env_updates(struct dbus_activation_state *st)
+{
+	struct dbus_conn *systemd = dbus_front_conn_by_name(st->front, SYSTEMD_NAME);
+
+	while (systemd && st->env_updates) {
+		struct env_update *u = st->env_updates;
+
+		st->env_updates = u->next;
+		st->n_env_updates--;
+		/* as if it had waited for systemd1's activation: to the well-known name */
+		(void)send_set_environment(systemd, SYSTEMD_NAME, u->body, u->len);
+		free(u->body);
+		free(u);
+	}
+}
+
+int dbus_activation_env_forward(struct dbus_front *f, char *const *kv, size_t n)
+{
+	struct dbus_activation_state *st = state_get(f);
+	struct dbus_conn *systemd;
+	struct dbus_writer w;
+	struct env_update *u, **tail;
+	void *body = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!st)
+		return -ENOMEM;
+	if (!f->bus->dbus_systemd_activation)
+		return 0;
+	r = dbus_writer_init(&w, "as");
+	if (r < 0)
+		return r;
+	dbus_writer_open(&w, 'a', "s");
+	for (size_t i = 0; i < n; i++)
+		dbus_writer_append_basic(&w, 's', kv[i]);
+	dbus_writer_close(&w);
+	r = dbus_writer_finish(&w, &body, &len);
+	dbus_writer_deinit(&w);
+	if (r < 0)
+		return r;
+	systemd = dbus_front_conn_by_name(f, SYSTEMD_NAME);
+	if (systemd) {
+		r = send_set_environment(systemd, systemd->name, body, len);
+		free(body);
+		return r;
+	}
+	if (st->n_env_updates >= ENV_UPDATES_MAX) {
+		log_warning(
+			"UpdateActivationEnvironment: %u updates wait for %s already, this one is dropped",
+			st->n_env_updates, SYSTEMD_NAME);
+		free(body);
+		return 0;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		free(body);
+		return -ENOMEM;
+	}
+	u->body = body;
+	u->len = len;
+	for (tail = &st->env_updates; *tail; tail = &(*tail)->next)
+		;
+	*tail = u;
+	st->n_env_updates++;
+	return 0;
+}
+
 void dbus_activation_signal(struct dbus_conn *c, const struct dbus_message *m)
 {
 	struct dbus_activation_state *st = c->front->activation;
@@ -724,6 +822,7 @@ static int on_deliver(sd_event_source *src, void *userdata)
 	struct dbus_activation_state *st = userdata;
 
 	st->deliver_src = sd_event_source_disable_unref(st->deliver_src);
+	send_env_updates(st);
 	for (struct starting *s = st->starting; s; s = s->next)
 		if (s->unit && !s->requested)
 			request_unit(st, s);
@@ -843,6 +942,13 @@ void dbus_activation_free(struct dbus_front *f)
 	for (size_t i = 0; i < st->n_env; i++)
 		free(st->env[i]);
 	free(st->env);
+	while (st->env_updates) {
+		struct env_update *u = st->env_updates;
+
+		st->env_updates = u->next;
+		free(u->body);
+		free(u);
+	}
 	free(st->bus_type);
 	sd_event_source_disable_unref(st->deliver_src);
 	if (f->bus->activation_failed_userdata == f)

@@ -460,7 +460,9 @@ static int method_update_activation_environment(struct call *k)
 {
 	struct dbus_front *f = k->c->front;
 	const char *key, *value;
-	int r;
+	char **kv = NULL, **more;
+	size_t n = 0;
+	int r = 0;
 
 	if (!caller_privileged(k))
 		return fail(k, ERR("AccessDenied"), "%s",
@@ -476,14 +478,33 @@ static int method_update_activation_environment(struct call *k)
 		(void)dbus_reader_read_basic(&k->r, 's', &key);
 		(void)dbus_reader_read_basic(&k->r, 's', &value);
 		(void)dbus_reader_exit(&k->r);
-		if (!key || !*key || strchr(key, '=') || !value)
-			return fail(k, ERR("InvalidArgs"), "'%s' is not an environment variable name",
-				    key ? key : "");
+		if (!key || !*key || strchr(key, '=') || !value) {
+			r = fail(k, ERR("InvalidArgs"), "'%s' is not an environment variable name",
+				 key ? key : "");
+			goto out;
+		}
 		r = dbus_activation_setenv(f, key, value);
 		if (r < 0)
-			return r;
+			goto out;
+		/* and for systemd, if it starts the services (SetEnvironment) */
+		more = realloc(kv, (n + 1) * sizeof(char *));
+		if (!more) {
+			r = -ENOMEM;
+			goto out;
+		}
+		kv = more;
+		if (asprintf(&kv[n], "%s=%s", key, value) < 0) {
+			r = -ENOMEM;
+			goto out;
+		}
+		n++;
 	}
-	return 0;
+	r = dbus_activation_env_forward(f, kv, n);
+out:
+	for (size_t i = 0; i < n; i++)
+		free(kv[i]);
+	free(kv);
+	return r;
 }
 
 static int method_reload_config(struct call *k)

@@ -201,6 +201,11 @@ void dbus_activation_signal(struct dbus_conn *c, const struct dbus_message *m);
 void dbus_activation_conn_gone(struct dbus_conn *c);
 /* UpdateActivationEnvironment: KEY=VALUE set for what is started later (taken). */
 int dbus_activation_setenv(struct dbus_front *f, const char *key, const char *value);
+/*
+ * UpdateActivationEnvironment's n KEY=VALUE, with --dbus-systemd-activation:
+ * SetEnvironment to systemd (kept until org.freedesktop.systemd1 is owned).
+ */
+int dbus_activation_env_forward(struct dbus_front *f, char *const *kv, size_t n);
 void dbus_activation_free(struct dbus_front *f);
 /* The XML configuration says <type>system</type>. */
 bool dbus_activation_system_bus(struct dbus_front *f);

@@ -230,6 +230,41 @@ static void expect_request(sd_bus *systemd, const char *unit)
 	sd_bus_message_unref(m);
 }
 
+/* systemd gets SetEnvironment(as) from the driver, with no reply wanted, addressed to destination. */
+static void expect_set_environment(sd_bus *systemd, const char *destination, const char *kv)
+{
+	sd_bus_message *m = next_message(systemd);
+	char **env = NULL;
+
+	ASSERT(sd_bus_message_is_method_call(m, "org.freedesktop.systemd1.Manager", "SetEnvironment"));
+	ASSERT_STR(sd_bus_message_get_sender(m), "org.freedesktop.DBus");
+	ASSERT_STR(sd_bus_message_get_destination(m), destination);
+	ASSERT_STR(sd_bus_message_get_path(m), "/org/freedesktop/systemd1");
+	ASSERT(!sd_bus_message_get_expect_reply(m));
+	ASSERT_INT(sd_bus_message_read_strv(m, &env), >=, 0);
+	if (kv) {
+		ASSERT(env && env[0] && !env[1]);
+		ASSERT_STR(env[0], kv);
+	} else {
+		ASSERT(!env || !env[0]);
+	}
+	for (char **p = env; p && *p; p++)
+		free(*p);
+	free(env);
+	sd_bus_message_unref(m);
+}
+
+static void update_environment(sd_bus *b, unsigned int n, const char *key, const char *value)
+{
+	ASSERT_INT(n ? sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+					  "org.freedesktop.DBus", "UpdateActivationEnvironment", NULL, NULL,
+					  "a{ss}", 1, key, value) :
+		       sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+					  "org.freedesktop.DBus", "UpdateActivationEnvironment", NULL, NULL,
+					  "a{ss}", 0),
+		   >=, 0);
+}
+
 static void activation_failure(sd_bus *b, const char *unit, const char *error)
 {
 	sd_bus_message *m = NULL;
@@ -259,6 +294,8 @@ static int on_call_reply(sd_bus_message *m, void *userdata, sd_bus_error *e)
  * org.freedesktop.systemd1; the signal reaches the name once it is owned.
  * A call to another such name: ActivationFailure from a connection that is
  * not systemd is ignored, systemd's fails the call with its error.
+ * UpdateActivationEnvironment is passed on as SetEnvironment: kept for
+ * org.freedesktop.systemd1 before it is owned, to its owner after.
  */
 static void test_systemd_activation(const char *cmd)
 {
@@ -266,6 +303,7 @@ static void test_systemd_activation(const char *cmd)
 	sd_bus *caller, *systemd, *activated;
 	sd_bus_message *m = NULL;
 	sd_bus_slot *slot = NULL;
+	const char *unique;
 	pid_t pid, printed;
 	int status;
 	FILE *f;
@@ -297,6 +335,7 @@ static void test_systemd_activation(const char *cmd)
 		    (const char *const[]){ arg, "--nofork", "--systemd-activation", NULL });
 
 	caller = connect_to(address);
+	update_environment(caller, 0, NULL, NULL);
 	ASSERT_INT(sd_bus_message_new_signal(caller, &m, "/foo", "org.brokerdtest.I", "Unicast"), >=, 0);
 	ASSERT_INT(sd_bus_message_set_destination(m, "org.brokerdtest.Sd1"), >=, 0);
 	ASSERT_INT(sd_bus_send(caller, m, NULL), >=, 0);
@@ -305,6 +344,7 @@ static void test_systemd_activation(const char *cmd)
 	usleep(100000); /* brokerd has it, with nobody to ask yet */
 	systemd = connect_to(address);
 	ASSERT_INT(sd_bus_request_name(systemd, "org.freedesktop.systemd1", 0), >=, 0);
+	expect_set_environment(systemd, "org.freedesktop.systemd1", NULL);
 	expect_request(systemd, "dbus-org.brokerdtest.Sd1.service");
 	activated = connect_to(address);
 	ASSERT_INT(sd_bus_request_name(activated, "org.brokerdtest.Sd1", 0), >=, 0);
@@ -331,6 +371,12 @@ static void test_systemd_activation(const char *cmd)
 			ASSERT(sd_bus_wait(caller, 10000) >= 0);
 	ASSERT_STR(call_error, "org.brokerdtest.Nope");
 	ok("ActivationFailure fails the call with systemd's error; from anybody else it is ignored");
+
+	update_environment(caller, 1, "Key1", "Value1");
+	ASSERT_INT(sd_bus_get_unique_name(systemd, &unique), >=, 0);
+	expect_set_environment(systemd, unique, "Key1=Value1");
+	ok("UpdateActivationEnvironment: SetEnvironment to org.freedesktop.systemd1 once owned "
+	   "(kept until then), to its unique name when it is on the bus");
 
 	sd_bus_slot_unref(slot);
 	sd_bus_flush_close_unref(activated);
