@@ -610,11 +610,25 @@ static void start_simple(struct file_parser *fp, enum element e, const XML_Char 
 			r = strv_push(&c->servicedirs, &c->n_servicedirs, &c->alloc_servicedirs, dirs[i]);
 		break;
 	}
-	case EL_STANDARD_SESSION_SERVICEDIRS:
-		r = add_note(
-			c, fp->file, line,
-			"<standard_session_servicedirs/>: brokerd is a system bus; the session directories are not read");
+	case EL_STANDARD_SESSION_SERVICEDIRS: {
+		const char *rt = getenv("XDG_RUNTIME_DIR");
+		char *transient = NULL;
+
+		/* The transient services (systemd --user's generators, tests) come first, as dbus-daemon has them. */
+		if (rt && rt[0] == '/') {
+			r = asprintf(&transient, "%s/dbus-1/services", rt) < 0 ?
+				    -ENOMEM :
+				    strv_push(&c->servicedirs, &c->n_servicedirs, &c->alloc_servicedirs,
+					      transient);
+			free(transient);
+		}
+		if (r == 0)
+			r = add_note(
+				c, fp->file, line,
+				"<standard_session_servicedirs/>: brokerd is a system bus; of the session "
+				"directories only $XDG_RUNTIME_DIR/dbus-1/services (transient services) is read");
 		break;
+	}
 	case EL_FORK:
 		c->fork = true;
 		r = add_note(c, fp->file, line,

@@ -325,6 +325,29 @@ static void print_to(const char *fdarg, const char *text)
 		die("cannot print to fd %d: %s", fd, strerror(errno));
 }
 
+/*
+ * The transient services directory ($XDG_RUNTIME_DIR/dbus-1/services, of
+ * <standard_session_servicedirs/>) is made at start, as dbus-daemon makes
+ * it, so that a service file can be put there before ReloadConfig.
+ */
+static void make_transient_dir(const struct dbus_config *config)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char dir[PATH_MAX];
+
+	if (!rt || rt[0] != '/' ||
+	    (size_t)snprintf(dir, sizeof(dir), "%s/dbus-1/services", rt) >= sizeof(dir))
+		return;
+	for (size_t i = 0; i < config->n_servicedirs; i++)
+		if (!strcmp(config->servicedirs[i], dir)) {
+			dir[strlen(rt) + strlen("/dbus-1")] = '\0';
+			(void)mkdir(dir, 0700);
+			snprintf(dir, sizeof(dir), "%s/dbus-1/services", rt);
+			(void)mkdir(dir, 0700);
+			return;
+		}
+}
+
 int dbus_daemon_cli_run(int argc, char **argv, const char *prog, dbus_daemon_exec_fn exec_daemon)
 {
 	char address[PATH_MAX + 32], notify_name[108], err[512], line[PATH_MAX + 40];
@@ -354,6 +377,7 @@ int dbus_daemon_cli_run(int argc, char **argv, const char *prog, dbus_daemon_exe
 		if (sock < 0)
 			die("%s: no unix: <listen> address", arg_config);
 	}
+	make_transient_dir(config);
 	config = dbus_config_free(config);
 
 	/* --fork: the parent waits for the daemon's word and exits, as dbus-daemon's does */

@@ -295,7 +295,9 @@ static int on_call_reply(sd_bus_message *m, void *userdata, sd_bus_error *e)
  * A call to another such name: ActivationFailure from a connection that is
  * not systemd is ignored, systemd's fails the call with its error.
  * UpdateActivationEnvironment is passed on as SetEnvironment: kept for
- * org.freedesktop.systemd1 before it is owned, to its owner after.
+ * org.freedesktop.systemd1 before it is owned, to its owner after. The
+ * transient services directory ($XDG_RUNTIME_DIR/dbus-1/services) is made
+ * at start and a file put there is activatable after ReloadConfig.
  */
 static void test_systemd_activation(const char *cmd)
 {
@@ -304,6 +306,7 @@ static void test_systemd_activation(const char *cmd)
 	sd_bus_message *m = NULL;
 	sd_bus_slot *slot = NULL;
 	const char *unique;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
 	pid_t pid, printed;
 	int status;
 	FILE *f;
@@ -324,7 +327,7 @@ static void test_systemd_activation(const char *cmd)
 	f = fopen(config, "we");
 	ASSERT(f);
 	fprintf(f,
-		"<busconfig><listen>unix:tmpdir=%s</listen><servicedir>%s</servicedir>"
+		"<busconfig><listen>unix:tmpdir=%s</listen><servicedir>%s</servicedir><standard_session_servicedirs/>"
 		"<policy context=\"default\"><allow send_destination=\"*\"/><allow receive_sender=\"*\"/><allow own=\"*\"/>"
 		"</policy>"
 		"</busconfig>\n",
@@ -377,6 +380,36 @@ static void test_systemd_activation(const char *cmd)
 	expect_set_environment(systemd, unique, "Key1=Value1");
 	ok("UpdateActivationEnvironment: SetEnvironment to org.freedesktop.systemd1 once owned "
 	   "(kept until then), to its unique name when it is on the bus");
+
+	ASSERT_INT(sd_bus_call_method(caller, "org.brokerdtest.Sd3", "/foo", "org.brokerdtest.I", "Call", &e,
+				      NULL, ""),
+		   <, 0);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
+	sd_bus_error_free(&e);
+	snprintf(file, sizeof(file), "%s/dbus-1/services/org.brokerdtest.Sd3.service", tmpdir);
+	f = fopen(file, "we");
+	ASSERT(f); /* the directory is there: brokerd-dbus-daemon made it */
+	fputs("[D-BUS Service]\nName=org.brokerdtest.Sd3\nExec=/bin/false\n"
+	      "SystemdService=dbus-org.brokerdtest.Sd3.service\n",
+	      f);
+	ASSERT_INT(fclose(f), ==, 0);
+	ASSERT_INT(sd_bus_call_method(caller, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus", "ReloadConfig", NULL, NULL, ""),
+		   >=, 0);
+	m = sd_bus_message_unref(m);
+	ASSERT_INT(sd_bus_message_new_method_call(caller, &m, "org.brokerdtest.Sd3", "/foo",
+						  "org.brokerdtest.I", "Call"),
+		   >=, 0);
+	ASSERT_INT(sd_bus_send(caller, m, NULL), >=, 0);
+	m = sd_bus_message_unref(m);
+	expect_request(systemd, "dbus-org.brokerdtest.Sd3.service");
+	ASSERT_INT(unlink(file), ==, 0);
+	snprintf(file, sizeof(file), "%s/dbus-1/services", tmpdir);
+	ASSERT_INT(rmdir(file), ==, 0);
+	snprintf(file, sizeof(file), "%s/dbus-1", tmpdir);
+	ASSERT_INT(rmdir(file), ==, 0);
+	ok("<standard_session_servicedirs/>: $XDG_RUNTIME_DIR/dbus-1/services made at start, "
+	   "a service file put there found by ReloadConfig");
 
 	sd_bus_slot_unref(slot);
 	sd_bus_flush_close_unref(activated);
