@@ -929,8 +929,8 @@ static int method_introspect(struct call *k)
  * Features and Interfaces: only what brokerd does. HeaderFiltering: the
  * header of every message is rewritten from the fields brokerd knows
  * (dbus_message_stamp()), unknown ones dropped; the optional interface it
- * has is Monitoring. Not SystemdActivation: brokerd does not speak
- * dbus-daemon's ActivationRequest protocol.
+ * has is Monitoring. SystemdActivation only with --dbus-systemd-activation,
+ * when brokerd speaks dbus-daemon's ActivationRequest protocol.
  */
 static const struct {
 	const char *name, *value;
@@ -941,6 +941,8 @@ static int property_value(struct call *k, size_t i)
 	dbus_writer_open(&k->w, 'v', "as");
 	dbus_writer_open(&k->w, 'a', "s");
 	dbus_writer_append_basic(&k->w, 's', properties[i].value);
+	if (i == 0 && k->c->front->bus->dbus_systemd_activation)
+		dbus_writer_append_basic(&k->w, 's', "SystemdActivation");
 	dbus_writer_close(&k->w);
 	return dbus_writer_close(&k->w);
 }

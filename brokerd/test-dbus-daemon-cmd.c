@@ -100,7 +100,23 @@ static bool list_has(char **l, const char *s)
 	return false;
 }
 
-/* Hello, ListNames (the driver and ourselves), RequestName, through sd-bus. */
+/* The bus object's Features property lists feature. */
+static bool has_feature(sd_bus *b, const char *feature)
+{
+	char **features = NULL;
+	bool has;
+
+	ASSERT_INT(sd_bus_get_property_strv(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+					    "org.freedesktop.DBus", "Features", NULL, &features),
+		   >=, 0);
+	has = list_has(features, feature);
+	for (char **p = features; p && *p; p++)
+		free(*p);
+	free(features);
+	return has;
+}
+
+/* Hello, ListNames (the driver and ourselves), RequestName, through sd-bus; no SystemdActivation. */
 static void use_bus(const char *address)
 {
 	sd_bus *b = NULL;
@@ -121,6 +137,7 @@ static void use_bus(const char *address)
 	for (char **p = names; *p; p++)
 		free(*p);
 	free(names);
+	ASSERT(!has_feature(b, "SystemdActivation"));
 	sd_bus_flush_close_unref(b);
 }
 
@@ -338,6 +355,7 @@ static void test_systemd_activation(const char *cmd)
 		    (const char *const[]){ arg, "--nofork", "--systemd-activation", NULL });
 
 	caller = connect_to(address);
+	ASSERT(has_feature(caller, "SystemdActivation"));
 	update_environment(caller, 0, NULL, NULL);
 	ASSERT_INT(sd_bus_message_new_signal(caller, &m, "/foo", "org.brokerdtest.I", "Unicast"), >=, 0);
 	ASSERT_INT(sd_bus_message_set_destination(m, "org.brokerdtest.Sd1"), >=, 0);
@@ -355,7 +373,8 @@ static void test_systemd_activation(const char *cmd)
 	ASSERT(sd_bus_message_is_signal(m, "org.brokerdtest.I", "Unicast"));
 	ASSERT_STR(sd_bus_message_get_destination(m), "org.brokerdtest.Sd1");
 	m = sd_bus_message_unref(m);
-	ok("--systemd-activation: a unicast signal asks for the unit (ActivationRequest) once "
+	ok("--systemd-activation: Features has SystemdActivation; a unicast signal asks for the unit "
+	   "(ActivationRequest) once "
 	   "org.freedesktop.systemd1 is owned, and reaches the name when it is owned");
 
 	ASSERT_INT(sd_bus_call_method_async(caller, &slot, "org.brokerdtest.Sd2", "/foo", "org.brokerdtest.I",
