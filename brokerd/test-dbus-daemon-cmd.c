@@ -295,6 +295,19 @@ static void activation_failure(sd_bus *b, const char *unit, const char *error)
 	sd_bus_message_unref(m);
 }
 
+/* The service file of org.brokerdtest.SdN, whose unit is dbus-org.brokerdtest.SdN.service. */
+static void write_service(const char *file, int n)
+{
+	FILE *f = fopen(file, "we");
+
+	ASSERT(f);
+	fprintf(f,
+		"[D-BUS Service]\nName=org.brokerdtest.Sd%d\nExec=/bin/false\n"
+		"SystemdService=dbus-org.brokerdtest.Sd%d.service\n",
+		n, n);
+	ASSERT_INT(fclose(f), ==, 0);
+}
+
 static char call_error[256];
 
 static int on_call_reply(sd_bus_message *m, void *userdata, sd_bus_error *e)
@@ -332,13 +345,7 @@ static void test_systemd_activation(const char *cmd)
 	ASSERT_INT(mkdir(dir, 0755), ==, 0);
 	for (int i = 1; i <= 2; i++) {
 		snprintf(file, sizeof(file), "%s/org.brokerdtest.Sd%d.service", dir, i);
-		f = fopen(file, "we");
-		ASSERT(f);
-		fprintf(f,
-			"[D-BUS Service]\nName=org.brokerdtest.Sd%d\nExec=/bin/false\n"
-			"SystemdService=dbus-org.brokerdtest.Sd%d.service\n",
-			i, i);
-		ASSERT_INT(fclose(f), ==, 0);
+		write_service(file, i);
 	}
 	snprintf(config, sizeof(config), "%s/sd.conf", tmpdir);
 	f = fopen(config, "we");
@@ -406,12 +413,7 @@ static void test_systemd_activation(const char *cmd)
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
 	sd_bus_error_free(&e);
 	snprintf(file, sizeof(file), "%s/dbus-1/services/org.brokerdtest.Sd3.service", tmpdir);
-	f = fopen(file, "we");
-	ASSERT(f); /* the directory is there: brokerd-dbus-daemon made it */
-	fputs("[D-BUS Service]\nName=org.brokerdtest.Sd3\nExec=/bin/false\n"
-	      "SystemdService=dbus-org.brokerdtest.Sd3.service\n",
-	      f);
-	ASSERT_INT(fclose(f), ==, 0);
+	write_service(file, 3); /* the directory is there: brokerd-dbus-daemon made it */
 	ASSERT_INT(sd_bus_call_method(caller, "org.freedesktop.DBus", "/org/freedesktop/DBus",
 				      "org.freedesktop.DBus", "ReloadConfig", NULL, NULL, ""),
 		   >=, 0);
