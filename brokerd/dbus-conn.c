@@ -62,7 +62,12 @@ static void conn_update_events(struct dbus_conn *c)
 {
 	if (c->dead || !c->src)
 		return;
-	(void)sd_event_source_set_io_events(c->src, EPOLLIN | (c->out_head ? EPOLLOUT : 0));
+	(void)sd_event_source_set_io_events(c->src, (c->paused ? 0 : EPOLLIN) | (c->out_head ? EPOLLOUT : 0));
+}
+
+static uint64_t bus_limit(struct dbus_conn *c, enum quota_bus_kind k)
+{
+	return quota_bus_limit(c->front->bus->quota, k);
 }
 
 static void schedule_reap(struct dbus_front *f);
@@ -115,10 +120,12 @@ int dbus_conn_flush(struct dbus_conn *c)
 		if (o->pos == 0 && o->n_fds) {
 			close_fds(o->fds, o->n_fds);
 			c->out_fds -= o->n_fds;
+			dbus_budget_release(c, 0, o->n_fds);
 			o->n_fds = 0;
 		}
 		o->pos += (size_t)n;
 		c->out_bytes -= (size_t)n;
+		dbus_budget_release(c, (size_t)n, 0);
 		if (o->pos < o->len)
 			break;
 		c->out_head = o->next;
@@ -130,15 +137,57 @@ int dbus_conn_flush(struct dbus_conn *c)
 	return 0;
 }
 
+bool dbus_conn_out_room(struct dbus_conn *c, size_t len, unsigned int n_fds, char *why, size_t why_len)
+{
+	uint64_t max_bytes = bus_limit(c, QUOTA_BUS_MAX_OUTGOING_BYTES);
+	uint64_t max_fds = bus_limit(c, QUOTA_BUS_MAX_OUTGOING_FDS);
+
+	/*
+	 * What it had waiting before this message counts against its own
+	 * limit, so that one message larger than the limit (up to
+	 * max_message_size) still passes; its uid's budget takes the message
+	 * whole or not at all.
+	 */
+	if (c->out_bytes > max_bytes || c->out_fds + (uint64_t)n_fds > max_fds)
+		snprintf(why, why_len, "%zu bytes and %u fds queued, %u more (max_outgoing_bytes %llu, max_outgoing_unix_fds %llu)",
+			 c->out_bytes, c->out_fds, n_fds, (unsigned long long)max_bytes,
+			 (unsigned long long)max_fds);
+	else if (!dbus_budget_fits(c, len, n_fds))
+		snprintf(why, why_len, "its uid's dbus_bytes or dbus_fds cannot take %zu bytes and %u fds more",
+			 len, n_fds);
+	else
+		return true;
+	return false;
+}
+
 int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsigned int n_fds)
 {
 	struct dbus_out *o;
+	char why[192];
 
 	if (c->dead) {
 		close_fds(fds, n_fds);
 		free(fds);
 		free(data);
 		return -ECONNRESET;
+	}
+	/*
+	 * A reader that does not keep up must not make brokerd hold its
+	 * backlog. What is queued here is what it is owed (replies, the
+	 * driver's messages) or subscribed to (signals): it is told by its
+	 * connection closing, rather than missing some of it unawares. Calls
+	 * and unicast signals to it were refused to their senders before
+	 * (route_unicast()).
+	 */
+	if (!dbus_conn_out_room(c, len, n_fds, why, sizeof(why))) {
+		close_fds(fds, n_fds);
+		free(fds);
+		free(data);
+		if (log_ratelimit_test(&c->front->budget_log))
+			log_full(LOG_WARNING, c->name, c->cred.uid, "D-Bus connection %s of uid %u is not read: %s",
+				 c->name, (unsigned int)c->cred.uid, why);
+		dbus_conn_kill(c, "slow reader: its output is over its limits");
+		return -ENOBUFS;
 	}
 	o = calloc(1, sizeof(*o));
 	if (!o) {
@@ -158,21 +207,7 @@ int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsig
 	c->out_tail = o;
 	c->out_bytes += len;
 	c->out_fds += n_fds;
-	/*
-	 * A reader that does not keep up must not make brokerd hold its
-	 * backlog; what it had waiting before this message counts, so that one
-	 * message larger than the limit (up to DBUS_MESSAGE_MAX) still passes.
-	 */
-	if (c->out_bytes - len > DBUS_CONN_OUT_BYTES_MAX || c->out_fds > DBUS_CONN_OUT_FDS_MAX) {
-		char why[128];
-
-		snprintf(why, sizeof(why), "slow reader: %zu bytes and %u fds queued (limits %u, %u)",
-			 c->out_bytes, c->out_fds, DBUS_CONN_OUT_BYTES_MAX, DBUS_CONN_OUT_FDS_MAX);
-		log_full(LOG_WARNING, c->name, c->cred.uid, "D-Bus connection %s of uid %u: %s", c->name,
-			 (unsigned int)c->cred.uid, why);
-		dbus_conn_kill(c, why);
-		return -ENOBUFS;
-	}
+	dbus_budget_charge(c, len, n_fds);
 	return dbus_conn_flush(c);
 }
 
@@ -571,6 +606,7 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 	const char *dest = m->h.destination;
 	struct dbus_conn *t = dbus_front_conn_by_name(f, dest);
 	struct dbus_reply *rep;
+	char text[192];
 
 	if (!t) {
 		if (registry_peer_resolve(f->bus->registry, dest))
@@ -585,6 +621,21 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 	if (m->h.n_fds && !t->sasl.fds_agreed) {
 		refuse(c, m, "org.freedesktop.DBus.Error.NotSupported", "%s does not accept file descriptors",
 		       dest);
+		return 0;
+	}
+	/*
+	 * As dbus-daemon: a call or signal that t's queue cannot take goes
+	 * back to its sender as LimitsExceeded; t stays connected. A reply
+	 * is owed to t, and is queued or closes t (dbus_conn_queue()).
+	 */
+	if ((m->h.type == DBUS_MESSAGE_METHOD_CALL || m->h.type == DBUS_MESSAGE_SIGNAL) &&
+	    !dbus_conn_out_room(t, m->len, m->h.n_fds, text, sizeof(text))) {
+		f->full_refused++;
+		log_full(LOG_DEBUG, c->name, c->cred.uid, "message from %s to %s refused: %s", c->name, t->name,
+			 text);
+		/* dbus-daemon's words */
+		refuse(c, m, "org.freedesktop.DBus.Error.LimitsExceeded",
+		       "Rejected: destination %s has a full message queue", dest);
 		return 0;
 	}
 
@@ -677,27 +728,108 @@ out:
 
 /* ---- Input ------------------------------------------------------------------- */
 
-static int in_reserve(struct dbus_conn *c, size_t need)
+/*
+ * The input buffer: a chunk to read into, or the whole of a message whose
+ * header came. The whole is charged to the uid before any more of it is
+ * read, so that a message begun can always be finished (connections of a
+ * uid that each hold part of a message cannot wait on each other), and a
+ * message announced costs its sender's budget, whether its bytes come or
+ * not. The pages of a large buffer are touched only as its bytes come.
+ */
+static size_t in_need(struct dbus_conn *c)
+{
+	size_t size;
+
+	if (c->sasl.state == DBUS_SASL_DONE && dbus_message_frame_size(c->in, c->in_len, &size) == 0 &&
+	    size > READ_CHUNK)
+		return size;
+	return READ_CHUNK;
+}
+
+/* fds a read may bring: the uid must have room for them before c is read. */
+static unsigned int in_fds_need(struct dbus_conn *c)
+{
+	return c->sasl.fds_agreed ? DBUS_MESSAGE_FDS_MAX : 0;
+}
+
+bool dbus_conn_input_fits(struct dbus_conn *c)
+{
+	size_t need = in_need(c);
+
+	return dbus_budget_fits(c, need > c->in_cap ? need - c->in_cap : 0, in_fds_need(c));
+}
+
+void dbus_conn_input_resume(struct dbus_conn *c)
+{
+	if (c->dead || !c->src)
+		return;
+	(void)sd_event_source_set_enabled(c->src, SD_EVENT_ON);
+	conn_update_events(c);
+}
+
+static void in_pause(struct dbus_conn *c)
+{
+	dbus_budget_pause(c);
+	conn_update_events(c);
+}
+
+/* Room for the next read; false: c was paused or killed. */
+static bool in_room(struct dbus_conn *c)
+{
+	size_t need = in_need(c);
+	uint8_t *p;
+
+	if (!dbus_conn_input_fits(c)) {
+		in_pause(c);
+		return false;
+	}
+	if (need > c->in_cap) {
+		p = realloc(c->in, need);
+		if (!p) {
+			dbus_conn_kill(c, "out of memory");
+			return false;
+		}
+		dbus_budget_charge(c, need - c->in_cap, 0);
+		c->in = p;
+		c->in_cap = need;
+	}
+	if (c->in_len >= c->in_cap) {
+		dbus_conn_kill(c, "input too long");
+		return false;
+	}
+	return true;
+}
+
+/* Nothing left to hold beyond what the next read needs: an empty connection holds no buffer. */
+static void in_shrink(struct dbus_conn *c)
 {
 	uint8_t *p;
-	size_t cap = c->in_cap ? c->in_cap : READ_CHUNK;
 
-	if (need <= c->in_cap)
-		return 0;
-	while (cap < need)
-		cap *= 2;
-	p = realloc(c->in, cap);
-	if (!p)
-		return -ENOMEM;
-	c->in = p;
-	c->in_cap = cap;
-	return 0;
+	if (!c->in_len) {
+		free(c->in);
+		c->in = NULL;
+		dbus_budget_release(c, c->in_cap, 0);
+		c->in_cap = 0;
+	} else if (c->in_cap > READ_CHUNK && in_need(c) <= READ_CHUNK && c->in_len <= READ_CHUNK &&
+		   (p = realloc(c->in, READ_CHUNK))) {
+		c->in = p;
+		dbus_budget_release(c, c->in_cap - READ_CHUNK, 0);
+		c->in_cap = READ_CHUNK;
+	}
 }
 
 static void in_consume(struct dbus_conn *c, size_t n)
 {
 	memmove(c->in, c->in + n, c->in_len - n);
 	c->in_len -= n;
+}
+
+/* The first n fds received are a message's now, or closed: no longer held for c. */
+static void in_fds_drop(struct dbus_conn *c, size_t n)
+{
+	memmove(c->in_fds, c->in_fds + n, (c->n_in_fds - n) * sizeof(int));
+	c->n_in_fds -= n;
+	dbus_budget_release(c, 0, (unsigned int)n);
 }
 
 /* Handle what is buffered: SASL lines, then whole messages. */
@@ -739,16 +871,32 @@ static void conn_process(struct dbus_conn *c)
 			dbus_conn_kill(c, "invalid message header");
 			return;
 		}
-		/* The buffer grows as bytes come, not as the header announces: announcing is free. */
-		if (c->in_len < size)
-			return;
-		data = malloc(size);
-		if (!data) {
-			dbus_conn_kill(c, "out of memory");
+		if (size > bus_limit(c, QUOTA_BUS_MAX_MESSAGE_SIZE)) {
+			dbus_conn_kill(c, "message over max_message_size");
 			return;
 		}
-		memcpy(data, c->in, size);
-		in_consume(c, size);
+		/* It would wait for room forever. */
+		if (size > quota_limit_uid(c->front->bus->quota, c->cred.uid, QUOTA_DBUS_BYTES) ||
+		    (c->cred.uid != 0 && size > bus_limit(c, QUOTA_BUS_MAX_DBUS_BYTES))) {
+			dbus_conn_kill(c, "message over its uid's dbus_bytes");
+			return;
+		}
+		if (c->in_len < size)
+			return;
+		if (c->in_len == size && c->in_cap > READ_CHUNK) {
+			/* a large message alone in its buffer: handed on, not copied */
+			data = TAKE_PTR(c->in);
+			dbus_budget_release(c, c->in_cap, 0);
+			c->in_len = c->in_cap = 0;
+		} else {
+			data = malloc(size);
+			if (!data) {
+				dbus_conn_kill(c, "out of memory");
+				return;
+			}
+			memcpy(data, c->in, size);
+			in_consume(c, size);
+		}
 		if (dbus_message_parse(&m, data, size, (uint32_t)c->n_in_fds) < 0) {
 			dbus_message_deinit(&m);
 			dbus_conn_kill(c, "invalid message");
@@ -763,12 +911,11 @@ static void conn_process(struct dbus_conn *c)
 				return;
 			}
 			memcpy(fds, c->in_fds, m.h.n_fds * sizeof(int));
-			memmove(c->in_fds, c->in_fds + m.h.n_fds, (c->n_in_fds - m.h.n_fds) * sizeof(int));
-			c->n_in_fds -= m.h.n_fds;
+			in_fds_drop(c, m.h.n_fds);
 		}
 		if (!c->in_len && c->n_in_fds) {
 			close_fds(c->in_fds, c->n_in_fds);
-			c->n_in_fds = 0;
+			in_fds_drop(c, c->n_in_fds);
 		}
 		(void)conn_dispatch(c, &m, fds);
 		dbus_message_deinit(&m);
@@ -787,16 +934,17 @@ static void conn_read(struct dbus_conn *c)
 	};
 	ssize_t n;
 
-	if (in_reserve(c, c->in_len + READ_CHUNK) < 0) {
-		dbus_conn_kill(c, "out of memory");
+	uint64_t in_fds_max = bus_limit(c, QUOTA_BUS_MAX_INCOMING_FDS);
+
+	if (!in_room(c))
 		return;
-	}
 	iov.iov_base = c->in + c->in_len;
-	iov.iov_len = READ_CHUNK;
+	iov.iov_len = c->in_cap - c->in_len;
 	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			dbus_conn_kill(c, strerror(errno));
+		in_shrink(c);
 		return;
 	}
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
@@ -808,7 +956,7 @@ static void conn_read(struct dbus_conn *c)
 		got = (int *)CMSG_DATA(cm);
 		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		/* Without NEGOTIATE_UNIX_FD, or too many: closed, never passed on. */
-		if (!c->sasl.fds_agreed || c->n_in_fds + k > IN_FDS_MAX) {
+		if (!c->sasl.fds_agreed || c->n_in_fds + k > IN_FDS_MAX || c->n_in_fds + k > in_fds_max) {
 			close_fds(got, k);
 			continue;
 		}
@@ -820,6 +968,7 @@ static void conn_read(struct dbus_conn *c)
 		}
 		memcpy(c->in_fds + c->n_in_fds, got, k * sizeof(int));
 		c->n_in_fds += k;
+		dbus_budget_charge(c, 0, (unsigned int)k); /* in_room() saw room for them */
 	}
 	if (mh.msg_flags & MSG_CTRUNC) {
 		dbus_conn_kill(c, "too many fds in one message");
@@ -831,6 +980,8 @@ static void conn_read(struct dbus_conn *c)
 	}
 	c->in_len += (size_t)n;
 	conn_process(c);
+	if (!c->dead)
+		in_shrink(c);
 }
 
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -839,7 +990,10 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 
 	if (revents & EPOLLOUT)
 		(void)dbus_conn_flush(c);
-	if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+	if (!c->dead && c->paused && (revents & (EPOLLHUP | EPOLLERR)))
+		/* not read meanwhile: its hang-up would come back at every turn of the loop */
+		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	else if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		conn_read(c);
 	return 0;
 }
@@ -879,6 +1033,7 @@ static void conn_free(struct dbus_conn *c)
 	close_fds(c->in_fds, c->n_in_fds);
 	free(c->in_fds);
 	free(c->in);
+	dbus_budget_conn_gone(c);
 	free(c->gids);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
@@ -1108,6 +1263,7 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	f->bus = bus;
 	f->event = sd_event_ref(event);
 	f->listen_fd = -1;
+	dbus_budget_init(f);
 	r = registry_new(&f->registry, &dbus_driver_registry_ops, f);
 	if (r < 0) {
 		dbus_front_free(f);
@@ -1166,6 +1322,7 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 		conn_free(c);
 	}
 	dbus_activation_free(f);
+	dbus_budget_deinit(f);
 	registry_free(f->registry);
 	sd_event_source_disable_unref(f->listen_src);
 	if (f->listen_fd >= 0)

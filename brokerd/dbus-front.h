@@ -34,9 +34,6 @@
 #define DBUS_DRIVER_PATH      "/org/freedesktop/DBus"
 #define DBUS_DRIVER_INTERFACE "org.freedesktop.DBus"
 
-/* Per connection: what it may have queued in brokerd before it is dropped as a slow reader. */
-#define DBUS_CONN_OUT_BYTES_MAX (16U << 20)
-#define DBUS_CONN_OUT_FDS_MAX	1024U
 /* Connections over a limit kept until their Hello is refused (or its deadline); more are closed. */
 #define DBUS_REFUSED_MAX 64U
 
@@ -84,6 +81,11 @@ struct dbus_conn {
 	struct dbus_out *out_head, *out_tail;
 	size_t out_bytes;
 	unsigned int out_fds;
+	/* what the input buffer, its fds and the output hold, charged to the uid (dbus-budget.c) */
+	uint64_t budget_bytes;
+	unsigned int budget_fds;
+	bool paused;				   /* not read until its uid's budget has room */
+	struct dbus_conn *paused_prev, *paused_next; /* the front's list of paused connections */
 	struct dbus_match *matches;
 	unsigned int n_matches;
 	unsigned int n_replies; /* calls it made that wait for a reply */
@@ -122,6 +124,12 @@ struct dbus_front {
 	unsigned int n_monitors;		  /* dbus-monitor.c */
 	unsigned int n_refused;			  /* connections with refused set */
 	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
+	/* dbus-budget.c */
+	uint64_t budget_total;		    /* dbus_bytes charged to all uids but root */
+	struct dbus_conn *paused;	    /* connections not read for want of budget */
+	sd_event_source *resume_src;	    /* looks at them again once something was released */
+	struct log_ratelimit budget_log;    /* connections closed over their output limits */
+	unsigned long full_refused;	    /* messages refused: their destination's queue was full */
 };
 
 /* ---- dbus-conn.c ----------------------------------------------------------- */
@@ -165,6 +173,31 @@ int dbus_conn_adopt(struct dbus_front *f, int fd, bool fds_agreed, struct dbus_c
 /* A call from caller to callee waiting for its reply until deadline (restored). */
 int dbus_front_reply_restore(struct dbus_front *f, struct dbus_conn *caller, struct dbus_conn *callee,
 			     uint32_t serial, uint64_t deadline);
+
+/*
+ * Can c take a message of len bytes with n_fds fds on top of what is queued
+ * for it (max_outgoing_bytes, max_outgoing_unix_fds, its uid's dbus_bytes
+ * and dbus_fds)? If not, why (for the log), and the message is refused.
+ */
+bool dbus_conn_out_room(struct dbus_conn *c, size_t len, unsigned int n_fds, char *why, size_t why_len);
+/* dbus-budget.c: a paused connection whose next read now fits its uid's budget is read again. */
+bool dbus_conn_input_fits(struct dbus_conn *c);
+void dbus_conn_input_resume(struct dbus_conn *c);
+
+/* ---- dbus-budget.c: what brokerd holds for D-Bus connections, per uid ---- */
+
+/* Would its uid's dbus_bytes and dbus_fds (and max_dbus_bytes) take bytes and fds more for c? */
+bool dbus_budget_fits(const struct dbus_conn *c, uint64_t bytes, unsigned int fds);
+/* Charged to c's uid whatever the limits: what fits was asked before, or it is held already. */
+void dbus_budget_charge(struct dbus_conn *c, uint64_t bytes, unsigned int fds);
+/* Given back; paused connections are looked at again. */
+void dbus_budget_release(struct dbus_conn *c, uint64_t bytes, unsigned int fds);
+/* c is not read until its next read fits (dbus_conn_input_fits()). */
+void dbus_budget_pause(struct dbus_conn *c);
+/* c goes: whatever is still charged for it is given back. */
+void dbus_budget_conn_gone(struct dbus_conn *c);
+void dbus_budget_init(struct dbus_front *f);
+void dbus_budget_deinit(struct dbus_front *f);
 
 /* ---- dbus-driver.c --------------------------------------------------------- */
 

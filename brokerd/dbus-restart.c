@@ -458,6 +458,7 @@ static int conn_restore(struct dbus_front *f, struct dst_conn *sc, int fd)
 	if (sc->in_len) {
 		c->in = TAKE_PTR(sc->in);
 		c->in_len = c->in_cap = sc->in_len;
+		dbus_budget_charge(c, c->in_cap, 0); /* held already, whatever the budget */
 	}
 	/* in the order AddMatch linked them: the last added first */
 	for (size_t j = sc->n_matches; j > 0; j--) {

@@ -380,13 +380,15 @@ static const struct {
 	{ "max_pending_service_starts", NULL,
 	  "brokerd counts waiting activations per uid ([limits] activations)" },
 	{ "service_start_timeout", NULL, "brokerd's is --activation-timeout" },
-	{ "max_incoming_bytes", NULL, "messages do not pass through brokerd" },
-	{ "max_incoming_unix_fds", NULL, "messages do not pass through brokerd" },
-	{ "max_outgoing_bytes", NULL, "messages do not pass through brokerd" },
-	{ "max_outgoing_unix_fds", NULL, "messages do not pass through brokerd" },
-	{ "max_message_size", NULL, "messages do not pass through brokerd" },
-	{ "max_message_unix_fds", NULL, "messages do not pass through brokerd" },
-	{ "pending_fd_timeout", NULL, "messages do not pass through brokerd" },
+	/* on the D-Bus socket, where messages pass through brokerd (brokerd/README.md, "D-Bus clients") */
+	{ "max_incoming_bytes", NULL,
+	  "built-in: brokerd holds at most one message (max_message_size) of a connection's input, and reads none while its uid's dbus_bytes are used up" },
+	{ "max_incoming_unix_fds", "max_incoming_unix_fds", NULL },
+	{ "max_outgoing_bytes", "max_outgoing_bytes", NULL },
+	{ "max_outgoing_unix_fds", "max_outgoing_unix_fds", NULL },
+	{ "max_message_size", "max_message_size", NULL },
+	{ "max_message_unix_fds", NULL, "the protocol's 253 fds a message apply" },
+	{ "pending_fd_timeout", NULL, "fds come with their message's first byte: brokerd holds none without a message" },
 	{ "max_replies_per_connection", "max_replies_per_connection", NULL },
 	{ "reply_timeout", "reply_timeout_ms", NULL },
 	{ "max_containers", NULL, "brokerd has no Containers1 interface" },
@@ -405,8 +407,10 @@ static int apply_limit(struct policy *p, const struct dbus_config_limit *l, poli
 		if (strcmp(limit_map[i].dbus, l->name) != 0)
 			continue;
 		if (!limit_map[i].brokerd) {
-			emit(fn, userdata, counts, POLICY_DBUS_NOT_HONOURED, l->file, l->line, el,
-			     limit_map[i].why);
+			bool builtin = !strncmp(limit_map[i].why, "built-in: ", 10);
+
+			emit(fn, userdata, counts, builtin ? POLICY_DBUS_BUILTIN : POLICY_DBUS_NOT_HONOURED, l->file,
+			     l->line, el, limit_map[i].why + (builtin ? 10 : 0));
 			return 0;
 		}
 		if (policy_set_limit(p, limit_map[i].brokerd, l->value) < 0)

@@ -29,6 +29,9 @@ static const struct {
 	[QUOTA_CONNECTIONS] = { "connections", 256 }, [QUOTA_NAMES] = { "names", 256 },
 	[QUOTA_CHANNELS] = { "channels", 512 },	      [QUOTA_RING_BYTES] = { "ring_bytes", 128ULL << 20 },
 	[QUOTA_ACTIVATIONS] = { "activations", 16 },  [QUOTA_SUBSCRIPTIONS] = { "subscriptions", 1024 },
+	/* two messages of the largest size: a large call and its large reply */
+	[QUOTA_DBUS_BYTES] = { "dbus_bytes", 256ULL << 20 },
+	[QUOTA_DBUS_FDS] = { "dbus_fds", 4096 },
 };
 _Static_assert(ELEMENTSOF(kinds) == _QUOTA_MAX, "every quota needs a name and a default");
 
@@ -43,6 +46,12 @@ static const struct {
 	[QUOTA_BUS_MAX_REPLIES] = { "max_replies_per_connection", 4096 },
 	[QUOTA_BUS_MAX_MATCH_RULES] = { "max_match_rules_per_connection", 1024 },
 	[QUOTA_BUS_MAX_NAMES] = { "max_names_per_connection", 512 }, /* dbus-daemon's default */
+	/* the names of dbus-daemon's <limit>s; message size: the specification's limit */
+	[QUOTA_BUS_MAX_MESSAGE_SIZE] = { "max_message_size", 128ULL << 20 },
+	[QUOTA_BUS_MAX_OUTGOING_BYTES] = { "max_outgoing_bytes", 16ULL << 20 },
+	[QUOTA_BUS_MAX_OUTGOING_FDS] = { "max_outgoing_unix_fds", 1024 },
+	[QUOTA_BUS_MAX_INCOMING_FDS] = { "max_incoming_unix_fds", 506 }, /* two messages' worth */
+	[QUOTA_BUS_MAX_DBUS_BYTES] = { "max_dbus_bytes", 1ULL << 30 },
 };
 _Static_assert(ELEMENTSOF(bus_kinds) == _QUOTA_BUS_MAX, "every bus limit needs a name and a default");
 

@@ -17,6 +17,8 @@ enum quota_kind {
 	QUOTA_RING_BYTES,    /* ring memory of those channels */
 	QUOTA_ACTIVATIONS,   /* pending activations started by the uid */
 	QUOTA_SUBSCRIPTIONS, /* names subscribed to, once per connection and name */
+	QUOTA_DBUS_BYTES,    /* bytes brokerd holds for the uid's D-Bus connections, in and out */
+	QUOTA_DBUS_FDS,	     /* fds brokerd holds for them, received or queued */
 	_QUOTA_MAX,
 };
 
@@ -29,6 +31,11 @@ enum quota_bus_kind {
 	QUOTA_BUS_MAX_REPLIES,		/* calls of one D-Bus connection waiting for replies */
 	QUOTA_BUS_MAX_MATCH_RULES,	/* AddMatch rules of one D-Bus connection */
 	QUOTA_BUS_MAX_NAMES,		/* names of one D-Bus connection, its unique name included */
+	QUOTA_BUS_MAX_MESSAGE_SIZE,	/* the largest D-Bus message brokerd reads */
+	QUOTA_BUS_MAX_OUTGOING_BYTES,	/* bytes queued for one D-Bus connection */
+	QUOTA_BUS_MAX_OUTGOING_FDS,	/* fds queued for one D-Bus connection */
+	QUOTA_BUS_MAX_INCOMING_FDS,	/* fds received from one D-Bus connection, not yet its messages' */
+	QUOTA_BUS_MAX_DBUS_BYTES,	/* dbus_bytes of all uids but root and light users together */
 	_QUOTA_BUS_MAX,
 };
 

@@ -1974,6 +1974,227 @@ static void test_uae_canonical_path(sd_bus *b)
 	ok("UpdateActivationEnvironment off the canonical path: AccessDenied");
 }
 
+
+/* ---- The D-Bus budget: what brokerd holds for a uid's connections ------------ */
+
+/* The uid's dbus_bytes in use, as brokerd's QUOTA tells it on its control socket ctrl. */
+static uint64_t dbus_bytes_used(const char *ctrl, uid_t uid)
+{
+	struct tc c;
+	struct tc_msg m;
+	uint64_t used = UINT64_MAX, u, l;
+	uint32_t n;
+
+	TC_ASSERT(tc_connect_hello(&c, ctrl, 0) == 0);
+	TC_ASSERT(tc_call(&c, CTRL_OP_QUOTA, &m, "u", (uint32_t)uid) == 0);
+	TC_EXPECT_REPLY(&m);
+	TC_ASSERT_EQ(tc_read_u32(&m), 1);
+	TC_ASSERT_EQ(tc_read_u32(&m), (uint32_t)uid);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *q = tc_read_string(&m);
+
+		ctrl_read_u64(&m.r, &u);
+		ctrl_read_u64(&m.r, &l);
+		if (!strcmp(q, "dbus_bytes"))
+			used = u;
+	}
+	tc_close(&c);
+	ASSERT(used != UINT64_MAX);
+	return used;
+}
+
+/* A call to dest with an "ay" body of n bytes, written whole (data, len: free it). */
+static void big_call(const char *dest, uint32_t serial, size_t n, void **data, size_t *len)
+{
+	struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
+				 .serial = serial,
+				 .path = PATH,
+				 .interface = IFACE,
+				 .member = "Big",
+				 .destination = dest,
+				 .signature = "ay" };
+	uint8_t *body = calloc(1, n + 4);
+	uint32_t l = (uint32_t)n;
+
+	ASSERT(body);
+	memcpy(body, &l, 4);
+	memset(body + 4, 'x', n);
+	ASSERT_INT(dbus_message_write(&h, body, n + 4, data, len), ==, 0);
+	free(body);
+}
+
+/* Writes what fd takes now of data from *done on; true when all of it is written. */
+static bool write_some(int fd, const void *data, size_t len, size_t *done)
+{
+	while (*done < len) {
+		ssize_t n = send(fd, (const char *)data + *done, len - *done, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			ASSERT(errno == EAGAIN);
+			return false;
+		}
+		*done += (size_t)n;
+	}
+	return true;
+}
+
+/* Does fd see EOF (brokerd closed it) within ms, whatever came before? */
+static bool closed_within(int fd, int ms)
+{
+	char buf[4096];
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t end = now_ms() + (uint64_t)ms;
+
+	while (now_ms() < end && poll(&pfd, 1, (int)(end - now_ms())) == 1) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * max_outgoing_bytes 1 MiB, dbus_bytes 6 MiB for root (the test's uid),
+ * max_message_size 8 MiB. A callee that does not read: calls to it are
+ * refused to their caller with LimitsExceeded once its queue is full, it
+ * stays connected and gets the next call once it read the others. A
+ * connection whose message's header announces 5 MiB holds those 5 MiB of
+ * the uid's budget while the rest comes: a second one's 5 MiB message is
+ * then not read (its sender's writes block), while a small call of the
+ * same uid still passes, and it is read once the first was delivered.
+ * Messages over the uid's dbus_bytes or max_message_size close their
+ * connection. QUOTA shows the budget in use, back near zero at the end.
+ */
+static void test_budget(const char *exe)
+{
+	struct pair p = { 0 };
+	struct dbus_message m;
+	size_t len_a, len_b, done_a = 0, done_b = 0, len;
+	unsigned int accepted = 0;
+	void *a, *b, *big;
+	bool refused = false;
+	uint64_t used;
+	int fa, fb;
+
+	pair_open(&p, exe,
+		  "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_outgoing_bytes 1048576\n"
+		  "max_message_size 8388608\n[limits user root]\ndbus_bytes 6291456\n");
+
+	/* calls of 128 KiB to a callee that does not read: refused once 1 MiB waits for it */
+	for (uint32_t serial = 2; serial < 200 && !refused; serial++) {
+		struct dbus_header ping = { .type = DBUS_MESSAGE_METHOD_CALL,
+					    .serial = 10000 + serial,
+					    .path = DBUS_DRIVER_PATH,
+					    .interface = "org.freedesktop.DBus.Peer",
+					    .member = "Ping",
+					    .destination = DBUS_DRIVER_NAME };
+
+		big_call(p.callee_name, serial, 128 * 1024, &big, &len);
+		ASSERT_INT(write(p.caller, big, len), ==, (ssize_t)len);
+		free(big);
+		/* the error, if any, comes before the answer to a Ping sent after the call */
+		raw_send(p.caller, &ping, NULL, 0);
+		for (;;) {
+			raw_next(p.caller, &m);
+			if (m.h.type == DBUS_MESSAGE_ERROR && m.h.reply_serial == serial) {
+				ASSERT_STR(m.h.error_name, "org.freedesktop.DBus.Error.LimitsExceeded");
+				ASSERT(strstr((const char *)m.body + 4, "full message queue"));
+				refused = true;
+			}
+			if (m.h.reply_serial == ping.serial) {
+				dbus_message_deinit(&m);
+				break;
+			}
+			dbus_message_deinit(&m);
+		}
+		if (!refused)
+			accepted++;
+	}
+	used = dbus_bytes_used(p.s.ctrl, 0);
+	printf("# %u calls of 128 KiB taken for a callee that does not read, then LimitsExceeded; dbus_bytes %llu\n",
+	       accepted, (unsigned long long)used);
+	ASSERT(refused);
+	/* 1 MiB queued and one more on top, besides what the callee's socket holds */
+	ASSERT(accepted >= 8 && accepted <= 24);
+	ASSERT(used >= (1U << 20) && used <= 6291456);
+	/* the callee is still there: it reads what waited, and then the next call reaches it */
+	for (unsigned int i = 0; i < accepted; i++)
+		(void)raw_next_call(p.callee);
+	big_call(p.callee_name, 300, 16, &big, &len);
+	ASSERT_INT(write(p.caller, big, len), ==, (ssize_t)len);
+	free(big);
+	ASSERT_INT(raw_next_call(p.callee), ==, 300);
+	ok("a call to a connection whose queue is full gets LimitsExceeded; the connection stays and is served again");
+
+	/* two 5 MiB messages of one uid: the second waits until the first is through */
+	fa = raw_connect();
+	raw_hello(fa);
+	fb = raw_connect();
+	raw_hello(fb);
+	big_call(p.callee_name, 2, 5U << 20, &a, &len_a);
+	big_call(p.callee_name, 2, 5U << 20, &b, &len_b);
+	ASSERT_INT(write(fa, a, len_a / 2), ==, (ssize_t)(len_a / 2));
+	done_a = len_a / 2;
+	for (int i = 0; i < 500 && dbus_bytes_used(p.s.ctrl, 0) < (5U << 20); i++)
+		usleep(10000);
+	ASSERT(dbus_bytes_used(p.s.ctrl, 0) >= (5U << 20));
+	for (int i = 0; i < 20; i++) {
+		(void)write_some(fb, b, len_b, &done_b);
+		usleep(20000);
+	}
+	used = dbus_bytes_used(p.s.ctrl, 0);
+	printf("# a 5 MiB message half sent and another begun: %zu of its %zu bytes written, dbus_bytes %llu\n",
+	       done_b, len_b, (unsigned long long)used);
+	ASSERT(done_b < len_b / 2);
+	ASSERT(used <= 6291456);
+	/* the uid's other connections are still read */
+	big_call(p.callee_name, 301, 16, &big, &len);
+	ASSERT_INT(write(p.caller, big, len), ==, (ssize_t)len);
+	free(big);
+	ASSERT_INT(raw_next_call(p.callee), ==, 301);
+	/* the first is finished and delivered; then the second is read */
+	ASSERT(write_some(fa, a, len_a, &done_a) || true);
+	while (done_a < len_a) {
+		struct pollfd pfd = { .fd = fa, .events = POLLOUT };
+
+		ASSERT_INT(poll(&pfd, 1, 5000), ==, 1);
+		(void)write_some(fa, a, len_a, &done_a);
+	}
+	ASSERT_INT(raw_next_call(p.callee), ==, 2);
+	while (done_b < len_b) {
+		struct pollfd pfd = { .fd = fb, .events = POLLOUT };
+
+		ASSERT_INT(poll(&pfd, 1, 5000), ==, 1);
+		(void)write_some(fb, b, len_b, &done_b);
+	}
+	ASSERT_INT(raw_next_call(p.callee), ==, 2);
+	raw_ping(fb, 3);
+	used = dbus_bytes_used(p.s.ctrl, 0);
+	printf("# both delivered; dbus_bytes %llu afterwards\n", (unsigned long long)used);
+	ASSERT(used < (256U << 10));
+	free(a);
+	free(b);
+	close(fa);
+	close(fb);
+	ok("a message begun holds its size of the uid's budget; another waits unread until it is through");
+
+	/* announced over the uid's dbus_bytes (7 MiB), and over max_message_size (9 MiB): closed */
+	for (size_t mib = 7; mib <= 9; mib += 2) {
+		fa = raw_connect();
+		raw_hello(fa);
+		big_call(p.callee_name, 2, mib << 20, &a, &len_a);
+		ASSERT_INT(write(fa, a, 65536), ==, 65536);
+		ASSERT(closed_within(fa, 5000));
+		free(a);
+		close(fa);
+	}
+	raw_ping(p.caller, 400);
+	ok("a message over its uid's dbus_bytes or max_message_size closes its connection");
+	pair_close(&p);
+}
+
 int main(int argc, char **argv)
 {
 	char tmpdir[] = "/tmp/test-dbus-XXXXXX", ctrl[300], policy[300], services[300], policy_file[400];
@@ -2041,6 +2262,7 @@ int main(int argc, char **argv)
 		test_ids_durable(argv[1]);
 		test_reply_timeout(argv[1]);
 		test_max_replies(argv[1]);
+		test_budget(argv[1]);
 	}
 	test_owner_order(b);
 	test_slow_reader(b);

@@ -370,6 +370,34 @@ static void test_max_replies(void)
 	dbus_config_free(c);
 }
 
+/* dbus-daemon's message size and queue limits apply on the D-Bus socket under their names. */
+static void test_message_limits(void)
+{
+	static const char xml[] = "<busconfig><limit name=\"max_message_size\">1000</limit>"
+				  "<limit name=\"max_outgoing_bytes\">2000</limit>"
+				  "<limit name=\"max_outgoing_unix_fds\">30</limit>"
+				  "<limit name=\"max_incoming_unix_fds\">40</limit>"
+				  "<limit name=\"max_incoming_bytes\">5000</limit></busconfig>";
+	static struct log l;
+	struct dbus_config *c = NULL;
+	struct policy *p = NULL;
+	struct policy_dbus_counts n = { 0 };
+	char err[512] = "";
+
+	ASSERT_INT(dbus_config_parse_string(&c, "size.conf", xml, strlen(xml), err, sizeof(err)), ==, 0);
+	ASSERT_INT(policy_new(&p), ==, 0);
+	ASSERT_INT(policy_dbus_apply(p, c, record, &l, &n), ==, 0);
+	has(&l, "applied|<limit name=\"max_message_size\">1000</limit>|[limits] max_message_size 1000\n");
+	has(&l, "applied|<limit name=\"max_outgoing_bytes\">2000</limit>|[limits] max_outgoing_bytes 2000\n");
+	has(&l, "built-in|<limit name=\"max_incoming_bytes\">5000</limit>|brokerd holds at most one message");
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_MAX_MESSAGE_SIZE) == 1000);
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_MAX_OUTGOING_BYTES) == 2000);
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_MAX_OUTGOING_FDS) == 30);
+	ASSERT(policy_bus_limit(p, QUOTA_BUS_MAX_INCOMING_FDS) == 40);
+	policy_free(p);
+	dbus_config_free(c);
+}
+
 int main(int argc, char **argv)
 {
 	ASSERT(argc == 2 || argc == 3);
@@ -379,6 +407,7 @@ int main(int argc, char **argv)
 	test_load();
 	test_reply_timeout();
 	test_max_replies();
+	test_message_limits();
 	if (argc == 3)
 		test_daemon_report(argv[2]);
 	printf("test-policy-dbus: ok\n");

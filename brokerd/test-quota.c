@@ -33,6 +33,9 @@ int main(void)
 	ASSERT(quota_used(q, 1000, QUOTA_CONNECTIONS) == 0);
 	ASSERT(quota_kind_from_string("ring_bytes") == QUOTA_RING_BYTES);
 	ASSERT(quota_kind_from_string("nope") == -EINVAL);
+	ASSERT(quota_kind_from_string("dbus_bytes") == QUOTA_DBUS_BYTES);
+	ASSERT(quota_limit_default(QUOTA_DBUS_BYTES) >= 2 * quota_bus_limit_default(QUOTA_BUS_MAX_MESSAGE_SIZE));
+	ASSERT(quota_bus_kind_from_string("max_outgoing_unix_fds") == QUOTA_BUS_MAX_OUTGOING_FDS);
 	ASSERT(strcmp(quota_kind_to_string(QUOTA_ACTIVATIONS), "activations") == 0);
 	/* a per-uid limit wins over the global one, until reset */
 	ASSERT(quota_limit_set_uid(q, 0, QUOTA_NAMES, 3) == 0);
