@@ -6,9 +6,14 @@
  * queue, against the uid's dbus_bytes and dbus_fds quotas; all uids but
  * root together against max_dbus_bytes, which a uid using no more than a
  * quarter of its dbus_bytes is not held to (so that a flood from several
- * uids cannot starve the light users). A connection whose next read does
- * not fit is paused, not buffered, and read again once something of the
- * budget was given back (brokerd/README.md, "D-Bus clients").
+ * uids cannot starve the light users). The last quarter of a uid's
+ * budget is kept for what its connections are owed (replies, the driver's
+ * messages, signals they subscribed to) and for small reads: bulk (a
+ * large message read, a call or signal queued for a connection) stops
+ * short of it, so that a uid whose large messages or unread queues use up
+ * the rest can still talk. A connection whose next read does not fit is
+ * paused, not buffered, and read again once something of the budget was
+ * given back (brokerd/README.md, "D-Bus clients").
  */
 #include <errno.h>
 
@@ -35,17 +40,26 @@ static bool held_to_total(uid_t uid, uint64_t used, uint64_t limit)
 	return uid != 0 && used > limit / 4;
 }
 
-bool dbus_budget_fits(const struct dbus_conn *c, uint64_t bytes, unsigned int fds)
+uint64_t dbus_budget_limit(const struct dbus_conn *c, bool bulk)
+{
+	uint64_t limit = quota_limit_uid(c->front->bus->quota, c->cred.uid, QUOTA_DBUS_BYTES);
+
+	return bulk ? limit - limit / 4 : limit;
+}
+
+bool dbus_budget_fits(const struct dbus_conn *c, uint64_t bytes, unsigned int fds, bool bulk)
 {
 	const struct quota *q = c->front->bus->quota;
 	uid_t uid = c->cred.uid;
-	uint64_t used = quota_used(q, uid, QUOTA_DBUS_BYTES), limit = quota_limit_uid(q, uid, QUOTA_DBUS_BYTES);
+	uint64_t used = quota_used(q, uid, QUOTA_DBUS_BYTES), limit = dbus_budget_limit(c, bulk);
 	uint64_t used_fds = quota_used(q, uid, QUOTA_DBUS_FDS), limit_fds = quota_limit_uid(q, uid, QUOTA_DBUS_FDS);
 	uint64_t total = quota_bus_limit(q, QUOTA_BUS_MAX_DBUS_BYTES);
 
+	if (bulk)
+		limit_fds -= limit_fds / 4;
 	if (bytes > limit || used > limit - bytes || fds > limit_fds || used_fds > limit_fds - fds)
 		return false;
-	if (bytes && held_to_total(uid, used + bytes, limit) &&
+	if (bytes && held_to_total(uid, used + bytes, dbus_budget_limit(c, false)) &&
 	    (bytes > total || c->front->budget_total > total - bytes))
 		return false;
 	return true;

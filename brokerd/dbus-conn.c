@@ -137,7 +137,7 @@ int dbus_conn_flush(struct dbus_conn *c)
 	return 0;
 }
 
-bool dbus_conn_out_room(struct dbus_conn *c, size_t len, unsigned int n_fds, char *why, size_t why_len)
+bool dbus_conn_out_room(struct dbus_conn *c, size_t len, unsigned int n_fds, bool bulk, char *why, size_t why_len)
 {
 	uint64_t max_bytes = bus_limit(c, QUOTA_BUS_MAX_OUTGOING_BYTES);
 	uint64_t max_fds = bus_limit(c, QUOTA_BUS_MAX_OUTGOING_FDS);
@@ -152,7 +152,7 @@ bool dbus_conn_out_room(struct dbus_conn *c, size_t len, unsigned int n_fds, cha
 		snprintf(why, why_len, "%zu bytes and %u fds queued, %u more (max_outgoing_bytes %llu, max_outgoing_unix_fds %llu)",
 			 c->out_bytes, c->out_fds, n_fds, (unsigned long long)max_bytes,
 			 (unsigned long long)max_fds);
-	else if (!dbus_budget_fits(c, len, n_fds))
+	else if (!dbus_budget_fits(c, len, n_fds, bulk))
 		snprintf(why, why_len, "its uid's dbus_bytes or dbus_fds cannot take %zu bytes and %u fds more",
 			 len, n_fds);
 	else
@@ -179,7 +179,7 @@ int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsig
 	 * and unicast signals to it were refused to their senders before
 	 * (route_unicast()).
 	 */
-	if (!dbus_conn_out_room(c, len, n_fds, why, sizeof(why))) {
+	if (!dbus_conn_out_room(c, len, n_fds, false, why, sizeof(why))) {
 		close_fds(fds, n_fds);
 		free(fds);
 		free(data);
@@ -629,7 +629,7 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 	 * is owed to t, and is queued or closes t (dbus_conn_queue()).
 	 */
 	if ((m->h.type == DBUS_MESSAGE_METHOD_CALL || m->h.type == DBUS_MESSAGE_SIGNAL) &&
-	    !dbus_conn_out_room(t, m->len, m->h.n_fds, text, sizeof(text))) {
+	    !dbus_conn_out_room(t, m->len, m->h.n_fds, true, text, sizeof(text))) {
 		f->full_refused++;
 		log_full(LOG_DEBUG, c->name, c->cred.uid, "message from %s to %s refused: %s", c->name, t->name,
 			 text);
@@ -752,11 +752,12 @@ static unsigned int in_fds_need(struct dbus_conn *c)
 	return c->sasl.fds_agreed ? DBUS_MESSAGE_FDS_MAX : 0;
 }
 
+/* A large message is bulk; a chunk for small ones may use the whole budget. */
 bool dbus_conn_input_fits(struct dbus_conn *c)
 {
 	size_t need = in_need(c);
 
-	return dbus_budget_fits(c, need > c->in_cap ? need - c->in_cap : 0, in_fds_need(c));
+	return dbus_budget_fits(c, need > c->in_cap ? need - c->in_cap : 0, in_fds_need(c), need > READ_CHUNK);
 }
 
 void dbus_conn_input_resume(struct dbus_conn *c)
@@ -876,7 +877,7 @@ static void conn_process(struct dbus_conn *c)
 			return;
 		}
 		/* It would wait for room forever. */
-		if (size > quota_limit_uid(c->front->bus->quota, c->cred.uid, QUOTA_DBUS_BYTES) ||
+		if ((size > READ_CHUNK && size > dbus_budget_limit(c, true)) ||
 		    (c->cred.uid != 0 && size > bus_limit(c, QUOTA_BUS_MAX_DBUS_BYTES))) {
 			dbus_conn_kill(c, "message over its uid's dbus_bytes");
 			return;

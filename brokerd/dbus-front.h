@@ -177,17 +177,24 @@ int dbus_front_reply_restore(struct dbus_front *f, struct dbus_conn *caller, str
 /*
  * Can c take a message of len bytes with n_fds fds on top of what is queued
  * for it (max_outgoing_bytes, max_outgoing_unix_fds, its uid's dbus_bytes
- * and dbus_fds)? If not, why (for the log), and the message is refused.
+ * and dbus_fds; bulk: a message c did not ask for, held to the part of its
+ * uid's budget bulk may use)? If not, why (for the log).
  */
-bool dbus_conn_out_room(struct dbus_conn *c, size_t len, unsigned int n_fds, char *why, size_t why_len);
+bool dbus_conn_out_room(struct dbus_conn *c, size_t len, unsigned int n_fds, bool bulk, char *why, size_t why_len);
 /* dbus-budget.c: a paused connection whose next read now fits its uid's budget is read again. */
 bool dbus_conn_input_fits(struct dbus_conn *c);
 void dbus_conn_input_resume(struct dbus_conn *c);
 
 /* ---- dbus-budget.c: what brokerd holds for D-Bus connections, per uid ---- */
 
-/* Would its uid's dbus_bytes and dbus_fds (and max_dbus_bytes) take bytes and fds more for c? */
-bool dbus_budget_fits(const struct dbus_conn *c, uint64_t bytes, unsigned int fds);
+/*
+ * Would its uid's dbus_bytes and dbus_fds (and max_dbus_bytes) take bytes
+ * and fds more for c? Bulk (a large message read, a message c did not ask
+ * for) stops a quarter short of the uid's limits.
+ */
+bool dbus_budget_fits(const struct dbus_conn *c, uint64_t bytes, unsigned int fds, bool bulk);
+/* The most of its uid's dbus_bytes that c may use, for bulk or not. */
+uint64_t dbus_budget_limit(const struct dbus_conn *c, bool bulk);
 /* Charged to c's uid whatever the limits: what fits was asked before, or it is held already. */
 void dbus_budget_charge(struct dbus_conn *c, uint64_t bytes, unsigned int fds);
 /* Given back; paused connections are looked at again. */

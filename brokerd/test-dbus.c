@@ -2056,15 +2056,15 @@ static bool closed_within(int fd, int ms)
 }
 
 /*
- * max_outgoing_bytes 1 MiB, dbus_bytes 6 MiB for root (the test's uid),
- * max_message_size 8 MiB. A callee that does not read: calls to it are
+ * max_outgoing_bytes 1 MiB, dbus_bytes 8 MiB for root (the test's uid: 6
+ * MiB of it for bulk), max_message_size 8 MiB. A callee that does not read: calls to it are
  * refused to their caller with LimitsExceeded once its queue is full, it
  * stays connected and gets the next call once it read the others. A
  * connection whose message's header announces 5 MiB holds those 5 MiB of
  * the uid's budget while the rest comes: a second one's 5 MiB message is
  * then not read (its sender's writes block), while a small call of the
  * same uid still passes, and it is read once the first was delivered.
- * Messages over the uid's dbus_bytes or max_message_size close their
+ * Messages over the uid's bulk budget or max_message_size close their
  * connection. QUOTA shows the budget in use, back near zero at the end.
  */
 static void test_budget(const char *exe)
@@ -2080,7 +2080,7 @@ static void test_budget(const char *exe)
 
 	pair_open(&p, exe,
 		  "[default]\nallow * org.brokerdtest.*\n[limits]\nmax_outgoing_bytes 1048576\n"
-		  "max_message_size 8388608\n[limits user root]\ndbus_bytes 6291456\n");
+		  "max_message_size 8388608\n[limits user root]\ndbus_bytes 8388608\n");
 
 	/* calls of 128 KiB to a callee that does not read: refused once 1 MiB waits for it */
 	for (uint32_t serial = 2; serial < 200 && !refused; serial++) {
@@ -2118,7 +2118,7 @@ static void test_budget(const char *exe)
 	ASSERT(refused);
 	/* 1 MiB queued and one more on top, besides what the callee's socket holds */
 	ASSERT(accepted >= 8 && accepted <= 24);
-	ASSERT(used >= (1U << 20) && used <= 6291456);
+	ASSERT(used >= (1U << 20) && used <= (6U << 20));
 	/* the callee is still there: it reads what waited, and then the next call reaches it */
 	for (unsigned int i = 0; i < accepted; i++)
 		(void)raw_next_call(p.callee);
@@ -2148,7 +2148,7 @@ static void test_budget(const char *exe)
 	printf("# a 5 MiB message half sent and another begun: %zu of its %zu bytes written, dbus_bytes %llu\n",
 	       done_b, len_b, (unsigned long long)used);
 	ASSERT(done_b < len_b / 2);
-	ASSERT(used <= 6291456);
+	ASSERT(used <= (8U << 20));
 	/* the uid's other connections are still read */
 	big_call(p.callee_name, 301, 16, &big, &len);
 	ASSERT_INT(write(p.caller, big, len), ==, (ssize_t)len);
@@ -2180,7 +2180,7 @@ static void test_budget(const char *exe)
 	close(fb);
 	ok("a message begun holds its size of the uid's budget; another waits unread until it is through");
 
-	/* announced over the uid's dbus_bytes (7 MiB), and over max_message_size (9 MiB): closed */
+	/* announced over the uid's bulk budget (7 MiB), and over max_message_size (9 MiB): closed */
 	for (size_t mib = 7; mib <= 9; mib += 2) {
 		fa = raw_connect();
 		raw_hello(fa);
@@ -2191,7 +2191,7 @@ static void test_budget(const char *exe)
 		close(fa);
 	}
 	raw_ping(p.caller, 400);
-	ok("a message over its uid's dbus_bytes or max_message_size closes its connection");
+	ok("a message over its uid's bulk budget or max_message_size closes its connection");
 	pair_close(&p);
 }
 
