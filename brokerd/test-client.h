@@ -77,6 +77,23 @@ static inline void tc_msg_close_fds(struct tc_msg *m)
 
 /* --- on a bare socket ---------------------------------------------------------- */
 
+/* A process's VmRSS in kB, from /proc/PID/status; -1 if unreadable. */
+static inline long tc_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
 /* A request with arguments per sig ('u' uint32_t, 't' uint64_t, 's' const char *; NULL: none). */
 /* The pid a pidfd (GET_CREDENTIALS's) refers to, from its fdinfo's "Pid:" line; -1 if unreadable. */
 static inline int tc_pidfd_pid(int fd)

@@ -150,17 +150,9 @@ static long fd_count(pid_t pid)
 
 static long rss_kb(pid_t pid)
 {
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
+	long v = tc_rss_kb(pid);
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	CHECK(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
-			break;
-	fclose(f);
+	CHECK(v >= 0);
 	return v;
 }
 
