@@ -933,9 +933,8 @@ static void conn_read(struct dbus_conn *c)
 	struct msghdr mh = {
 		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control)
 	};
-	ssize_t n;
-
 	uint64_t in_fds_max = bus_limit(c, QUOTA_BUS_MAX_INCOMING_FDS);
+	ssize_t n;
 
 	if (!in_room(c))
 		return;
