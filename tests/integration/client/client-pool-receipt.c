@@ -7,9 +7,10 @@
  * another worker's call (it may reach the caller's inbox and is a receiver
  * of the name, so the badge alone would not tell) is dropped and counted
  * as forged. Then one worker is killed with SIGKILL: only the call it held
- * fails, with NoReply (-EREMOTEIO) at once, from brokerd's CallReceiverEnded
- * and its pid (protocol/README.md, Worker pools); the calls the others hold
- * stay pending and get their answers.
+ * fails, with NoReply (-EREMOTEIO) at once (the caller watches the process
+ * its receipt named; brokerd's CallReceiverEnded and its pid, which come
+ * after, fail nothing more: protocol/README.md, Worker pools); the calls
+ * the others hold stay pending and get their answers.
  */
 #include <inttypes.h>
 

@@ -6,11 +6,12 @@
  * of three calls the caller made (the kernel's receipts told the caller
  * which took which). brokerd is restarted (the hand-over through systemd's
  * fd store), then one worker is killed with SIGKILL: the call it held fails
- * at once with NoReply, from a CallReceiverEnded that still carries its pid
- * (the caller's ENDED_PID and the workers' pids are in the handed-over
- * state), and the two calls the other workers hold stay pending and get
- * their answers. A brokerd that forgot either would make the library fail
- * all three (protocol/README.md, Worker pools).
+ * at once with NoReply (the caller watches the process its receipt named),
+ * and the two calls the other workers hold stay pending and get their
+ * answers: brokerd's CallReceiverEnded, which comes after, still carries
+ * the worker's pid (the caller's ENDED_PID and the workers' pids are in the
+ * handed-over state). A brokerd that forgot either would make the library
+ * fail all three (protocol/README.md, Worker pools).
  */
 #include <inttypes.h>
 
