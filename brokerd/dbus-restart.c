@@ -79,32 +79,23 @@ static size_t flush_conns(void *ctx, struct pollfd *p, size_t max)
 	return n;
 }
 
-/*
- * Flushes every connection for at most FLUSH_USEC and closes those that
- * cannot be handed over; their going queues signals for others, so a few
- * rounds.
- */
-static void settle(struct dbus_front *f)
+/* Closes the connections that cannot be handed over: whether any went. */
+static bool kill_unhandable(void *ctx)
 {
-	uint64_t end = now_usec() + FLUSH_USEC;
+	struct dbus_front *f = ctx;
+	bool killed = false;
 
-	for (int round = 0; round < 4; round++) {
-		bool killed = false;
-
-		restart_drain(end, flush_conns, f);
-		for (struct dbus_conn *c = f->conns; c; c = c->next) {
-			if (c->dead || conn_handable(c))
-				continue;
-			dbus_conn_kill(c, !c->peer    ? "brokerd restarts before its Hello" :
-					  c->monitor  ? "brokerd restarts: a monitor is not handed over" :
-					  c->out_head ? "brokerd restarts and it does not read" :
-							"brokerd restarts while it sends fds");
-			killed = true;
-		}
-		dbus_front_reap(f);
-		if (!killed)
-			return;
+	for (struct dbus_conn *c = f->conns; c; c = c->next) {
+		if (c->dead || conn_handable(c))
+			continue;
+		dbus_conn_kill(c, !c->peer    ? "brokerd restarts before its Hello" :
+				  c->monitor  ? "brokerd restarts: a monitor is not handed over" :
+				  c->out_head ? "brokerd restarts and it does not read" :
+						"brokerd restarts while it sends fds");
+		killed = true;
 	}
+	dbus_front_reap(f);
+	return killed;
 }
 
 static void save_front(void *ctx, struct wbuf *w)
@@ -344,7 +335,8 @@ int dbus_front_handover(struct dbus_front *f)
 	(void)sd_event_source_set_enabled(f->listen_src, SD_EVENT_OFF);
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		(void)sd_event_source_set_enabled(c->src, SD_EVENT_OFF);
-	settle(f);
+	/* every connection flushed for at most FLUSH_USEC, those that cannot go over closed */
+	restart_settle(FLUSH_USEC, flush_conns, kill_unhandable, f);
 
 	restart_state_write(&w, DSTATE_MAGIC, DSTATE_VERSION, record_types, ELEMENTSOF(record_types), f);
 	for (struct dbus_conn *c = f->conns; c; c = c->next)

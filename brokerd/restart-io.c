@@ -293,7 +293,8 @@ int restart_socket_take(int *fds, size_t n, const struct restart_socket *s)
 	return -ENOENT;
 }
 
-void restart_drain(uint64_t end, size_t (*flush)(void *ctx, struct pollfd *p, size_t max), void *ctx)
+/* One round of restart_settle(): flush until nothing is left to send or it is end. */
+static void restart_drain(uint64_t end, size_t (*flush)(void *ctx, struct pollfd *p, size_t max), void *ctx)
 {
 	for (;;) {
 		size_t n = flush(ctx, NULL, 0), m;
@@ -307,5 +308,17 @@ void restart_drain(uint64_t end, size_t (*flush)(void *ctx, struct pollfd *p, si
 		m = flush(ctx, p, n);
 		(void)poll(p, m < n ? m : n, 50);
 		free(p);
+	}
+}
+
+void restart_settle(uint64_t usec, size_t (*flush)(void *ctx, struct pollfd *p, size_t max),
+		    bool (*close_rest)(void *ctx), void *ctx)
+{
+	uint64_t end = now_usec() + usec;
+
+	for (int round = 0; round < 4; round++) {
+		restart_drain(end, flush, ctx);
+		if (!close_rest(ctx))
+			return;
 	}
 }

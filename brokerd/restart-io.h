@@ -100,12 +100,18 @@ int restart_store(const char *name, const int *fds, size_t n);
 int restart_socket_take(int *fds, size_t n, const struct restart_socket *s);
 
 /*
- * The drain before a hand-over: calls flush until it says no connection
- * has output left or it is end (now_usec()'s clock), waiting up to 50 ms between calls
- * for any of them to take more. flush sends what each connection can take
- * now, puts a POLLOUT entry for each one still holding output into p (up
- * to max; p is NULL to count only) and returns how many still hold output.
+ * The drain and the clean-up before a hand-over, for at most usec (by
+ * now_usec()'s clock), in rounds. A round calls flush until it says no
+ * connection has output left or the time is up, waiting up to 50 ms
+ * between calls for any of them to take more: flush sends what each
+ * connection can take now, puts a POLLOUT entry for each one still
+ * holding output into p (up to max; p is NULL to count only) and returns
+ * how many still hold output. Then close_rest closes (and reaps) what
+ * cannot be handed over and says whether it closed anything: what it
+ * closed may have queued output for the others (signals), so another
+ * round, four at most.
  */
-void restart_drain(uint64_t end, size_t (*flush)(void *ctx, struct pollfd *p, size_t max), void *ctx);
+void restart_settle(uint64_t usec, size_t (*flush)(void *ctx, struct pollfd *p, size_t max),
+		    bool (*close_rest)(void *ctx), void *ctx);
 
 #endif

@@ -462,36 +462,29 @@ static size_t flush_conns(void *ctx, struct pollfd *p, size_t max)
 }
 
 /*
- * Sends what is queued for every connection, for at most FLUSH_USEC; ends
- * (the normal way: names go, grants are revoked) every connection that
- * cannot be handed over as it is, which may queue signals for others, so
- * a few rounds.
+ * Ends (the normal way: names go, grants are revoked) every connection
+ * that cannot be handed over as it is: whether any went.
  */
-static void flush_all(struct bus *b)
+static bool end_unhandable(void *ctx)
 {
-	uint64_t end = now_usec() + FLUSH_USEC;
+	struct bus *b = ctx;
+	bool ended = false;
 
-	for (int round = 0; round < 4; round++) {
-		bool ended = false;
-
-		restart_drain(end, flush_conns, b);
-		for (struct bus_conn *c = b->conns, *next; c; c = next) {
-			next = c->next;
-			if (!c->ended && !conn_handable(c)) {
-				log_full(LOG_NOTICE, conn_name(c), c->cred.uid,
-					 "%s cannot be handed over (%s): closing it", conn_name(c),
-					 c->closing  ? "over its output limit" :
-					 c->refused  ? "refused" :
-					 c->out_head ? "does not read its replies" :
-						       "gone");
-				admission_conn_reap_later(c);
-				ended = true;
-			}
+	for (struct bus_conn *c = b->conns, *next; c; c = next) {
+		next = c->next;
+		if (!c->ended && !conn_handable(c)) {
+			log_full(LOG_NOTICE, conn_name(c), c->cred.uid, "%s cannot be handed over (%s): closing it",
+				 conn_name(c),
+				 c->closing  ? "over its output limit" :
+				 c->refused  ? "refused" :
+				 c->out_head ? "does not read its replies" :
+					       "gone");
+			admission_conn_reap_later(c);
+			ended = true;
 		}
-		admission_settle(b);
-		if (!ended)
-			return;
 	}
+	admission_settle(b);
+	return ended;
 }
 
 int restart_save(struct bus *b)
@@ -521,7 +514,8 @@ int restart_save(struct bus *b)
 	}
 	grant_revoke_pending(b);
 	admission_settle(b);
-	flush_all(b);
+	/* what is queued goes out, for at most FLUSH_USEC; what cannot go over is ended */
+	restart_settle(FLUSH_USEC, flush_conns, end_unhandable, b);
 	r = chanmgr_drain(&b->chanmgr, DRAIN_USEC);
 	if (r < 0) {
 		log_error("bus signals still in flight: cannot hand over");

@@ -13,6 +13,7 @@
 
 #include "client/bus-alloc.h"
 #include "client/bus-control.h"
+#include "client/bus-taker.h"
 
 brokerd_bus *bus_ref(brokerd_bus *bus)
 {
@@ -24,6 +25,7 @@ brokerd_bus *bus_ref(brokerd_bus *bus)
 static void bus_free(brokerd_bus *bus)
 {
 	ring_deinit(&bus->ring);
+	bus_takers_free(bus);
 	free(bus->msg_cache);
 	free(bus->send_buf);
 	bus_ctrl_queue_clear(bus);
@@ -52,7 +54,7 @@ int bus_alloc(brokerd_bus **ret, const char *path)
 	if (!bus)
 		return -ENOMEM;
 	bus->n_ref = 1;
-	bus->ctrl_fd = bus->epoll_fd = bus->timer_fd = -1;
+	bus->ctrl_fd = bus->epoll_fd = bus->timer_fd = bus->taker_epfd = -1;
 	bus->ring.efd = -1;
 	bus->reconnect = true;
 	bus->cq_tail = &bus->cq_head;

@@ -12,7 +12,10 @@
  * process took it: only a reply stamped with that pid answers it (one that
  * comes before the receipt waits in the slot for it), a call the kernel
  * dropped untaken fails at once, and when a worker of a pool ends only the
- * calls it took fail (CallReceiverEnded with its pid).
+ * calls it took fail (CallReceiverEnded with its pid). The process a
+ * receipt names is watched too (bus-taker.c): when it ends, the calls it
+ * took fail at once, also when brokerd sees no connection end (a process
+ * that took calls through a cap a worker passed on).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include "client/bus-control.h"
 #include "client/bus-name.h"
 #include "client/bus-slot.h"
+#include "client/bus-taker.h"
 
 /* Drops the replies s kept for its receipt, counted as forgeries: none was from its taker. */
 static void call_drop_held(brokerd_bus *bus, struct brokerd_slot *s)
@@ -46,6 +50,8 @@ void bus_call_complete(struct brokerd_slot *s, brokerd_msg *msg, int error)
 	s->deadline = 0;
 	s->queued = bus_out_free(s->queued); /* never sent */
 	call_drop_held(s->bus, s);
+	if (s->bus)
+		bus_taker_release(s->bus, s);
 	if (floating)
 		slot_destroy(s);
 	if (h)
@@ -160,6 +166,8 @@ static void call_receipt(void *userdata, uint64_t cookie, int res)
 	}
 	s->receipt = RECEIPT_TAKEN;
 	s->taker = res;
+	if (res > 0)
+		bus_taker_watch(bus, s); /* looks now if it is gone already */
 	if (s->n_held || s->ended_receiver)
 		call_look_now(bus, s);
 }
@@ -173,6 +181,7 @@ static int call_out_send(brokerd_bus *bus, struct chan *c, struct brokerd_slot *
 	bus->ring.on_receipt = call_receipt;
 	bus->ring.receipt_userdata = bus;
 	/* the receipt may come at once: the slot waits for it from here on */
+	bus_taker_release(bus, s);
 	s->receipt = RECEIPT_PENDING;
 	s->taker = 0;
 	k = chan_send_receipt(&bus->ring, c, o->buf, o->len, o->n_fds ? o->fds : NULL, o->n_fds, s->serial,
@@ -239,6 +248,8 @@ void bus_call_mark_ended(brokerd_bus *bus, struct bname *b, uint64_t id, pid_t p
 
 int bus_call_due(brokerd_bus *bus, struct brokerd_slot *s)
 {
+	bool ended;
+
 	BUG_ON(s->type != SLOT_CALL || !s->serial);
 	/* receipts the kernel posted before what made us look */
 	(void)ring_reap(&bus->ring);
@@ -262,17 +273,33 @@ int bus_call_due(brokerd_bus *bus, struct brokerd_slot *s)
 			return 1;
 		}
 	}
+	if (s->owner_lost && s->receipt != RECEIPT_TAKEN) {
+		/* the name's last owner went, and nobody took it: nobody will */
+		bus_call_complete(s, NULL, -ECONNRESET);
+		return 1;
+	}
 	if (s->ended_receiver) {
 		/* NoReply: the receiver that took it ended (bus-dispatch.c) */
 		if (call_taken_by(s, s->ended_pid))
 			return 2;
 		s->ended_receiver = 0; /* another took it, or nobody yet */
 	}
+	/*
+	 * The process that took it ended (bus-taker.c: seen before this pass
+	 * reaped), or the name's last owner went: a reply sent before is in
+	 * the inbox, to be dispatched first (the next pass, if this one left
+	 * it for lack of budget).
+	 */
+	ended = s->owner_lost || (s->watch && s->watch->ended);
+	if (ended && !ring_has_ready_kind(&bus->ring, CHAN_INBOX))
+		return 2;
 	if (s->timeout_at <= now_usec()) {
 		bus_call_complete(s, NULL, -ETIMEDOUT);
 		return 1;
 	}
-	s->deadline = s->timeout_at;
+	s->deadline = ended ? 1 : s->timeout_at;
+	if (ended)
+		bus_kick(bus);
 	return 0;
 }
 

@@ -38,7 +38,8 @@ void bus_call_mark_ended(brokerd_bus *bus, struct bname *b, uint64_t id, pid_t p
  * The deadline check for the pending call s (its deadline passed, or it was
  * to be looked at now): 1 if it completed (a kept reply, a call dropped in
  * the kernel, its timeout), 2 if it is to fail because the receiver that
- * took it ended (bus_dispatch_receiver_ended()), 0 if it waits on.
+ * took it ended (CallReceiverEnded, or the end of the process its receipt
+ * named: bus_dispatch_receiver_ended()), 0 if it waits on.
  */
 int bus_call_due(brokerd_bus *bus, struct brokerd_slot *s);
 /*

@@ -253,7 +253,11 @@ done:
 /*
  * A receiver of b's calls is gone, as the seq-th control datagram said: the
  * calls it may have taken will never be answered. Those sent after that
- * datagram was read went to whoever receives now, and keep waiting.
+ * datagram was read went to whoever receives now, and keep waiting. A call
+ * sent with a receipt is failed by the deadline check at the end of the
+ * pass (owner_lost): NoReply if a receipt says it was taken, as when its
+ * taker's end is seen first (bus-taker.c), so that the error does not
+ * depend on which came first; a reply already in the inbox wins.
  */
 static void fail_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t seq)
 {
@@ -261,10 +265,16 @@ static void fail_calls_sent_before(brokerd_bus *bus, struct bname *b, uint64_t s
 
 	for (s = bus->slots; s; s = next) {
 		next = s->next;
-		if (s->type == SLOT_CALL && s->serial && s->bname == b && !s->queued && s->ctrl_seq < seq) {
-			bus_call_complete(s, NULL, -ECONNRESET);
-			next = bus->slots;
+		if (s->type != SLOT_CALL || !s->serial || s->bname != b || s->queued || s->ctrl_seq >= seq)
+			continue;
+		if (s->receipt != RECEIPT_NONE) {
+			s->owner_lost = true;
+			s->deadline = 1;
+			bus_kick(bus);
+			continue;
 		}
+		bus_call_complete(s, NULL, -ECONNRESET);
+		next = bus->slots;
 	}
 }
 
@@ -284,8 +294,10 @@ void bus_dispatch_receiver_ended(brokerd_bus *bus, struct brokerd_slot *s)
 	brokerd_msg *msg;
 	uint32_t n;
 
-	BUG_ON(!s->ended_receiver);
-	ctrl_unique_name_format(s->ended_receiver, receiver);
+	if (s->ended_receiver)
+		ctrl_unique_name_format(s->ended_receiver, receiver);
+	else /* the process its receipt named; brokerd may not know of it (bus-taker.c) */
+		(void)snprintf(receiver, sizeof(receiver), "process %d", (int)s->taker);
 	n = (uint32_t)snprintf(text, sizeof(text), "receiver ended: %s, a receiver of %s, ended before it replied",
 			       receiver, s->name ? s->name : "?");
 	if (n >= sizeof(text))

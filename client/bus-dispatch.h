@@ -18,7 +18,8 @@ int bus_dispatch_ctrl(brokerd_bus *bus, const uint8_t *buf, size_t len, int *fds
 		      uint64_t seq);
 
 /* Fails the call s, which a receiver that ended may have taken
- * (s->ended_receiver), with a NoReply error. */
+ * (s->ended_receiver), or which a process that ended took (s->taker: its
+ * watch, or its name's last owner went), with a NoReply error. */
 void bus_dispatch_receiver_ended(brokerd_bus *bus, struct brokerd_slot *s);
 
 #endif

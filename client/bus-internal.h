@@ -156,6 +156,18 @@ enum call_receipt {
 	RECEIPT_TAKEN,	 /* taken by the process slot.taker */
 };
 
+/*
+ * A process that took calls of ours (the pid a receipt named), watched
+ * through a pidfd (bus-taker.c): its end fails the calls it took.
+ */
+struct bus_taker {
+	struct bus_taker *next;
+	pid_t pid;
+	int pidfd;	      /* in bus.taker_epfd; -1 once ended */
+	unsigned int n_calls; /* pending calls it took (slot.watch); 0: kept idle */
+	bool ended;	      /* its calls fail (bus_call_due()) */
+};
+
 enum slot_type {
 	SLOT_SUBSCRIBE,
 	SLOT_METHOD,
@@ -199,7 +211,9 @@ struct brokerd_slot {
 	uint64_t timeout_at;		     /* calls: its timeout (deadline may be 1: "look at it now") */
 	enum call_receipt receipt;	     /* calls: see enum call_receipt */
 	pid_t taker;			     /* calls: RECEIPT_TAKEN: its pid, 0 if not visible to us */
+	struct bus_taker *watch;	     /* calls: taker's pidfd, if it could be watched */
 	int dropped;			     /* calls: the kernel dropped it untaken (-errno) */
+	bool owner_lost;		     /* calls: its name's last owner went (bus-dispatch.c) */
 	brokerd_msg *held[BUS_HELD_REPLIES]; /* calls: replies that came before the receipt */
 	unsigned int n_held;
 	const struct brokerd_vtable *vtable; /* objects: the caller's */
@@ -253,6 +267,11 @@ struct brokerd_bus {
 	struct ctrl_pending *ctrl_pending; /* requests whose replies are dispatched */
 	struct monitor_chan *monitors;
 	struct retired_chan *retired;
+	/* processes that took our calls (bus-taker.c): a pidfd each, in taker_epfd (in epoll_fd) */
+	struct bus_taker *takers;
+	unsigned int n_takers_idle;
+	int taker_epfd;	   /* -1 until the first */
+	bool takers_ready; /* taker_epfd may have ends to read */
 	/* match rules (bus-match.c); those without a well-known sender need the watch */
 	struct bus_match *matches;
 	unsigned int n_watch_matches;

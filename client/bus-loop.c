@@ -17,6 +17,7 @@
 #include "client/bus-connect.h"
 #include "client/bus-control.h"
 #include "client/bus-dispatch.h"
+#include "client/bus-taker.h"
 
 static void bus_update_timer(brokerd_bus *bus)
 {
@@ -103,8 +104,10 @@ static int bus_process_internal(brokerd_bus *bus)
 	if (!bus->waited) {
 		ring_ack(&bus->ring);
 		bus->ctrl_idle = false;
+		bus->takers_ready = true;
 	}
 	bus->waited = false;
+	bus_takers_check(bus); /* before the replies they sent are reaped */
 	(void)ring_reap(&bus->ring);
 
 	/* broker signals queued during control requests */
@@ -199,15 +202,17 @@ _public_ int brokerd_bus_process(brokerd_bus *bus)
  */
 static int bus_epoll_wait(brokerd_bus *bus, int ms)
 {
-	struct epoll_event ev[3];
+	struct epoll_event ev[4];
 	int k;
 
-	k = epoll_wait(bus->epoll_fd, ev, 3, ms);
+	k = epoll_wait(bus->epoll_fd, ev, (int)ELEMENTSOF(ev), ms);
 	if (k < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < k; i++)
 		if (bus->ctrl_fd >= 0 && ev[i].data.fd == bus->ctrl_fd)
 			bus->ctrl_idle = false;
+		else if (bus->taker_epfd >= 0 && ev[i].data.fd == bus->taker_epfd)
+			bus->takers_ready = true;
 	bus->waited = true;
 	return k;
 }

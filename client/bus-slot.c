@@ -12,6 +12,7 @@
 #include "client/bus-match.h"
 #include "client/bus-name.h"
 #include "client/bus-slot.h"
+#include "client/bus-taker.h"
 
 struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char *name, const char *member,
 			      void *userdata)
@@ -62,10 +63,12 @@ void slot_destroy(struct brokerd_slot *s)
 	brokerd_bus *bus = s->bus;
 	struct bname *b = s->bname;
 
-	/* replies a call kept for its receipt */
+	/* replies a call kept for its receipt, the watch on its taker */
 	for (unsigned int i = 0; i < s->n_held; i++)
 		brokerd_msg_unref(s->held[i]);
 	s->n_held = 0;
+	if (bus)
+		bus_taker_release(bus, s);
 	if (!bus) {
 		/* orphaned by brokerd_bus_close(): only the memory is left */
 		s->queued = bus_out_free(s->queued);

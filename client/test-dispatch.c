@@ -17,10 +17,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@
 #include "client/bus-control.h"
 #include "client/bus-dispatch.h"
 #include "client/bus-name.h"
+#include "client/bus-taker.h"
 #include "util/socket.h"
 #include "util/test.h"
 
@@ -305,6 +308,22 @@ struct fixture {
 	struct bname *svc;
 	struct chan *inbox, *call_recv, *sig_recv, *call_send, *peer_send;
 };
+
+/* NameOwnerChanged: SVC's owner PEER_NAME is gone, and nobody owns it now. */
+static void svc_owner_gone(struct fixture *f)
+{
+	struct ctrl_writer w;
+	const void *data;
+	size_t len;
+
+	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
+	ctrl_write_string(&w, SVC);
+	ctrl_write_string(&w, PEER_NAME);
+	ctrl_write_string(&w, "");
+	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
+	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
+	ctrl_writer_deinit(&w);
+}
 
 static int fixture_init(struct fixture *f)
 {
@@ -1008,13 +1027,7 @@ static void test_ctrl(struct fixture *f)
 	ASSERT_INT(noc.n + pending.n, ==, 0);
 
 	closed = n_closed;
-	ASSERT_INT(ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_NAME_OWNER_CHANGED, 0), ==, 0);
-	ctrl_write_string(&w, SVC);
-	ctrl_write_string(&w, PEER_NAME);
-	ctrl_write_string(&w, "");
-	ASSERT_INT(ctrl_writer_finish(&w, &data, &len), ==, 0);
-	ASSERT_INT(bus_dispatch_ctrl(f->bus, data, len, NULL, 0, ++f->bus->ctrl_seq), ==, 1);
-	ctrl_writer_deinit(&w);
+	svc_owner_gone(f);
 	ASSERT_INT(noc.n, ==, 1);
 	ASSERT(strcmp(noc.name, SVC) == 0);
 	ASSERT(strcmp(noc_old, PEER_NAME) == 0 && strcmp(noc_new, "") == 0);
@@ -1158,6 +1171,60 @@ static void receiver_ended(struct fixture *f, int pid)
  * fails at once, and CallReceiverEnded with a pid fails only the calls that
  * process took: not those another worker took, nor those nobody took yet.
  */
+/*
+ * Makes n calls to SVC's Hang with receipts on (PEER_BADGE its receiver):
+ * their slots, outcomes and serials into slots, seen and serial; the calls
+ * in local (a bit per call) expect an error the library made.
+ */
+static void receipt_calls(struct fixture *f, unsigned int n, brokerd_slot **slots[], struct seen *seen[],
+			  uint32_t *serial, unsigned int local)
+{
+	f->svc->receivers[0] = PEER_BADGE;
+	f->svc->n_receivers = 1;
+	f->svc->receivers_usec = now_usec();
+	receipts_on = true;
+	for (unsigned int i = 0; i < n; i++) {
+		ASSERT_INT(brokerd_bus_call_async(f->bus, slots[i], SVC, "Hang", NULL, 0, 0,
+						  local & (1U << i) ? on_local_reply : on_reply, seen[i]),
+			   ==, 0);
+		serial[i] = last_sent().serial;
+		ASSERT_INT((*slots[i])->receipt, ==, RECEIPT_PENDING);
+	}
+}
+
+/* A child that sleeps until killed (reap()): a live process to name in receipts. */
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		/* not left behind by a test that failed */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+}
+
+/* Waits up to a second until a watched process's end can be read, then reads it. */
+static void takers_end_seen(brokerd_bus *bus)
+{
+	struct pollfd p = { .fd = bus->taker_epfd, .events = POLLIN };
+
+	ASSERT_INT(poll(&p, 1, 1000), ==, 1);
+	bus->takers_ready = true;
+	bus_takers_check(bus);
+}
+
 static void test_receipts(struct fixture *f)
 {
 	struct seen a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 }, e = { 0 }, g = { 0 }, h = { 0 };
@@ -1167,42 +1234,34 @@ static void test_receipts(struct fixture *f)
 	struct seen *seen[] = { &a, &b, &c, &d, &e, &g, &h };
 	brokerd_slot **slots[] = { &sa, &sb, &sc, &sd, &se, &sg, &sh };
 	struct ring *ring = &f->bus->ring;
+	/* the takers: live processes, each watched through a pidfd (bus-taker.c) */
+	pid_t w[3] = { sleeper(), sleeper(), sleeper() };
 
-	f->svc->receivers[0] = PEER_BADGE;
-	f->svc->n_receivers = 1;
-	f->svc->receivers_usec = now_usec();
-	receipts_on = true;
-	for (unsigned int i = 0; i < ELEMENTSOF(serial); i++) {
-		ASSERT_INT(brokerd_bus_call_async(f->bus, slots[i], SVC, "Hang", NULL, 0, 0,
-						  i == 3 ? on_local_reply : on_reply, seen[i]),
-			   ==, 0);
-		serial[i] = last_sent().serial;
-		ASSERT_INT((*slots[i])->receipt, ==, RECEIPT_PENDING);
-	}
+	receipt_calls(f, ELEMENTSOF(serial), slots, seen, serial, 1U << 3);
 	ASSERT(ring->on_receipt && ring->receipt_userdata == f->bus);
 
 	/* a: its reply came before its receipt: kept, then answered once the receipt names its sender */
-	reply_from(f, serial[0], 4242, "pong-a");
+	reply_from(f, serial[0], w[0], "pong-a");
 	ASSERT_INT(a.n, ==, 0);
 	ASSERT_INT(sa->n_held, ==, 1);
-	ring->on_receipt(ring->receipt_userdata, serial[0], 4242);
-	ASSERT(sa->receipt == RECEIPT_TAKEN && sa->taker == 4242 && sa->deadline <= now_usec());
+	ring->on_receipt(ring->receipt_userdata, serial[0], w[0]);
+	ASSERT(sa->receipt == RECEIPT_TAKEN && sa->taker == w[0] && sa->deadline <= now_usec());
 	ASSERT_INT(bus_call_due(f->bus, sa), ==, 1);
 	ASSERT_INT(a.n, ==, 1);
 	ASSERT_INT(a.error, ==, 0);
 	ASSERT(strcmp(a.body, "pong-a") == 0);
 
-	/* b: taken by 4243; another worker of the pool (a receiver's badge, pid 4242) cannot answer it */
-	ring->on_receipt(ring->receipt_userdata, serial[1], 4243);
-	reply_from(f, serial[1], 4242, "forged");
+	/* b: taken by w[1]; another worker of the pool (a receiver's badge, pid w[0]) cannot answer it */
+	ring->on_receipt(ring->receipt_userdata, serial[1], w[1]);
+	reply_from(f, serial[1], w[0], "forged");
 	ASSERT_INT(b.n, ==, 0);
 	ASSERT_INT(brokerd_bus_get_counter(f->bus, BROKERD_COUNTER_FORGED_REPLY), ==, forged + 1);
-	reply_from(f, serial[1], 4243, "pong-b");
+	reply_from(f, serial[1], w[1], "pong-b");
 	ASSERT_INT(b.n, ==, 1);
 	ASSERT(strcmp(b.body, "pong-b") == 0);
 	/* and a forgery kept before the receipt is dropped once it came */
-	reply_from(f, serial[6], 4242, "forged");
-	ring->on_receipt(ring->receipt_userdata, serial[6], 4243);
+	reply_from(f, serial[6], w[0], "forged");
+	ring->on_receipt(ring->receipt_userdata, serial[6], w[1]);
 	ASSERT_INT(bus_call_due(f->bus, sh), ==, 0);
 	ASSERT_INT(h.n, ==, 0);
 	ASSERT_INT(sh->n_held, ==, 0);
@@ -1216,12 +1275,12 @@ static void test_receipts(struct fixture *f)
 	ASSERT_INT(c.n, ==, 1);
 	ASSERT_INT(c.error, ==, -ECONNRESET);
 
-	/* d taken by 4243, e by 4244, g by nobody yet: the receiver 4243 ended */
-	ring->on_receipt(ring->receipt_userdata, serial[3], 4243);
-	ring->on_receipt(ring->receipt_userdata, serial[4], 4244);
+	/* d taken by w[1], e by w[2], g by nobody yet: the receiver w[1] ended */
+	ring->on_receipt(ring->receipt_userdata, serial[3], w[1]);
+	ring->on_receipt(ring->receipt_userdata, serial[4], w[2]);
 	usleep(1000);
-	receiver_ended(f, 4243);
-	ASSERT(sd->ended_receiver == PEER_BADGE && sd->ended_pid == 4243);
+	receiver_ended(f, (int)w[1]);
+	ASSERT(sd->ended_receiver == PEER_BADGE && sd->ended_pid == w[1]);
 	ASSERT(!se->ended_receiver && se->deadline > now_usec());
 	ASSERT(sg->ended_receiver && sg->deadline <= now_usec()); /* looked at: its receipt may be unread */
 	ASSERT_INT(bus_call_due(f->bus, sd), ==, 2);
@@ -1242,6 +1301,100 @@ static void test_receipts(struct fixture *f)
 	receipts_on = false;
 	for (unsigned int i = 0; i < ELEMENTSOF(serial); i++)
 		brokerd_slot_free(*slots[i]);
+	/* their pidfds were kept idle, for the next calls they take */
+	ASSERT(f->bus->takers && f->bus->n_takers_idle > 0);
+	bus_takers_free(f->bus);
+	for (unsigned int i = 0; i < ELEMENTSOF(w); i++)
+		reap(w[i]);
+}
+
+
+/*
+ * The processes receipts name, watched: one pidfd per process, shared by
+ * the calls it took; when it ends (whether reaped or a zombie), those calls
+ * fail with NoReply naming it, but a reply it sent first still answers its
+ * call; a receipt naming a process gone already fails its call at once; an
+ * idle pidfd is kept for the next call until its process ends. When the
+ * name's last owner goes, a call taken fails the same way (NoReply), one
+ * nobody took with -ECONNRESET.
+ */
+static void test_takers(struct fixture *f)
+{
+	struct seen a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	brokerd_slot *sa, *sb, *sc, *sd;
+	struct seen *seen[] = { &a, &b, &c, &d };
+	brokerd_slot **slots[] = { &sa, &sb, &sc, &sd };
+	uint32_t serial[4];
+	struct ring *ring = &f->bus->ring;
+	pid_t pa = sleeper(), pb = sleeper(), gone = sleeper();
+	char want[64];
+
+	receipt_calls(f, ELEMENTSOF(serial), slots, seen, serial, 1U << 0 | 1U << 3);
+	reap(gone);
+	ring->on_receipt(ring->receipt_userdata, serial[0], pa);
+	ring->on_receipt(ring->receipt_userdata, serial[1], pa);
+	ring->on_receipt(ring->receipt_userdata, serial[2], pb);
+	ASSERT(sa->watch && sa->watch == sb->watch && sa->watch->n_calls == 2);
+	ASSERT(sc->watch && sc->watch != sa->watch && sc->watch->pidfd >= 0);
+	ASSERT(sa->deadline > now_usec() && sc->deadline > now_usec());
+
+	/* d: its taker was gone when the receipt was read */
+	ring->on_receipt(ring->receipt_userdata, serial[3], gone);
+	ASSERT(sd->watch && sd->watch->ended && sd->deadline <= now_usec());
+	ASSERT_INT(bus_call_due(f->bus, sd), ==, 2);
+	bus_dispatch_receiver_ended(f->bus, sd);
+	ASSERT_INT(d.error, ==, -EREMOTEIO);
+
+	/* pa ends (and is reaped): a and b are marked, c (pb's) is not */
+	reap(pa);
+	takers_end_seen(f->bus);
+	ASSERT(sa->watch->ended && sa->deadline <= now_usec() && sb->deadline <= now_usec());
+	ASSERT(!sc->watch->ended && sc->deadline > now_usec());
+	/* b's reply, sent before pa ended, is dispatched first: it wins */
+	reply_from(f, serial[1], (uint32_t)pa, "pong-b");
+	ASSERT_INT(b.n, ==, 1);
+	ASSERT_INT(b.error, ==, 0);
+	ASSERT_INT(bus_call_due(f->bus, sa), ==, 2);
+	bus_dispatch_receiver_ended(f->bus, sa);
+	ASSERT_INT(a.n, ==, 1);
+	ASSERT_INT(a.error, ==, -EREMOTEIO);
+	snprintf(want, sizeof(want), "receiver ended: process %d, a receiver of %s", (int)pa, SVC);
+	ASSERT(strcmp(a.member, BROKERD_ERROR_NO_REPLY) == 0);
+	ASSERT(strncmp(a.body, want, strlen(want)) == 0);
+
+	/* c answered: pb's pidfd is kept idle; pb ends unreaped (a zombie): the pidfd goes */
+	reply_from(f, serial[2], (uint32_t)pb, "pong-c");
+	ASSERT_INT(c.n, ==, 1);
+	ASSERT_INT(c.error, ==, 0);
+	ASSERT(f->bus->takers && !f->bus->takers->next && f->bus->takers->pid == pb);
+	ASSERT_INT(f->bus->n_takers_idle, ==, 1);
+	kill(pb, SIGKILL);
+	takers_end_seen(f->bus);
+	ASSERT(!f->bus->takers && f->bus->n_takers_idle == 0);
+	reap(pb);
+	for (unsigned int i = 0; i < ELEMENTSOF(serial); i++)
+		brokerd_slot_free(*slots[i]);
+
+	/* the name's last owner goes: a (taken by the live pc) fails with NoReply, b (untaken) is reset */
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	receipt_calls(f, 2, slots, seen, serial, 1U << 0);
+	pa = sleeper();
+	ring->on_receipt(ring->receipt_userdata, serial[0], pa);
+	usleep(1000);
+	svc_owner_gone(f);
+	ASSERT(sa->owner_lost && sb->owner_lost && sa->deadline <= now_usec() && a.n + b.n == 0);
+	ASSERT_INT(bus_call_due(f->bus, sa), ==, 2);
+	bus_dispatch_receiver_ended(f->bus, sa);
+	ASSERT_INT(a.error, ==, -EREMOTEIO);
+	ASSERT_INT(bus_call_due(f->bus, sb), ==, 1);
+	ASSERT_INT(b.error, ==, -ECONNRESET);
+	f->svc->call_send = f->call_send; /* the test's to free */
+	receipts_on = false;
+	brokerd_slot_free(sa);
+	brokerd_slot_free(sb);
+	bus_takers_free(f->bus);
+	reap(pa);
 }
 
 /* --- brokerd's end of the control connection ---------------------------------------- */
@@ -1558,6 +1711,7 @@ int main(void)
 	test_match(&f);
 	test_reply(&f);
 	test_receipts(&f);
+	test_takers(&f);
 	test_malformed(&f);
 	test_ctrl(&f);
 	test_async_open(&f);

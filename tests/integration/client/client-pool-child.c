@@ -12,8 +12,9 @@
  * the others.
  *
  * - The child is killed while W lives: brokerd sees no connection end and
- *   sends nothing; the call the child held fails at its timeout
- *   (-ETIMEDOUT), never earlier, and no other call fails.
+ *   sends nothing, but the caller watches the process its receipt named
+ *   (a pidfd): the call the child held fails at once, NoReply "receiver
+ *   ended" well before its timeout, and no other call fails.
  * - W forks a second child, which takes a call; then W is killed while
  *   that child lives: brokerd revokes W's badge, so the child's receive
  *   ends with an error (it can take no more calls, nor answer through W's
@@ -30,6 +31,7 @@
 
 #define NAME	      "org.brokerd.test.PoolChild"
 #define CHILD_TIMEOUT 3000000ULL /* the calls the child may take */
+#define AT_ONCE	      1000000ULL /* "at once": well below CHILD_TIMEOUT, with room for TCG */
 
 static int ready[2], took[2], wcmd[2], ccmd[2];
 
@@ -185,7 +187,7 @@ int main(void)
 	struct t_outcome held;
 	pid_t lib, w, c1, c2;
 	char line[64];
-	uint64_t sent;
+	uint64_t sent, killed;
 	int res;
 
 	t_pipe(ready);
@@ -201,12 +203,13 @@ int main(void)
 	t_say(wcmd[1], "fork");
 	CHECK_R(t_hear(took[0], line, sizeof(line), 10000), 0);
 	CHECK(sscanf(line, "forked %d", &res) == 1);
-	sent = now_usec();
 	c1 = call_until_child(bus, &held);
 	CHECK(c1 == res);
 	t_log("child %d of worker %d holds a call", (int)c1, (int)w);
+	killed = now_usec();
 	t_kill(c1);
-	fails_at_timeout(bus, &held, sent, "the call the killed child held");
+	t_expect_receiver_ended(bus, &held, killed, AT_ONCE, "the call the killed child held");
+	calls_served(bus, 5);
 
 	/* 2. the connection ends, the child lives */
 	t_say(wcmd[1], "fork");

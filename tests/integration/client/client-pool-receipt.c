@@ -7,9 +7,10 @@
  * another worker's call (it may reach the caller's inbox and is a receiver
  * of the name, so the badge alone would not tell) is dropped and counted
  * as forged. Then one worker is killed with SIGKILL: only the call it held
- * fails, with NoReply (-EREMOTEIO) at once, from brokerd's CallReceiverEnded
- * and its pid (protocol/README.md, Worker pools); the calls the others hold
- * stay pending and get their answers.
+ * fails, with NoReply (-EREMOTEIO) at once (the caller watches the process
+ * its receipt named; brokerd's CallReceiverEnded and its pid, which come
+ * after, fail nothing more: protocol/README.md, Worker pools); the calls
+ * the others hold stay pending and get their answers.
  */
 #include <inttypes.h>
 
@@ -72,29 +73,15 @@ int main(void)
 	struct t_outcome calls[WORKERS] = { 0 };
 	int holder[WORKERS];	  /* call -> the worker that took it */
 	uint32_t serial[WORKERS]; /* call -> its serial */
-	char line[128], caller[64];
+	char lines[WORKERS][T_POOL_LINE_MAX], caller[64];
 	pid_t pids[WORKERS];
 	int forger;
 
-	t_pipe(ready);
-	t_pipe(took);
-	for (int i = 0; i < WORKERS; i++)
-		t_pipe(cmd[i]);
-	t_pool_start(pids, WORKERS, worker, ready[0]);
-
-	/* each call goes to a worker with a receive posted: one that holds a call has none */
+	t_pool_hold_calls(bus, NAME, CALL_TIMEOUT, worker, WORKERS, pids, ready, took, cmd, calls, holder, lines);
 	for (int i = 0; i < WORKERS; i++) {
-		int w;
-
-		t_call_taken(bus, NAME, "Work", "hold", CALL_TIMEOUT, &calls[i], took[0], line, sizeof(line));
-		CHECK(sscanf(line, "%d %63s %" SCNu32, &w, caller, &serial[i]) == 3);
-		CHECK(w >= 1 && w <= WORKERS);
-		for (int j = 0; j < i; j++)
-			if (holder[j] == w)
-				FAIL("worker %d took calls %d and %d", w, j, i);
-		holder[i] = w;
-		t_log("call %d (serial %" PRIu32 ") held by worker %d (pid %d)", i, serial[i], w,
-		      (int)pids[w - 1]);
+		CHECK(sscanf(lines[i], "%*d %63s %" SCNu32, caller, &serial[i]) == 2);
+		t_log("call %d (serial %" PRIu32 ") held by worker %d (pid %d)", i, serial[i], holder[i],
+		      (int)pids[holder[i] - 1]);
 	}
 	CHECK_R(brokerd_bus_get_counter(bus, BROKERD_COUNTER_FORGED_REPLY), 0);
 

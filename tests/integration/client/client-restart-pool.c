@@ -6,11 +6,12 @@
  * of three calls the caller made (the kernel's receipts told the caller
  * which took which). brokerd is restarted (the hand-over through systemd's
  * fd store), then one worker is killed with SIGKILL: the call it held fails
- * at once with NoReply, from a CallReceiverEnded that still carries its pid
- * (the caller's ENDED_PID and the workers' pids are in the handed-over
- * state), and the two calls the other workers hold stay pending and get
- * their answers. A brokerd that forgot either would make the library fail
- * all three (protocol/README.md, Worker pools).
+ * at once with NoReply (the caller watches the process its receipt named),
+ * and the two calls the other workers hold stay pending and get their
+ * answers: brokerd's CallReceiverEnded, which comes after, still carries
+ * the worker's pid (the caller's ENDED_PID and the workers' pids are in the
+ * handed-over state). A brokerd that forgot either would make the library
+ * fail all three (protocol/README.md, Worker pools).
  */
 #include <inttypes.h>
 
@@ -51,29 +52,15 @@ int main(void)
 	struct t_outcome calls[WORKERS] = { 0 };
 	int holder[WORKERS]; /* call -> the worker that took it */
 	pid_t pids[WORKERS], brokerd;
-	char line[16];
 	uint64_t t0;
 
 	if (system("systemctl --version >/dev/null 2>&1") != 0)
 		SKIP("no systemctl");
 	bus = t_open();
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, NULL), 0);
-	t_pipe(ready);
-	t_pipe(took);
+	t_pool_hold_calls(bus, NAME, CALL_TIMEOUT, worker, WORKERS, pids, ready, took, cmd, calls, holder, NULL);
 	for (int i = 0; i < WORKERS; i++)
-		t_pipe(cmd[i]);
-	t_pool_start(pids, WORKERS, worker, ready[0]);
-
-	/* each call goes to a worker with a receive posted: one that holds a call has none */
-	for (int i = 0; i < WORKERS; i++) {
-		t_call_taken(bus, NAME, "Work", "hold", CALL_TIMEOUT, &calls[i], took[0], line, sizeof(line));
-		holder[i] = atoi(line);
-		CHECK(holder[i] >= 1 && holder[i] <= WORKERS);
-		for (int j = 0; j < i; j++)
-			if (holder[j] == holder[i])
-				FAIL("worker %d took calls %d and %d", holder[i], j, i);
 		t_log("call %d held by worker %d (pid %d)", i, holder[i], (int)pids[holder[i] - 1]);
-	}
 	/* the receipts are in before brokerd goes */
 	t_pool_quiet(bus, 300, calls, WORKERS);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * testpool.h - what the worker-pool tests share (client-reply-exit,
- * client-pool-receipt, client-restart-pool): starting the workers, calls
- * whose outcome is kept, waiting until a worker says it took a call, and
+ * client-pool-receipt, client-restart-pool, client-pool-child): starting
+ * the workers, calls whose outcome is kept, waiting until a worker says it
+ * took a call, having each worker hold one, and
  * the check that a call failed the way CallReceiverEnded makes it fail
  * (protocol/README.md, Worker pools).
  */
@@ -63,6 +64,39 @@ static inline void t_call_taken(brokerd_bus *bus, const char *name, const char *
 		(void)brokerd_bus_process(bus);
 		if (now_usec() > end)
 			FAIL("no worker took the call \"%s\" within 10 s", body);
+	}
+}
+
+#define T_POOL_LINE_MAX 128
+
+/*
+ * Makes the pipes (ready, took, n in cmd), starts n workers fn
+ * (t_pool_start()) and has each hold one call: call i, name.Work("hold")
+ * with timeout usec (its outcome into calls[i]), goes to the worker with a
+ * receive posted (one that holds a call has none): holder[i], from 1, the
+ * number the worker's line on took starts with; the line into lines[i]
+ * unless lines is NULL. No worker may hold two.
+ */
+static inline void t_pool_hold_calls(brokerd_bus *bus, const char *name, uint64_t timeout, int (*fn)(void *),
+				     int n, pid_t *pids, int ready[2], int took[2], int (*cmd)[2],
+				     struct t_outcome *calls, int *holder, char (*lines)[T_POOL_LINE_MAX])
+{
+	char line[T_POOL_LINE_MAX];
+
+	t_pipe(ready);
+	t_pipe(took);
+	for (int i = 0; i < n; i++)
+		t_pipe(cmd[i]);
+	t_pool_start(pids, n, fn, ready[0]);
+	for (int i = 0; i < n; i++) {
+		t_call_taken(bus, name, "Work", "hold", timeout, &calls[i], took[0], line, sizeof(line));
+		if (sscanf(line, "%d", &holder[i]) != 1 || holder[i] < 1 || holder[i] > n)
+			FAIL("call %d: \"%s\" names no worker", i, line);
+		for (int j = 0; j < i; j++)
+			if (holder[j] == holder[i])
+				FAIL("worker %d took calls %d and %d", holder[i], j, i);
+		if (lines)
+			memcpy(lines[i], line, sizeof(line));
 	}
 }
 
