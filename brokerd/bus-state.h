@@ -122,13 +122,6 @@ struct bus_bridge_hooks {
 	void (*handover)(void *bridge);
 	/* OPEN_CALL of a name a D-Bus connection owns: brokerd receives n's calls for it. */
 	int (*serve)(void *bridge, struct bus_name *n);
-	/*
-	 * A native well-known name changed owner ("" for none), or a native
-	 * unique name went (name the unique name, new_owner ""): D-Bus clients
-	 * get NameOwnerChanged, and their match rules may want a new owner's
-	 * signals.
-	 */
-	void (*owner_changed)(void *bridge, const char *name, const char *old_owner, const char *new_owner);
 };
 
 /*
@@ -179,10 +172,22 @@ struct bus {
 	uint32_t signal_serial;
 	const struct bus_bridge_hooks *bridge_hooks;
 	void *bridge;
-	/* The D-Bus front end's names and connections (dbus-front.h), NULL without one: listed too. */
-	struct registry *dbus_registry;
-	/* The credentials of one of dbus_registry's peers (dbus-driver.c), set with it. */
+	/*
+	 * The D-Bus front end (dbus-front.h), NULL without one. Its connections
+	 * are peers of registry too (REGISTRY_PEER_DBUS), so every name has one
+	 * owner queue for both kinds of client.
+	 */
+	void *dbus_front;
+	/* The credentials of a D-Bus peer (dbus-driver.c), set with dbus_front. */
 	void (*dbus_peer_creds)(struct registry_peer *p, struct bus_peer_creds *ret);
+	/*
+	 * A name's primary owner changed, whatever kind old and new are: D-Bus
+	 * clients get NameOwnerChanged (NameLost, NameAcquired for their own
+	 * connections) and the bridge serves the name's call channel for a
+	 * D-Bus owner (dbus-driver.c). Set with dbus_front.
+	 */
+	void (*dbus_owner_changed)(void *front, const char *name, struct registry_peer *old,
+				   struct registry_peer *new);
 
 	/* Connection floods (admission.c) */
 	unsigned int n_conns;	 /* admitted, with or without HELLO */

@@ -49,6 +49,11 @@ const char *conn_name(struct bus_conn *c)
 	return c->peer ? c->peer->unique_name : "(no hello)";
 }
 
+struct bus_conn *conn_of_peer(struct registry_peer *p)
+{
+	return p && p->kind == REGISTRY_PEER_NATIVE ? p->userdata : NULL;
+}
+
 static void out_msg_free(struct out_msg *o)
 {
 	for (unsigned int i = 0; i < o->n_fds; i++)

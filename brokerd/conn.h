@@ -20,6 +20,8 @@
 
 /* Its unique name, or "(no hello)". */
 const char *conn_name(struct bus_conn *c);
+/* The native connection behind a registry peer; NULL for none or a D-Bus client's. */
+struct bus_conn *conn_of_peer(struct registry_peer *p);
 
 /*
  * Sends a finished writer's message, or queues it (pausing the input) if the

@@ -22,7 +22,6 @@
 #include "brokerd/conn.h"
 #include "brokerd/dbus-access.h"
 #include "brokerd/dbus-bridge.h"
-#include "brokerd/driver.h"
 #include "brokerd/grant.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
@@ -82,6 +81,7 @@ struct bridge_call {
 /* A name a D-Bus connection owns that native clients call: brokerd receives its calls. */
 struct bridge_serve {
 	char *name;
+	uint64_t owner; /* the D-Bus owner's id: changed only once what came for the last one went to it */
 	uint32_t channel_id;
 	struct chan *recv;
 	struct bridge_serve *next;
@@ -307,7 +307,7 @@ static void reply_caps_push(struct dbus_bridge *br, struct bridge_peer *bp, stru
 		if (!(n->call->grants[i].rights & IOIPC_SUB_RECV) ||
 		    !(p = registry_peer_find(b->registry, n->call->grants[i].peer_id)))
 			continue;
-		r = p->userdata;
+		r = conn_of_peer(p);
 		if (!r || r->dead || r->ended || !conn_has_room(r) ||
 		    !inbox_send_allowed(r, bp->conn->peer, NULL, 0))
 			continue;
@@ -500,7 +500,7 @@ static void reply_to_native(struct dbus_bridge *br, struct dbus_conn *c, uint64_
 			    const int *fds, unsigned int n)
 {
 	struct registry_peer *p = registry_peer_find(br->bus->registry, id);
-	struct bus_conn *nc = p ? p->userdata : NULL;
+	struct bus_conn *nc = conn_of_peer(p);
 	struct bridge_peer *bp;
 	struct bridge_target *t;
 	int r;
@@ -703,11 +703,20 @@ static bool serves(struct dbus_bridge *br, uint64_t id, const char *name)
 	return false;
 }
 
+/* The D-Bus connection with this id, or NULL. */
+static struct dbus_conn *conn_of_id(struct dbus_bridge *br, uint64_t id)
+{
+	struct registry_peer *p = registry_peer_find(br->front->registry, id);
+	struct dbus_conn *c = p && p->kind == REGISTRY_PEER_DBUS ? p->userdata : NULL;
+
+	return c && !c->dead ? c : NULL;
+}
+
 /* The D-Bus connection that owns name, or NULL. */
 static struct dbus_conn *dbus_owner(struct dbus_bridge *br, const char *name)
 {
 	struct registry_peer *p = registry_name_owner(br->front->registry, name);
-	struct dbus_conn *c = p ? p->userdata : NULL;
+	struct dbus_conn *c = p && p->kind == REGISTRY_PEER_DBUS ? p->userdata : NULL;
 
 	return c && !c->dead ? c : NULL;
 }
@@ -815,7 +824,7 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 	}
 	switch (sv ? (m.type == CHMSG_CALL ? CHMSG_CALL : 0) : m.type == CHMSG_CALL ? 0 : m.type) {
 	case CHMSG_CALL:
-		c = dbus_owner(br, sv->name);
+		c = conn_of_id(br, sv->owner);
 		if (!c)
 			goto drop; /* its callers learn from NameOwnerChanged */
 		h.flags = m.flags & CHMSG_F_ALL;
@@ -1099,8 +1108,10 @@ static int hook_serve(void *userdata, struct bus_name *n)
 
 	if (!n->call || !owner)
 		return -EOPNOTSUPP;
-	if (p && (*p)->channel_id == n->call->id)
+	if (p && (*p)->channel_id == n->call->id) {
+		(*p)->owner = owner->peer->id; /* its owner now: what came before went to the last one */
 		return 0;
+	}
 	if (p)
 		serve_drop(br, p);
 	sv = calloc(1, sizeof(*sv));
@@ -1109,6 +1120,7 @@ static int hook_serve(void *userdata, struct bus_name *n)
 		return -ENOMEM;
 	}
 	sv->channel_id = n->call->id;
+	sv->owner = owner->peer->id;
 	fd = chanmgr_mint(&br->bus->chanmgr, n->call->id, IOIPC_SUB_RECV, owner->peer->id);
 	r = fd < 0 ? fd : chan_attach(&br->ring, fd, IOIPC_SUB_RECV, CHMSG_MAX, CHAN_KIND_SERVE, sv, &sv->recv);
 	if (fd >= 0)
@@ -1126,6 +1138,16 @@ static int hook_serve(void *userdata, struct bus_name *n)
 	return 0;
 }
 
+static void sub_drop(struct dbus_bridge *br, struct bridge_sub **p)
+{
+	struct bridge_sub *sub = *p;
+
+	*p = sub->next;
+	chan_close(&br->ring, sub->recv);
+	free(sub->name);
+	free(sub);
+}
+
 static void hook_handover(void *userdata)
 {
 	struct dbus_bridge *br = userdata;
@@ -1135,14 +1157,8 @@ static void hook_handover(void *userdata)
 			peer_free(br, c->bridge);
 	while (br->serves)
 		serve_drop(br, &br->serves);
-	while (br->subs) {
-		struct bridge_sub *sub = br->subs;
-
-		br->subs = sub->next;
-		chan_close(&br->ring, sub->recv);
-		free(sub->name);
-		free(sub);
-	}
+	while (br->subs)
+		sub_drop(br, &br->subs);
 	br->watching = false;
 }
 
@@ -1160,12 +1176,8 @@ static void sub_name(struct dbus_bridge *br, const char *name)
 			break;
 	if (sub && sub->channel_id == n->signal->id)
 		return;
-	if (sub) {
-		*p = sub->next;
-		chan_close(&br->ring, sub->recv);
-		free(sub->name);
-		free(sub);
-	}
+	if (sub)
+		sub_drop(br, p);
 	sub = calloc(1, sizeof(*sub));
 	if (!sub || !(sub->name = strdup(name))) {
 		free(sub);
@@ -1189,16 +1201,6 @@ static void sub_name(struct dbus_bridge *br, const char *name)
 	br->subs = sub;
 }
 
-static void hook_owner_changed(void *userdata, const char *name, const char *old_owner, const char *new_owner)
-{
-	struct dbus_bridge *br = userdata;
-
-	ring_drain(br); /* what the old owner sent, before the news that it went */
-	name_owner_changed_signal(br, name, old_owner, new_owner);
-	if (br->watching && *new_owner && name[0] != ':')
-		sub_name(br, name);
-}
-
 void dbus_bridge_signals_wanted(struct dbus_front *f)
 {
 	struct dbus_bridge *br = f->bridge;
@@ -1214,7 +1216,8 @@ void dbus_bridge_signals_wanted(struct dbus_front *f)
 		return;
 	n = registry_names_list(br->bus->registry, names, n);
 	for (size_t i = 0; i < n; i++)
-		sub_name(br, names[i]);
+		if (!dbus_owner(br, names[i])) /* a D-Bus owner's signals reach D-Bus clients directly */
+			sub_name(br, names[i]);
 }
 
 void dbus_bridge_signal(struct dbus_conn *c, const struct dbus_message *m, const int *fds)
@@ -1259,12 +1262,33 @@ void dbus_bridge_signal(struct dbus_conn *c, const struct dbus_message *m, const
 void dbus_bridge_owner_changed(struct dbus_front *f, const char *name, struct registry_peer *old,
 			       struct registry_peer *new)
 {
+	struct dbus_bridge *br = f->bridge;
 	struct bridge_serve **p;
+	struct bridge_sub **ps;
+	struct bus_name *n;
 
-	/* One bus: native clients see D-Bus names change owner, and their calls fail when it goes. */
-	driver_notify_owner_changed(f->bus, name, old ? old->unique_name : "", new ? new->unique_name : "");
-	if (!new && f->bridge && (p = serve_find(f->bridge, name)))
-		serve_drop(f->bridge, p);
+	(void)old;
+	if (!br)
+		return;
+	ring_drain(br); /* what a native old owner sent, before the news that it went */
+	if (new && new->kind == REGISTRY_PEER_DBUS) {
+		/* Native callers hold SEND caps on its call channel: brokerd receives there for the new owner. */
+		n = bus_name_find(br->bus, name);
+		if (n && n->call && hook_serve(br, n) < 0)
+			log_warning("bridge: cannot take the calls of %s for its D-Bus owner %s", name,
+				    new->unique_name);
+		/* Its signals reach D-Bus clients directly: none back from the signal channel. */
+		for (ps = &br->subs; *ps && strcmp((*ps)->name, name); ps = &(*ps)->next)
+			;
+		if (*ps)
+			sub_drop(br, ps);
+		return;
+	}
+	/* A native owner (or none) receives the calls itself; what brokerd took is passed on already. */
+	if ((p = serve_find(br, name)))
+		serve_drop(br, p);
+	if (new && br->watching)
+		sub_name(br, name);
 }
 
 static const struct bus_bridge_hooks hooks = {
@@ -1272,7 +1296,6 @@ static const struct bus_bridge_hooks hooks = {
 	.inbox = hook_inbox,
 	.handover = hook_handover,
 	.serve = hook_serve,
-	.owner_changed = hook_owner_changed,
 };
 
 /* ---- The bridge ----------------------------------------------------------------- */

@@ -39,9 +39,12 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 /* c goes: its calls are forgotten, its inbox and caps revoked and freed. */
 void dbus_bridge_conn_gone(struct dbus_conn *c);
 /*
- * A D-Bus well-known name changed owner (dbus-driver.c): native clients get
- * NameOwnerChanged for it, and its call channel is no longer served when
- * it has no owner. Works without channels too (bridge NULL).
+ * A well-known name changed owner, old and new of either kind
+ * (dbus-driver.c, before D-Bus clients hear of it): what the bridge
+ * received before goes on first (to the old owner); a D-Bus owner has its
+ * native callers' calls received by brokerd and passed on, a native one
+ * (or none) does not; match rules get a native owner's signals. Works
+ * without channels too (bridge NULL).
  */
 void dbus_bridge_owner_changed(struct dbus_front *f, const char *name, struct registry_peer *old,
 			       struct registry_peer *new);

@@ -277,7 +277,7 @@ pid_t dbus_conn_pid(struct dbus_conn *c)
 struct dbus_conn *dbus_front_conn_by_name(struct dbus_front *f, const char *name)
 {
 	struct registry_peer *p = registry_peer_resolve(f->registry, name);
-	struct dbus_conn *c = p ? p->userdata : NULL;
+	struct dbus_conn *c = p && p->kind == REGISTRY_PEER_DBUS ? p->userdata : NULL;
 
 	return c && !c->dead ? c : NULL;
 }
@@ -609,7 +609,9 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 	char text[192];
 
 	if (!t) {
-		if (registry_peer_resolve(f->bus->registry, dest))
+		struct registry_peer *p = registry_peer_resolve(f->registry, dest);
+
+		if (p && p->kind == REGISTRY_PEER_NATIVE)
 			return dbus_bridge_route(c, m, *fds); /* a native client's */
 		else if (dbus_activation_queue(c, m, fds) == 0)
 			refuse(c, m, "org.freedesktop.DBus.Error.ServiceUnknown", "The name %s has no owner",
@@ -1264,11 +1266,8 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	f->event = sd_event_ref(event);
 	f->listen_fd = -1;
 	dbus_budget_init(f);
-	r = registry_new(&f->registry, &dbus_driver_registry_ops, f);
-	if (r < 0) {
-		dbus_front_free(f);
-		return r;
-	}
+	/* One bus: D-Bus connections are peers of the native registry, their names in its queues. */
+	f->registry = bus->registry;
 	/* The bus id (GetId, the SASL OK line): new for every brokerd, as dbus-daemon's. */
 	if (getrandom(id, sizeof(id), 0) != sizeof(id)) {
 		dbus_front_free(f);
@@ -1276,8 +1275,9 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	}
 	for (size_t i = 0; i < sizeof(id); i++)
 		snprintf(f->guid + 2 * i, 3, "%02x", id[i]);
-	bus->dbus_registry = f->registry; /* one bus: native clients see D-Bus names too */
+	bus->dbus_front = f;
 	bus->dbus_peer_creds = dbus_driver_peer_creds;
+	bus->dbus_owner_changed = dbus_driver_owner_changed;
 	r = dbus_bridge_new(&f->bridge, f);
 	if (r < 0) {
 		dbus_front_free(f);
@@ -1308,9 +1308,10 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		c->dead = true;
 	f->bridge = dbus_bridge_free(f->bridge);
-	if (f->bus->dbus_registry == f->registry) {
-		f->bus->dbus_registry = NULL;
+	if (f->bus->dbus_front == f) {
+		f->bus->dbus_front = NULL;
 		f->bus->dbus_peer_creds = NULL;
+		f->bus->dbus_owner_changed = NULL;
 	}
 	while (f->conns) {
 		struct dbus_conn *c = f->conns;
@@ -1323,7 +1324,6 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 	}
 	dbus_activation_free(f);
 	dbus_budget_deinit(f);
-	registry_free(f->registry);
 	sd_event_source_disable_unref(f->listen_src);
 	if (f->listen_fd >= 0)
 		close(f->listen_fd);

@@ -22,6 +22,7 @@
 #include "brokerd/dbus-bridge.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/driver.h"
+#include "brokerd/grant.h"
 #include "brokerd/policy.h"
 #include "brokerd/quota.h"
 #include "brokerd/registry.h"
@@ -31,7 +32,7 @@
 
 #define ERR(x) "org.freedesktop.DBus.Error." x
 
-/* ---- Registry callbacks -------------------------------------------------------- */
+/* ---- Owner changes (the registry's callback in driver.c) ---------------------- */
 
 static void signal_s(struct dbus_front *f, struct dbus_conn *dest, const char *member, const char *sig,
 		     const char *a, const char *b, const char *c)
@@ -53,46 +54,40 @@ static void signal_s(struct dbus_front *f, struct dbus_conn *dest, const char *m
 	free(body);
 }
 
-static void on_owner_changed(void *userdata, const char *name, struct registry_peer *old,
-			     struct registry_peer *new, struct registry_peer *requester)
+/* The D-Bus connection behind a registry peer, if it is one's and still there. */
+static struct dbus_conn *conn_of(struct registry_peer *p)
 {
-	struct dbus_front *f = userdata;
-	struct dbus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
+	struct dbus_conn *c = p && p->kind == REGISTRY_PEER_DBUS ? p->userdata : NULL;
 
-	if (oc && !oc->dead)
+	return c && !c->dead ? c : NULL;
+}
+
+void dbus_driver_owner_changed(void *front, const char *name, struct registry_peer *old,
+			       struct registry_peer *new)
+{
+	struct dbus_front *f = front;
+	struct dbus_conn *oc = conn_of(old), *nc = conn_of(new);
+
+	/* What a native owner sent before goes first; a D-Bus owner gets the native callers' calls. */
+	dbus_bridge_owner_changed(f, name, old, new);
+	if (oc)
 		signal_s(f, oc, "NameLost", "s", name, NULL, NULL);
 	signal_s(f, NULL, "NameOwnerChanged", "sss", name, old ? old->unique_name : "",
 		 new ? new->unique_name : "");
-	if (nc && !nc->dead)
+	if (nc)
 		signal_s(f, nc, "NameAcquired", "s", name, NULL, NULL);
-	dbus_bridge_owner_changed(f, name, old, new); /* native clients see it too */
 	if (new)
 		dbus_activation_owned(f, name);
 }
-
-static void on_entry_changed(void *userdata, struct registry_peer *p, const char *name, int delta)
-{
-	struct dbus_front *f = userdata;
-
-	/* RequestName checked the limit before it asked the registry. */
-	if (delta > 0)
-		(void)quota_charge_restored(f->bus->quota, p->uid, QUOTA_NAMES, 1);
-	else
-		quota_release(f->bus->quota, p->uid, QUOTA_NAMES, 1);
-}
-
-const struct registry_ops dbus_driver_registry_ops = {
-	.owner_changed = on_owner_changed,
-	.entry_changed = on_entry_changed,
-};
 
 void dbus_driver_conn_gone(struct dbus_conn *c)
 {
 	struct dbus_front *f = c->front;
 
 	dbus_activation_conn_gone(c);
-	registry_peer_remove(f->registry, c->peer);
+	registry_peer_remove(f->registry, c->peer); /* its names go: queues promoted, native owners too */
 	c->peer = NULL;
+	grant_revoke_pending(f->bus);
 	signal_s(f, NULL, "NameOwnerChanged", "sss", c->unique, c->unique, "");
 }
 
@@ -194,7 +189,7 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 		return 0;
 	}
 	p = registry_peer_resolve(f->bus->registry, name);
-	if (p && p->userdata) {
+	if (p && p->kind == REGISTRY_PEER_NATIVE && p->userdata) {
 		struct bus_conn *n = p->userdata;
 
 		cr->uid = n->cred.uid;
@@ -217,7 +212,7 @@ void dbus_driver_peer_creds(struct registry_peer *p, struct bus_peer_creds *cr)
 	struct dbus_conn *d = p->userdata;
 	socklen_t l = sizeof(cr->label_buf) - 1;
 
-	BUG_ON(!d); /* every peer of the D-Bus registry is a connection's */
+	BUG_ON(!d || p->kind != REGISTRY_PEER_DBUS); /* every D-Bus peer is a connection's */
 	cr->cred = d->cred;
 	cr->gids = d->gids;
 	cr->n_gids = d->n_gids;
@@ -242,10 +237,10 @@ static const char *owner_of(struct dbus_front *f, const char *name)
 
 		if (d)
 			return d->name;
-	} else if ((p = registry_name_owner(f->registry, name))) {
-		return p->unique_name;
+		p = registry_peer_resolve(f->registry, name);
+		return p && p->kind == REGISTRY_PEER_NATIVE ? p->unique_name : NULL;
 	}
-	p = registry_peer_resolve(f->bus->registry, name);
+	p = registry_name_owner(f->registry, name); /* a D-Bus or a native client */
 	return p ? p->unique_name : NULL;
 }
 
@@ -255,24 +250,19 @@ static int method_hello(struct call *k)
 {
 	struct dbus_conn *c = k->c;
 	struct dbus_front *f = c->front;
-	struct registry_peer *tmp, *p;
-	uint64_t id;
+	struct registry_peer *p;
 	int r;
 
 	if (c->peer)
 		return fail(k, ERR("Failed"), "%s", "Already handled an Hello message");
 	if (c->refused) /* it goes at its Hello deadline */
 		return fail(k, ERR("LimitsExceeded"), "%s", c->refused);
-	/* The id comes from the native registry: no unique name is ever given twice, whatever the protocol. */
-	r = registry_peer_add(f->bus->registry, c->cred.uid, &tmp);
+	/* A peer of the bus's registry: no unique name is ever given twice, whatever the protocol. */
+	r = registry_peer_add(f->registry, c->cred.uid, &p);
 	if (r < 0)
 		return r;
-	id = tmp->id;
-	registry_peer_remove(f->bus->registry, tmp);
 	driver_ids_reserve(f->bus); /* recorded as a native HELLO's: a crash never reuses the name */
-	r = registry_peer_restore(f->registry, c->cred.uid, id, &p);
-	if (r < 0)
-		return r;
+	p->kind = REGISTRY_PEER_DBUS;
 	p->userdata = c;
 	c->peer = p;
 	snprintf(c->unique, sizeof(c->unique), "%s", p->unique_name);
@@ -301,11 +291,6 @@ static int method_request_name(struct call *k)
 	if (!policy_check(f->bus->policy, c->cred.uid, c->gids, c->n_gids, POLICY_OWN, name, NULL, 0))
 		return fail(k, ERR("AccessDenied"),
 			    "Connection is not allowed to own the service %s by policy", name);
-	if (registry_name_owner(f->bus->registry, name))
-		return fail(
-			k, ERR("NotSupported"),
-			"%s is owned by a native brokerd client; D-Bus and native owners cannot share a name yet",
-			name);
 	if (registry_name_entry_flags(f->registry, c->peer, name) < 0) {
 		uint64_t max = quota_bus_limit(q, QUOTA_BUS_MAX_NAMES);
 
@@ -318,12 +303,17 @@ static int method_request_name(struct call *k)
 				    quota_kind_to_string(QUOTA_NAMES));
 		quota_release(q, c->cred.uid, QUOTA_NAMES, 1);
 	}
-	/* Only the three flags of the specification; the native pool flag is not D-Bus's. */
+	/*
+	 * Only the three flags of the specification, the native ones by the same
+	 * bits in the same queue (protocol/README.md, REQUEST_NAME); the native
+	 * pool flag is not D-Bus's.
+	 */
 	r = registry_name_request(
 		f->registry, c->peer, name,
 		flags & (CTRL_NAME_ALLOW_REPLACEMENT | CTRL_NAME_REPLACE_EXISTING | CTRL_NAME_DO_NOT_QUEUE));
 	if (r < 0)
 		return fail(k, ERR("InvalidArgs"), "Cannot acquire %s", name);
+	grant_revoke_pending(f->bus); /* a native owner it replaced loses its caps on the name */
 	result = (uint32_t)r;
 	return dbus_writer_append_basic(&k->w, 'u', &result);
 }
@@ -339,6 +329,7 @@ static int method_release_name(struct call *k)
 	r = registry_name_release(k->c->front->registry, k->c->peer, name);
 	if (r < 0)
 		return fail(k, ERR("InvalidArgs"), "Cannot release the name '%s'", name);
+	grant_revoke_pending(k->c->front->bus); /* the name's channels may be idle now */
 	result = (uint32_t)r;
 	return dbus_writer_append_basic(&k->w, 'u', &result);
 }
@@ -366,9 +357,7 @@ static int method_list_queued_owners(struct call *k)
 		dbus_writer_append_basic(&k->w, 's', o);
 		return dbus_writer_close(&k->w);
 	}
-	if (!registry_name_owner(reg, name))
-		reg = f->bus->registry;
-	n = registry_name_queue(reg, name, NULL, 0);
+	n = registry_name_queue(reg, name, NULL, 0); /* D-Bus and native owners, one queue */
 	if (!n)
 		return fail(k, ERR("NameHasNoOwner"), "Could not get the owners of %s: no such name", name);
 	q = calloc(n, sizeof(*q));
@@ -408,10 +397,7 @@ static int method_list_names(struct call *k)
 
 	dbus_writer_open(&k->w, 'a', "s");
 	dbus_writer_append_basic(&k->w, 's', DBUS_DRIVER_NAME);
-	r = append_names(&k->w, f->registry);
-	/* One bus: the native clients and their names are listed too. */
-	if (r == 0)
-		r = append_names(&k->w, f->bus->registry);
+	r = append_names(&k->w, f->registry); /* one bus: native clients and their names too */
 	if (r < 0)
 		return r;
 	return dbus_writer_close(&k->w);

@@ -9,11 +9,12 @@
  * of the last two sections.
  *
  * One bus, two protocols, as far as it goes today (brokerd/README.md,
- * "D-Bus clients"): unique ids come from the native registry so that no
- * unique name is ever given twice, quotas and the own/send policy are the
- * native ones, both protocols list both kinds of names; D-Bus names have
- * their own queues, and calls and signals between a D-Bus and a native
- * client go through dbus-bridge.c.
+ * "D-Bus clients"): D-Bus connections are peers of the native registry
+ * (REGISTRY_PEER_DBUS), so that no unique name is ever given twice and a
+ * well-known name has one owner queue whoever asks; quotas and the
+ * own/send policy are the native ones, both protocols list both kinds of
+ * names, and calls and signals between a D-Bus and a native client go
+ * through dbus-bridge.c.
  */
 #ifndef BROKERD_DBUS_FRONT_H
 #define BROKERD_DBUS_FRONT_H
@@ -112,7 +113,7 @@ struct dbus_front {
 	sd_event *event;
 	int listen_fd;
 	sd_event_source *listen_src;
-	struct registry *registry; /* D-Bus well-known names and their queues */
+	struct registry *registry; /* the bus's (struct bus), peers and names of both protocols */
 	struct dbus_conn *conns;
 	struct dbus_reply *replies, *replies_tail; /* by deadline */
 	sd_event_source *reply_timer;		   /* for the first deadline */
@@ -208,13 +209,19 @@ void dbus_budget_deinit(struct dbus_front *f);
 
 /* ---- dbus-driver.c --------------------------------------------------------- */
 
-/* The registry callbacks: NameOwnerChanged, NameLost, NameAcquired, the names quota. */
-extern const struct registry_ops dbus_driver_registry_ops;
+/*
+ * A name's primary owner changed (struct bus's dbus_owner_changed, from the
+ * registry's callback in driver.c), whatever kind old and new are:
+ * NameLost, NameOwnerChanged, NameAcquired, the bridge's part, what waited
+ * for an activation.
+ */
+void dbus_driver_owner_changed(void *front, const char *name, struct registry_peer *old,
+			       struct registry_peer *new);
 /* A message to org.freedesktop.DBus (sender stamped). Returns <0 to drop the connection. */
 int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m);
 /* A connection goes: its names and what others see of it. */
 void dbus_driver_conn_gone(struct dbus_conn *c);
-/* The credentials of a peer of f->registry, for native clients (struct bus's dbus_peer_creds). */
+/* The credentials of a D-Bus peer, for native clients (struct bus's dbus_peer_creds). */
 struct bus_peer_creds;
 void dbus_driver_peer_creds(struct registry_peer *p, struct bus_peer_creds *cr);
 /* An error reply to m from the driver (if m wants one). */

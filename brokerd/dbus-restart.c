@@ -137,6 +137,20 @@ static void save_conns(void *ctx, struct wbuf *w)
 		save_conn(c, w);
 }
 
+/* Has a D-Bus connection an entry in name's queue? */
+static bool queue_has_dbus(struct registry *reg, const char *name)
+{
+	for (struct registry_peer *p = registry_peer_next(reg, NULL); p; p = registry_peer_next(reg, p))
+		if (p->kind == REGISTRY_PEER_DBUS && registry_name_entry_flags(reg, p, name) >= 0)
+			return true;
+	return false;
+}
+
+/*
+ * Every name a D-Bus connection owns or waits for, with its whole queue:
+ * native entries marked as the other half's, so that the D-Bus entries go
+ * back where they were among them (restart.c restores the native ones).
+ */
 static void save_names(void *ctx, struct wbuf *w)
 {
 	struct dbus_front *f = ctx;
@@ -149,10 +163,13 @@ static void save_names(void *ctx, struct wbuf *w)
 	}
 	n = registry_names_list(f->registry, names, n);
 	for (size_t i = 0; i < n; i++) {
-		size_t at = wbuf_record_begin(w, DREC_NAME);
+		size_t at;
 
+		if (!queue_has_dbus(f->registry, names[i]))
+			continue;
+		at = wbuf_record_begin(w, DREC_NAME);
 		wbuf_put_str(w, names[i]);
-		wbuf_put_queue(w, f->registry, names[i]);
+		wbuf_put_queue(w, f->registry, names[i], REGISTRY_PEER_DBUS);
 		wbuf_record_end(w, at);
 	}
 }
@@ -385,7 +402,7 @@ static bool dstate_consistent(struct dstate *s)
 			return false;
 	for (size_t i = 0; i < s->n_names; i++)
 		for (size_t j = 0; j < s->names[i].n_owners; j++)
-			if (!dst_conn_find(s, s->names[i].owners[j].peer_id))
+			if (!s->names[i].owners[j].other && !dst_conn_find(s, s->names[i].owners[j].peer_id))
 				return false;
 	for (size_t i = 0; i < s->n_replies; i++)
 		if (!dst_conn_find(s, s->replies[i].caller) || !dst_conn_find(s, s->replies[i].callee))
@@ -444,6 +461,7 @@ static int conn_restore(struct dbus_front *f, struct dst_conn *sc, int fd)
 	r = registry_peer_restore(f->registry, c->cred.uid, sc->id, &c->peer);
 	if (r < 0)
 		return r;
+	c->peer->kind = REGISTRY_PEER_DBUS;
 	c->peer->userdata = c;
 	snprintf(c->unique, sizeof(c->unique), "%s", c->peer->unique_name);
 	c->name = c->unique;
@@ -510,11 +528,21 @@ int dbus_front_restore(struct dbus_front *f, int state_fd, int *fds, size_t n_fd
 	}
 	for (size_t i = 0; i < s.n_names; i++) {
 		struct dst_name *sn = &s.names[i];
+		_cleanup_free_ uint64_t *order = calloc(sn->n_owners ? sn->n_owners : 1, sizeof(*order));
+		struct registry_peer *owner;
 		struct bus_name *n;
 
+		if (!order) {
+			r = -ENOMEM;
+			goto out;
+		}
 		for (size_t j = 0; j < sn->n_owners; j++) {
-			struct dbus_conn *c = dst_conn_find(&s, sn->owners[j].peer_id)->c;
+			struct dbus_conn *c;
 
+			order[j] = sn->owners[j].peer_id;
+			if (sn->owners[j].other) /* a native client's: restart.c restored it */
+				continue;
+			c = dst_conn_find(&s, sn->owners[j].peer_id)->c;
 			if (!c || !c->peer)
 				continue;
 			r = registry_name_restore(f->registry, c->peer, sn->name, sn->owners[j].flags);
@@ -522,9 +550,12 @@ int dbus_front_restore(struct dbus_front *f, int state_fd, int *fds, size_t n_fd
 				goto out;
 			(void)quota_charge_restored(f->bus->quota, c->cred.uid, QUOTA_NAMES, 1);
 		}
+		/* one queue: the D-Bus entries back in their places among the native ones */
+		registry_name_restore_order(f->registry, sn->name, order, sn->n_owners);
 		/* native callers hold caps on its call channel: brokerd receives there for its owner again */
 		n = bus_name_find(f->bus, sn->name);
-		if (n && n->call && f->bus->bridge_hooks && registry_name_owner(f->registry, sn->name))
+		owner = registry_name_owner(f->registry, sn->name);
+		if (n && n->call && f->bus->bridge_hooks && owner && owner->kind == REGISTRY_PEER_DBUS)
 			(void)f->bus->bridge_hooks->serve(f->bus->bridge, n);
 	}
 	for (size_t i = 0; i < s.n_replies; i++) {

@@ -107,14 +107,15 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 			     struct registry_peer *new, struct registry_peer *requester)
 {
 	struct bus *b = userdata;
-	struct bus_conn *oc = old ? old->userdata : NULL, *nc = new ? new->userdata : NULL;
+	/* One queue for both protocols: old and new may each be a native or a D-Bus client. */
+	struct bus_conn *oc = conn_of_peer(old), *nc = conn_of_peer(new);
 
 	log_full(LOG_DEBUG, NULL, (uid_t)-1, "name %s: owner %s -> %s", name, old ? old->unique_name : "-",
 		 new ? new->unique_name : "-");
 	driver_notify_owner_changed(b, name, old ? old->unique_name : "", new ? new->unique_name : "");
-	if (b->bridge_hooks) /* D-Bus clients see it too (dbus-bridge.c) */
-		b->bridge_hooks->owner_changed(b->bridge, name, old ? old->unique_name : "",
-					       new ? new->unique_name : "");
+	/* D-Bus clients see it too, and a D-Bus owner gets the native callers' calls (dbus-driver.c) */
+	if (b->dbus_owner_changed)
+		b->dbus_owner_changed(b->dbus_front, name, old, new);
 
 	b->gc_needed = true;
 	if (old) {
@@ -134,10 +135,12 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		/* The requester gets its caps in the REQUEST_NAME reply. */
 		if (new != requester)
 			send_name_acquired(b, nc, name);
-		activation_settle(b, name, NULL, NULL);
 		/* match rules without a sender: watchers get the new name's signals */
 		watch_name_owned(b, name);
 	}
+	/* OPEN_CALLs waiting for an activation: a D-Bus owner is called through the bridge */
+	if (new)
+		activation_settle(b, name, NULL, NULL);
 }
 
 static void on_entry_changed(void *userdata, struct registry_peer *p, const char *name, int delta)
@@ -531,6 +534,7 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 	_cleanup_close_ int fd = -1;
 	struct bus *b = c->bus;
 	const struct service *svc;
+	struct registry_peer *owner;
 	struct bus_name *n;
 	const char *name;
 	uint32_t flags;
@@ -550,10 +554,10 @@ static int handle_open_call(struct bus_conn *c, const struct ctrl_message *m, st
 		c->ended_pid = true;
 	if (!conn_allowed(c, POLICY_SEND, name, why, sizeof(why)))
 		return deny(c, m, POLICY_SEND, name, why);
-	owned = registry_name_owner(b->registry, name) != NULL;
+	owner = registry_name_owner(b->registry, name);
+	owned = owner != NULL;
 	/* A D-Bus client's name: brokerd serves its call channel and passes the calls on (dbus-bridge.c). */
-	bridged = !owned && b->bridge_hooks && b->dbus_registry && registry_name_owner(b->dbus_registry, name);
-	owned |= bridged;
+	bridged = owner && owner->kind == REGISTRY_PEER_DBUS && b->bridge_hooks;
 	svc = owned ? NULL : service_set_find(b->services, name);
 	if (!owned && (!svc || (flags & CTRL_CALL_NO_ACTIVATE)))
 		return conn_reply_error(c, m, svc ? CTRL_ERROR_NAME_HAS_NO_OWNER : CTRL_ERROR_SERVICE_UNKNOWN,
@@ -622,14 +626,16 @@ static int handle_open_inbox(struct bus_conn *c, const struct ctrl_message *m, s
 	if (!c->bus->chanmgr.available)
 		return no_channels(c, m);
 	p = registry_peer_resolve(c->bus->registry, name);
-	if (p) {
+	if (p && p->kind == REGISTRY_PEER_NATIVE) {
 		struct bus_conn *t = p->userdata;
 
 		BUG_ON(!t); /* every native peer is a connection's */
 		inbox = t->inbox;
-	} else if (c->bus->bridge_hooks) {
-		/* A D-Bus caller of ours: the inbox brokerd keeps for it (dbus-bridge.c). */
-		inbox = c->bus->bridge_hooks->inbox(c->bus->bridge, name, &p);
+	} else if (p) {
+		/* A D-Bus caller of ours: the inbox brokerd keeps for it (dbus-bridge.c), if it has one. */
+		p = NULL;
+		if (c->bus->bridge_hooks)
+			inbox = c->bus->bridge_hooks->inbox(c->bus->bridge, name, &p);
 	}
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);

@@ -230,9 +230,9 @@ static void call_receiver_ended(struct bus *b, struct bus_channel *ch, uint64_t 
 		if (!(ch->grants[i].rights & IOIPC_SUB_SEND))
 			continue;
 		p = registry_peer_find(b->registry, ch->grants[i].peer_id);
-		if (!p || ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0) < 0)
+		conn = conn_of_peer(p);
+		if (!conn || ctrl_writer_init(&w, CTRL_TYPE_SIGNAL, CTRL_SIGNAL_CALL_RECEIVER_ENDED, 0) < 0)
 			continue;
-		conn = p->userdata;
 		ctrl_write_string(&w, ch->name);
 		ctrl_write_string(&w, receiver);
 		ctrl_write_u64(&w, revoked_at);
@@ -462,8 +462,7 @@ static void reply_cap_send(struct bus *b, struct bus_conn *caller, struct bus_co
 /* The live connection behind grant g, or NULL. */
 static struct bus_conn *grant_conn(struct bus *b, const struct grant *g)
 {
-	struct registry_peer *p = registry_peer_find(b->registry, g->peer_id);
-	struct bus_conn *c = p ? p->userdata : NULL;
+	struct bus_conn *c = conn_of_peer(registry_peer_find(b->registry, g->peer_id));
 
 	return c && !c->dead && !c->ended ? c : NULL;
 }
@@ -518,12 +517,15 @@ static void apply_limits(struct bus *b)
 static uint32_t grant_lost_rights(struct bus *b, struct bus_channel *ch, struct registry_peer *p,
 				  uint32_t rights)
 {
-	struct bus_conn *c = p->userdata;
+	struct bus_conn *c = conn_of_peer(p);
 	int flags = registry_name_entry_flags(b->registry, p, ch->name);
 	bool primary = registry_name_owner(b->registry, ch->name) == p;
 	struct registry_peer *t;
 	uint32_t lost = 0;
 
+	/* A D-Bus client's own inbox (dbus-bridge.c): brokerd checks its policy on every message. */
+	if (!c)
+		return 0;
 	switch (ch->kind) {
 	case CTRL_CHANNEL_CALL:
 		if ((rights & IOIPC_SUB_RECV) && !(primary || (flags >= 0 && (flags & CTRL_NAME_POOL))))
@@ -590,9 +592,10 @@ static void bus_revoke(struct bus *b)
 	/* Owners the policy no longer allows lose their names first (NameLost, promotion). */
 	for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p;
 	     p = registry_peer_next(b->registry, p)) {
-		struct bus_conn *c = p->userdata;
+		struct bus_conn *c = conn_of_peer(p);
 
-		for (unsigned int i = 0;;) {
+		/* D-Bus clients' names: RequestName checks them; a reload does not take them yet */
+		for (unsigned int i = 0; c;) {
 			char why[512];
 			const char *name = registry_peer_entry_name(p, i, NULL);
 			_cleanup_free_ char *copy = NULL;

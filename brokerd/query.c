@@ -56,11 +56,6 @@ static int list_order(const char *a, const char *b)
 	return strcmp(a, b);
 }
 
-static int list_order_cmp(const void *a, const void *b)
-{
-	return list_order(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The names LIST_NAMES lists, in list_order; they point into brokerd's state. */
 static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, size_t *ret_n)
 {
@@ -76,10 +71,10 @@ static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, 
 			v[k] = service_set_get(b->services, k)->name;
 		qsort(v, n, sizeof(*v), string_cmp);
 	} else {
-		struct registry *d = b->dbus_registry;
-		size_t nn = registry_names_list(b->registry, NULL, 0), dn = d ? registry_names_list(d, NULL, 0) : 0;
+		/* One bus: D-Bus clients and the names they own are the registry's too. */
+		size_t nn = registry_names_list(b->registry, NULL, 0);
 
-		n = 1 + nn + registry_peer_count(b->registry) + dn + (d ? registry_peer_count(d) : 0);
+		n = 1 + nn + registry_peer_count(b->registry);
 		v = calloc(n + 1, sizeof(*v));
 		if (!v)
 			return -ENOMEM;
@@ -88,14 +83,6 @@ static int list_names_collect(struct bus *b, uint32_t flags, const char ***ret, 
 		for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p && k < n;
 		     p = registry_peer_next(b->registry, p))
 			v[k++] = p->unique_name; /* by id */
-		if (d) {
-			/* One bus: the D-Bus clients and their names, merged into the same order. */
-			k += registry_names_list(d, v + k, dn);
-			for (struct registry_peer *p = registry_peer_next(d, NULL); p && k < n;
-			     p = registry_peer_next(d, p))
-				v[k++] = p->unique_name;
-			qsort(v, k, sizeof(*v), list_order_cmp);
-		}
 	}
 	*ret = v;
 	*ret_n = k;
@@ -152,12 +139,8 @@ int query_handle_queued_owners(struct bus_conn *c, const struct ctrl_message *m,
 	if (!ctrl_name_is_valid_wellknown(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid well-known name",
 					name);
+	/* Native and D-Bus owners in one queue: callers accept replies from its owners (dbus-bridge.c). */
 	n = registry_name_queue(reg, name, NULL, 0);
-	if (n == 0 && c->bus->dbus_registry) {
-		/* A D-Bus client's name: its callers accept replies from its owners too (dbus-bridge.c). */
-		reg = c->bus->dbus_registry;
-		n = registry_name_queue(reg, name, NULL, 0);
-	}
 	if (n == 0)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	_cleanup_free_ struct registry_peer **q = calloc(n, sizeof(*q));
@@ -184,9 +167,7 @@ int query_handle_name_owner(struct bus_conn *c, const struct ctrl_message *m, st
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "the bus itself has no unique name");
 	if (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid name", name);
-	p = registry_peer_resolve(c->bus->registry, name);
-	if (!p && c->bus->dbus_registry) /* a D-Bus client, or a name one owns */
-		p = registry_peer_resolve(c->bus->dbus_registry, name);
+	p = registry_peer_resolve(c->bus->registry, name); /* native or D-Bus */
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
 	if (conn_reply_init(&w, m) < 0)
@@ -195,15 +176,12 @@ int query_handle_name_owner(struct bus_conn *c, const struct ctrl_message *m, st
 	return conn_send(c, &w);
 }
 
-/*
- * The credentials of p: a native connection's, or (dbus true: a peer of
- * the D-Bus registry) a D-Bus connection's, as the same report gives them.
- */
-static void peer_creds(struct bus *b, struct registry_peer *p, bool dbus, struct bus_peer_creds *cr)
+/* The credentials of p, a native connection's or a D-Bus connection's, as the same report gives them. */
+static void peer_creds(struct bus *b, struct registry_peer *p, struct bus_peer_creds *cr)
 {
 	struct bus_conn *t = p->userdata;
 
-	if (dbus) {
+	if (p->kind == REGISTRY_PEER_DBUS) {
 		b->dbus_peer_creds(p, cr);
 		return;
 	}
@@ -240,21 +218,16 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
 	struct registry_peer *p;
 	uint32_t mask = CTRL_CREDS_UID | CTRL_CREDS_GID | CTRL_CREDS_GIDS;
 	const char *name;
-	bool dbus = false;
 	pid_t pid;
 	size_t a;
 
 	ctrl_read_string(rd, &name, NULL);
 	if (!ctrl_name_is_valid_wellknown(name) && !ctrl_name_is_valid_unique(name))
 		return conn_reply_error(c, m, CTRL_ERROR_INVALID_ARGS, "'%s' is not a valid name", name);
-	p = registry_peer_resolve(b->registry, name);
-	if (!p && b->dbus_registry && b->dbus_peer_creds) { /* a D-Bus client, or a name one owns */
-		p = registry_peer_resolve(b->dbus_registry, name);
-		dbus = true;
-	}
+	p = registry_peer_resolve(b->registry, name); /* a native or a D-Bus client, or a name one owns */
 	if (!p)
 		return conn_reply_error(c, m, CTRL_ERROR_NAME_HAS_NO_OWNER, "%s has no owner", name);
-	peer_creds(b, p, dbus, &cr);
+	peer_creds(b, p, &cr);
 	if (cr.pidfd >= 0) {
 		fd = fcntl(cr.pidfd, F_DUPFD_CLOEXEC, 3);
 		if (fd >= 0)
@@ -287,15 +260,15 @@ int query_handle_credentials(struct bus_conn *c, const struct ctrl_message *m, s
  * names as fit, so that a peer owning too many long names cannot stall
  * the listing.
  */
-static bool write_peer(struct bus_conn *c, struct ctrl_writer *w, struct registry_peer *p, bool dbus,
-		       size_t room, bool first)
+static bool write_peer(struct bus_conn *c, struct ctrl_writer *w, struct registry_peer *p, size_t room,
+		       bool first)
 {
 	struct bus_peer_creds cr;
 	const char *nm;
 	size_t an, end, size;
 	uint32_t k = 0;
 
-	peer_creds(c->bus, p, dbus, &cr);
+	peer_creds(c->bus, p, &cr);
 	size = string_size(p->unique_name) + 8 + 3 * 4 + string_size(cr.label ? cr.label : "") + 4 + 4;
 	for (unsigned int i = 0; (nm = registry_peer_owned_next(p, &i));)
 		size += string_size(nm);
@@ -329,8 +302,7 @@ static int list_peers_reply(struct bus_conn *c, const struct ctrl_message *m, ui
 {
 	_cleanup_(ctrl_writer_deinit) struct ctrl_writer w = { 0 };
 	struct bus *b = c->bus;
-	struct registry *d = b->dbus_peer_creds ? b->dbus_registry : NULL;
-	struct registry_peer *p, *last = NULL, *pn, *pd;
+	struct registry_peer *p, *last = NULL;
 	uint64_t after = 0;
 	uint32_t count = 0;
 	size_t a;
@@ -342,27 +314,15 @@ static int list_peers_reply(struct bus_conn *c, const struct ctrl_message *m, ui
 	if (conn_reply_init(&w, m) < 0)
 		return -ENOMEM;
 	a = ctrl_write_array_open(&w);
-	pn = registry_peer_next(b->registry, NULL);
-	pd = registry_peer_next(d, NULL);
-	for (;;) {
-		bool dbus = pd && (!pn || pd->id < pn->id);
-
-		p = dbus ? pd : pn;
-		if (!p)
+	for (p = registry_peer_next(b->registry, NULL); p; p = registry_peer_next(b->registry, p)) {
+		if (p->id <= after)
+			continue;
+		if (max && count == max)
 			break;
-		if (p->id > after) {
-			if (max && count == max)
-				break;
-			if (!write_peer(c, &w, p, dbus, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX,
-					count == 0))
-				break;
-			last = p;
-			count++;
-		}
-		if (dbus)
-			pd = registry_peer_next(d, pd);
-		else
-			pn = registry_peer_next(b->registry, pn);
+		if (!write_peer(c, &w, p, paged ? CTRL_MSG_MAX - CURSOR_ROOM - w.len : SIZE_MAX, count == 0))
+			break;
+		last = p;
+		count++;
 	}
 	ctrl_write_array_close(&w, a, count);
 	if (paged)

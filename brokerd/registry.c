@@ -468,6 +468,27 @@ int registry_name_restore(struct registry *r, struct registry_peer *p, const cha
 	return 0;
 }
 
+void registry_name_restore_order(struct registry *r, const char *name, const uint64_t *ids, size_t n)
+{
+	struct registry_name *nm;
+	struct registry_owner *last = NULL;
+
+	if (!r || !name || !(nm = name_find(r, name)))
+		return;
+	/* Each recorded entry in turn moves to just after the one placed before it. */
+	for (size_t i = 0; i < n; i++) {
+		struct registry_owner *o;
+
+		for (o = nm->head; o && o->peer->id != ids[i]; o = o->qnext)
+			;
+		if (!o || o == last)
+			continue;
+		queue_unlink(o);
+		queue_insert_after(o, last);
+		last = o;
+	}
+}
+
 void registry_peer_remove(struct registry *r, struct registry_peer *p)
 {
 	bool found;

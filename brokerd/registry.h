@@ -20,10 +20,21 @@ struct registry;
 struct registry_name;
 struct registry_owner;
 
+/*
+ * Which protocol a peer speaks: one registry holds both, so that a name has
+ * one owner queue whoever asks (brokerd/README.md, "D-Bus clients"). The
+ * registry does not care; its users tell what userdata points to by it.
+ */
+enum registry_peer_kind {
+	REGISTRY_PEER_NATIVE = 0, /* a control connection (struct bus_conn) */
+	REGISTRY_PEER_DBUS,	  /* a D-Bus connection (struct dbus_conn) */
+};
+
 struct registry_peer {
 	uint64_t id;
 	char unique_name[CTRL_UNIQUE_NAME_MAX];
 	uid_t uid;
+	enum registry_peer_kind kind; /* NATIVE unless set after add or restore */
 	struct registry_owner *owners; /* queue entries of this peer, any name */
 	unsigned int n_owners;
 	void *userdata;
@@ -57,6 +68,13 @@ int registry_peer_add(struct registry *r, uid_t uid, struct registry_peer **ret)
  */
 int registry_peer_restore(struct registry *r, uid_t uid, uint64_t id, struct registry_peer **ret);
 int registry_name_restore(struct registry *r, struct registry_peer *p, const char *name, uint32_t flags);
+/*
+ * The two halves of a restart restore a name's queue apart (native peers,
+ * then D-Bus ones, each appended): puts the entries of the peers ids names
+ * in that order at the front, the others after them as they were. No
+ * callbacks: the owner recorded is the owner again.
+ */
+void registry_name_restore_order(struct registry *r, const char *name, const uint64_t *ids, size_t n);
 /* Drops every queue entry of the peer (owners change, queues promote), frees it. */
 void registry_peer_remove(struct registry *r, struct registry_peer *p);
 struct registry_peer *registry_peer_find(struct registry *r, uint64_t id);

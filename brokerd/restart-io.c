@@ -140,7 +140,9 @@ void rbuf_get_socket(struct rbuf *r, struct restart_socket *s)
 	s->cred.gid = rbuf_get_u32(r);
 }
 
-void wbuf_put_queue(struct wbuf *w, struct registry *reg, const char *name)
+#define OWNER_OTHER (1U << 31) /* beyond every CTRL_NAME_* flag */
+
+void wbuf_put_queue(struct wbuf *w, struct registry *reg, const char *name, enum registry_peer_kind kind)
 {
 	size_t count = registry_name_queue(reg, name, NULL, 0);
 	struct registry_peer **q = calloc(count ? count : 1, sizeof(*q));
@@ -153,7 +155,8 @@ void wbuf_put_queue(struct wbuf *w, struct registry *reg, const char *name)
 	wbuf_put_u32(w, (uint32_t)count);
 	for (size_t i = 0; i < count; i++) {
 		wbuf_put_u64(w, q[i]->id);
-		wbuf_put_u32(w, (uint32_t)registry_name_entry_flags(reg, q[i], name));
+		wbuf_put_u32(w, (uint32_t)registry_name_entry_flags(reg, q[i], name) |
+					(q[i]->kind != kind ? OWNER_OTHER : 0));
 	}
 	free(q);
 }
@@ -171,6 +174,8 @@ int rbuf_get_queue(struct rbuf *r, struct restart_owner **ret, size_t *n)
 	for (uint32_t i = 0; i < count; i++) {
 		o[i].peer_id = rbuf_get_u64(r);
 		o[i].flags = rbuf_get_u32(r);
+		o[i].other = o[i].flags & OWNER_OTHER;
+		o[i].flags &= ~OWNER_OTHER;
 	}
 	*ret = o;
 	*n = count;

@@ -14,6 +14,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "brokerd/registry.h"
+
 /* A state being written: a failed allocation sets oom, and everything after it is dropped. */
 struct wbuf {
 	uint8_t *data;
@@ -48,19 +50,24 @@ struct restart_socket {
 	struct ucred cred;
 };
 
-/* An entry of a name's owner queue. */
+/*
+ * An entry of a name's owner queue. A queue holds native and D-Bus peers
+ * alike, and each half of the state (restart.c, dbus-restart.c) restores
+ * its own; other marks the entries of the other half's peers (stored as a
+ * high bit of the flags, so that a state written before queues were shared
+ * reads as it did).
+ */
 struct restart_owner {
 	uint64_t peer_id;
 	uint32_t flags;
+	bool other;
 };
-
-struct registry;
 
 /* fd's device and inode with cred; an fd that cannot be stat'ed fails the whole state (oom). */
 void wbuf_put_socket(struct wbuf *w, int fd, const struct ucred *cred);
 void rbuf_get_socket(struct rbuf *r, struct restart_socket *s);
-/* The owner queue of name in reg, in order, with each entry's flags. */
-void wbuf_put_queue(struct wbuf *w, struct registry *reg, const char *name);
+/* The owner queue of name in reg, in order, with each entry's flags; peers not of kind marked other. */
+void wbuf_put_queue(struct wbuf *w, struct registry *reg, const char *name, enum registry_peer_kind kind);
 /* A queue as wbuf_put_queue() wrote it: *ret (freed by the caller) and *n. -EBADMSG, -ENOMEM. */
 int rbuf_get_queue(struct rbuf *r, struct restart_owner **ret, size_t *n);
 

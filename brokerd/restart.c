@@ -284,7 +284,7 @@ static void save_names(void *ctx, struct wbuf *w)
 		wbuf_put_str(w, n->name);
 		wbuf_put_u32(w, n->call ? n->call->id : CHANNEL_NONE);
 		wbuf_put_u32(w, n->signal ? n->signal->id : CHANNEL_NONE);
-		wbuf_put_queue(w, b->registry, n->name);
+		wbuf_put_queue(w, b->registry, n->name, REGISTRY_PEER_NATIVE); /* D-Bus peers: dbus-restart.c's */
 		wbuf_record_end(w, at);
 	}
 }
@@ -635,7 +635,7 @@ static bool state_consistent(struct state *s)
 		    (n->signal != CHANNEL_NONE && !st_channel_find(s, n->signal)))
 			return false;
 		for (size_t j = 0; j < n->n_owners; j++)
-			if (!st_conn_find(s, n->owners[j].peer_id))
+			if (!n->owners[j].other && !st_conn_find(s, n->owners[j].peer_id))
 				return false;
 	}
 	return true;
@@ -779,9 +779,14 @@ static int rebuild(struct bus *b, struct state *s)
 		n->next = b->names;
 		b->names = n;
 		for (size_t j = 0; j < sn->n_owners; j++) {
-			struct bus_conn *c = st_conn_find(s, sn->owners[j].peer_id)->c;
-			int r = registry_name_restore(b->registry, c->peer, sn->name, sn->owners[j].flags);
+			struct bus_conn *c;
+			int r;
 
+			/* A D-Bus client's entry: the D-Bus state restores it and puts it back in place. */
+			if (sn->owners[j].other)
+				continue;
+			c = st_conn_find(s, sn->owners[j].peer_id)->c;
+			r = registry_name_restore(b->registry, c->peer, sn->name, sn->owners[j].flags);
 			if (r < 0)
 				return r;
 			(void)quota_charge_restored(b->quota, c->cred.uid, QUOTA_NAMES, 1);

@@ -514,6 +514,16 @@ static void raw_hello(int fd)
 	dbus_message_deinit(&m);
 }
 
+static void raw_hello_name(int fd, char *name, size_t len)
+{
+	struct dbus_message m;
+
+	raw_hello_answer(fd, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	snprintf(name, len, "%s", (const char *)m.body + 4); /* "s": its length, then it */
+	dbus_message_deinit(&m);
+}
+
 /* The driver's member called on fd with one string argument; its answer must be want_error, or a return. */
 /* A driver method with a string argument (and a uint32 if u): its reply or want_error. */
 static void raw_driver_call(int fd, uint32_t serial, const char *member, const char *arg, const uint32_t *u,
@@ -826,7 +836,8 @@ static void test_native(sd_bus *b, const char *ctrl)
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.NotSupported"));
 	ASSERT(e.message && strstr(e.message, "no kernel IPC channels"));
 	sd_bus_error_free(&e);
-	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Native", 0), <, 0);
+	/* one queue: sd-bus asks DO_NOT_QUEUE, so the name a native client owns exists */
+	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Native", 0), ==, -EEXIST);
 	close(c.fd);
 	ok("a native client's name: in ListNames, GetNameOwner; without channels calls across are NotSupported");
 }
@@ -875,6 +886,186 @@ static void test_dbus_name_seen_natively(sd_bus *b, const char *ctrl)
 	ASSERT_STR(tc_read_string(&m), "");
 	close(c.fd);
 	ok("a D-Bus client's name: native NameOwnerChanged, LIST_NAMES, GET_NAME_OWNER, LIST_QUEUED_OWNERS");
+}
+
+/* RequestName on a raw connection: the result code (1 primary, 2 queued, 3 exists, 4 already). */
+static uint32_t raw_request_name(int fd, uint32_t serial, const char *name, uint32_t flags)
+{
+	struct dbus_header h = { .type = DBUS_MESSAGE_METHOD_CALL,
+				 .serial = serial,
+				 .path = DBUS_DRIVER_PATH,
+				 .interface = DBUS_DRIVER_INTERFACE,
+				 .member = "RequestName",
+				 .destination = DBUS_DRIVER_NAME,
+				 .signature = "su" };
+	struct dbus_writer w;
+	struct dbus_message m;
+	uint32_t result;
+	void *body;
+	size_t len;
+
+	ASSERT_INT(dbus_writer_init(&w, h.signature), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 's', name), ==, 0);
+	ASSERT_INT(dbus_writer_append_basic(&w, 'u', &flags), ==, 0);
+	ASSERT_INT(dbus_writer_finish(&w, &body, &len), ==, 0);
+	dbus_writer_deinit(&w);
+	raw_send(fd, &h, body, len);
+	free(body);
+	raw_reply(fd, serial, &m);
+	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
+	memcpy(&result, m.body, 4);
+	dbus_message_deinit(&m);
+	return result;
+}
+
+/* Read fd until the driver's signal member about name; its owners (NameOwnerChanged) into old and new. */
+static void raw_wait_name_signal(int fd, const char *member, const char *name, char *old, char *new)
+{
+	for (;;) {
+		struct dbus_message m;
+		struct dbus_reader r;
+		const char *a = NULL, *o = NULL, *n = NULL;
+		bool hit;
+
+		raw_next(fd, &m);
+		hit = m.h.type == DBUS_MESSAGE_SIGNAL && !strcmp(m.h.member, member) &&
+		      dbus_reader_init(&r, m.h.signature ? m.h.signature : "", m.body, m.body_len, m.byte_order,
+				       0) == 0 &&
+		      dbus_reader_read_basic(&r, 's', &a) == 1 && !strcmp(a, name);
+		if (hit && old) {
+			ASSERT_INT(dbus_reader_read_basic(&r, 's', &o), ==, 1);
+			ASSERT_INT(dbus_reader_read_basic(&r, 's', &n), ==, 1);
+			strcpy(old, o);
+			strcpy(new, n);
+		}
+		dbus_message_deinit(&m);
+		if (hit)
+			return;
+	}
+}
+
+/* The next native NameOwnerChanged about name: its old and new owner must be these. */
+static void native_wait_owner_changed(struct tc *c, const char *name, const char *old, const char *new)
+{
+	struct tc_msg m;
+
+	for (;;) {
+		ASSERT_INT(tc_wait_signal(c, CTRL_SIGNAL_NAME_OWNER_CHANGED, &m, 5000), ==, 0);
+		if (strcmp(tc_read_string(&m), name) == 0)
+			break;
+	}
+	ASSERT_STR(tc_read_string(&m), old);
+	ASSERT_STR(tc_read_string(&m), new);
+}
+
+static uint32_t native_request(struct tc *c, const char *name, uint32_t flags)
+{
+	struct tc_msg m;
+	uint32_t r;
+
+	ASSERT_INT(tc_call(c, CTRL_OP_REQUEST_NAME, &m, "su", name, flags), ==, 0);
+	ASSERT_INT(m.m.hdr.type, ==, CTRL_TYPE_REPLY);
+	r = tc_read_u32(&m);
+	tc_msg_close_fds(&m);
+	return r;
+}
+
+/* LIST_QUEUED_OWNERS of name as one string "a b c", and the same from ListQueuedOwners. */
+static void queues_agree(struct tc *c, sd_bus *b, const char *name, const char *want)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	char got[512] = "", dgot[512] = "";
+	const char *s;
+	struct tc_msg m;
+	uint32_t n;
+
+	ASSERT_INT(tc_call(c, CTRL_OP_LIST_QUEUED_OWNERS, &m, "s", name), ==, 0);
+	ASSERT_INT(m.m.hdr.type, ==, CTRL_TYPE_REPLY);
+	n = tc_read_u32(&m);
+	for (uint32_t i = 0; i < n; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? " " : "", tc_read_string(&m));
+	ASSERT_STR(got, want);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "ListQueuedOwners", &e, &reply, "s", name),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'a', "s"), >, 0);
+	for (int i = 0; sd_bus_message_read(reply, "s", &s) > 0; i++)
+		snprintf(dgot + strlen(dgot), sizeof(dgot) - strlen(dgot), "%s%s", i ? " " : "", s);
+	sd_bus_message_unref(reply);
+	ASSERT_STR(dgot, want);
+}
+
+/*
+ * One owner queue for both protocols: a D-Bus client queues behind a native
+ * owner and takes over when it releases, and the other way round (with the
+ * three flags, the native ones mapped bit for bit); a native owner that
+ * goes promotes a D-Bus one. Both sides see the same queue and the same
+ * NameOwnerChanged; the D-Bus client gets NameAcquired and NameLost.
+ */
+static void test_shared_queue(sd_bus *b, const char *ctrl)
+{
+	const char *name = "org.brokerdtest.Shared";
+	char d[64], old[64], new[64], want[256];
+	struct tc c, w;
+	struct tc_msg m;
+	int fd = raw_connect();
+
+	raw_hello_name(fd, d, sizeof(d));
+	raw_add_match(fd, 9, "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'", NULL);
+	ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
+	ASSERT_INT(tc_connect_hello(&w, ctrl, CTRL_HELLO_NAME_EVENTS), ==, 0);
+
+	/* native first, D-Bus queued behind it */
+	ASSERT_INT(native_request(&c, name, 0), ==, CTRL_NAME_PRIMARY_OWNER);
+	native_wait_owner_changed(&w, name, "", c.unique);
+	ASSERT_INT(raw_request_name(fd, 10, name, 4 /* DO_NOT_QUEUE */), ==, 3 /* EXISTS */);
+	ASSERT_INT(raw_request_name(fd, 11, name, 0), ==, 2 /* IN_QUEUE */);
+	snprintf(want, sizeof(want), "%s %s", c.unique, d);
+	queues_agree(&w, b, name, want);
+	/* the native owner releases: the D-Bus client is the owner, for both sides */
+	ASSERT_INT(tc_call(&c, CTRL_OP_RELEASE_NAME, &m, "s", name), ==, 0);
+	ASSERT_INT(tc_read_u32(&m), ==, CTRL_RELEASE_RELEASED);
+	raw_wait_name_signal(fd, "NameOwnerChanged", name, old, new);
+	ASSERT_STR(old, c.unique);
+	ASSERT_STR(new, d);
+	raw_wait_name_signal(fd, "NameAcquired", name, NULL, NULL);
+	native_wait_owner_changed(&w, name, c.unique, d);
+	ASSERT_INT(tc_call(&w, CTRL_OP_GET_NAME_OWNER, &m, "s", name), ==, 0);
+	ASSERT_STR(tc_read_string(&m), d);
+	ok("a D-Bus client queued behind a native owner (DO_NOT_QUEUE: exists) owns the name when it releases");
+
+	/* the other way: native queued behind the D-Bus owner; REPLACE_EXISTING needs its ALLOW_REPLACEMENT */
+	ASSERT_INT(native_request(&c, name, CTRL_NAME_REPLACE_EXISTING), ==, CTRL_NAME_IN_QUEUE);
+	ASSERT_INT(raw_request_name(fd, 12, name, 1 /* ALLOW_REPLACEMENT */), ==, 4 /* ALREADY_OWNER */);
+	ASSERT_INT(native_request(&c, name, CTRL_NAME_REPLACE_EXISTING), ==, CTRL_NAME_PRIMARY_OWNER);
+	raw_wait_name_signal(fd, "NameLost", name, NULL, NULL);
+	raw_wait_name_signal(fd, "NameOwnerChanged", name, old, new);
+	ASSERT_STR(old, d);
+	ASSERT_STR(new, c.unique);
+	native_wait_owner_changed(&w, name, d, c.unique);
+	snprintf(want, sizeof(want), "%s %s", c.unique, d); /* the replaced owner waits first in line */
+	queues_agree(&w, b, name, want);
+	ok("a native REQUEST_NAME with REPLACE_EXISTING takes a D-Bus owner's name it allowed to be replaced");
+
+	/* the native owner goes: the D-Bus client is promoted */
+	tc_close(&c);
+	raw_wait_name_signal(fd, "NameOwnerChanged", name, old, new);
+	ASSERT_STR(new, d);
+	raw_wait_name_signal(fd, "NameAcquired", name, NULL, NULL);
+	native_wait_owner_changed(&w, name, old, d);
+	ASSERT_INT(tc_connect_hello(&c, ctrl, 0), ==, 0);
+	ASSERT_INT(native_request(&c, name, CTRL_NAME_DO_NOT_QUEUE), ==, CTRL_NAME_EXISTS);
+	ASSERT_INT(native_request(&c, name, 0), ==, CTRL_NAME_IN_QUEUE);
+	/* and the D-Bus owner goes: the native one is promoted */
+	close(fd);
+	native_wait_owner_changed(&w, name, d, c.unique);
+	ASSERT_INT(tc_call(&c, CTRL_OP_RELEASE_NAME, &m, "s", name), ==, 0);
+	ASSERT_INT(tc_read_u32(&m), ==, CTRL_RELEASE_RELEASED);
+	native_wait_owner_changed(&w, name, c.unique, "");
+	tc_close(&c);
+	tc_close(&w);
+	ok("a native owner that goes promotes a queued D-Bus client, and the other way round");
 }
 
 struct creds_reply {
@@ -1633,23 +1824,6 @@ static void test_unknown_interface(sd_bus *b)
 /* ---- Reply timeouts ------------------------------------------------------------ */
 
 /* Hello on a raw connection; its unique name in name. */
-static void raw_hello_name(int fd, char *name, size_t len)
-{
-	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
-				     .serial = 1,
-				     .path = DBUS_DRIVER_PATH,
-				     .interface = DBUS_DRIVER_INTERFACE,
-				     .member = "Hello",
-				     .destination = DBUS_DRIVER_NAME };
-	struct dbus_message m;
-
-	raw_send(fd, &hello, NULL, 0);
-	raw_reply(fd, 1, &m);
-	ASSERT_INT(m.h.type, ==, DBUS_MESSAGE_METHOD_RETURN);
-	snprintf(name, len, "%s", (const char *)m.body + 4); /* "s": its length, then it */
-	dbus_message_deinit(&m);
-}
-
 /* The next method call on fd (signals such as NameAcquired skipped). */
 static uint32_t raw_next_call(int fd)
 {
@@ -2253,6 +2427,7 @@ int main(int argc, char **argv)
 		test_native(b, ctrl);
 		test_dbus_name_seen_natively(b, ctrl);
 		test_dbus_creds_natively(b, ctrl);
+		test_shared_queue(b, ctrl);
 	}
 	if (daemon > 0 && getuid() == 0) {
 		test_quota(ctrl);

@@ -159,11 +159,46 @@ static void test_owned_next(void)
 	registry_free(r);
 }
 
+/*
+ * A restart restores a queue in two halves (native peers, then D-Bus ones,
+ * each appended); registry_name_restore_order() puts them back in the
+ * recorded order, silently, peers that did not come back left out.
+ */
+static void test_restore_order(void)
+{
+	struct registry *r;
+	struct registry_peer *a, *b, *c, *q[4];
+	const uint64_t order[] = { 3, 9, 1, 2 }; /* c first; 9 did not come back */
+
+	events[0] = 0;
+	ASSERT(registry_new(&r, &ops, NULL) == 0);
+	ASSERT(registry_peer_restore(r, 1, 1, &a) == 0 && registry_peer_restore(r, 2, 2, &b) == 0);
+	ASSERT(registry_peer_restore(r, 3, 3, &c) == 0);
+	c->kind = REGISTRY_PEER_DBUS;
+	ASSERT(registry_name_restore(r, a, "org.x", 0) == 0);
+	ASSERT(registry_name_restore(r, b, "org.x", CTRL_NAME_DO_NOT_QUEUE) == 0);
+	ASSERT(registry_name_restore(r, c, "org.x", CTRL_NAME_ALLOW_REPLACEMENT) == 0);
+	ASSERT(registry_name_owner(r, "org.x") == a);
+	registry_name_restore_order(r, "org.x", order, 4);
+	ASSERT(registry_name_queue(r, "org.x", q, 4) == 3 && q[0] == c && q[1] == a && q[2] == b);
+	ASSERT(registry_name_entry_flags(r, b, "org.x") == CTRL_NAME_DO_NOT_QUEUE);
+	registry_name_restore_order(r, "org.x", order + 2, 1); /* a to the front, the rest as they were */
+	ASSERT(registry_name_queue(r, "org.x", q, 4) == 3 && q[0] == a && q[1] == c && q[2] == b);
+	registry_name_restore_order(r, "org.nobody", order, 4);
+	EXPECT_EVENTS("");
+	/* the queue works on as any: a goes, c is promoted */
+	registry_peer_remove(r, a);
+	EXPECT_EVENTS("org.x::1.1>:1.3;");
+	registry_free(r);
+	entries = 0;
+}
+
 int main(void)
 {
 	test_basic();
 	test_replace_do_not_queue();
 	test_owned_next();
+	test_restore_order();
 	printf("test-registry: ok\n");
 	return 0;
 }

@@ -160,12 +160,15 @@ static void test_queue(void)
 	ASSERT_INT(registry_peer_add(reg, 1001, &b), ==, 0);
 	ASSERT(registry_name_request(reg, a, "org.example.Q", 0) >= 0);
 	ASSERT(registry_name_request(reg, b, "org.example.Q", 8) >= 0);
-	wbuf_put_queue(&w, reg, "org.example.Q");
+	b->kind = REGISTRY_PEER_DBUS; /* one queue, two protocols: each half restores its own */
+	wbuf_put_queue(&w, reg, "org.example.Q", REGISTRY_PEER_NATIVE);
 	r = (struct rbuf){ .p = w.data, .left = w.len };
 	ASSERT_INT(rbuf_get_queue(&r, &q, &n), ==, 0);
 	ASSERT_INT(n, ==, 2);
 	ASSERT_INT(q[0].peer_id, ==, a->id);
+	ASSERT(!q[0].other);
 	ASSERT_INT(q[1].peer_id, ==, b->id);
+	ASSERT(q[1].other);
 	ASSERT_INT(q[1].flags, ==, registry_name_entry_flags(reg, b, "org.example.Q"));
 	ASSERT_INT(r.left, ==, 0);
 	free(q);
@@ -174,7 +177,7 @@ static void test_queue(void)
 	ASSERT_INT(rbuf_get_queue(&r, &q, &n), ==, -EBADMSG);
 	free(w.data);
 	registry_free(reg);
-	printf("# an owner queue in order with its flags: ok\n");
+	printf("# an owner queue in order with its flags and the other protocol's peers marked: ok\n");
 }
 
 static void test_socket(void)

@@ -10,8 +10,16 @@
  * Methods: Echo(s) -> s; Add(ii) -> i; Who() -> s, the caller's unique name
  * as the bus said (SENDER); Fail() -> the error org.brokerdtest.Error.Failed;
  * Hang() never answers; Emit(ss member, text) broadcasts the signal
- * org.brokerdtest.Echo1.<member>(s text) from /org/brokerdtest. Prints
+ * org.brokerdtest.Echo1.<member>(s text) from /org/brokerdtest; Owner() ->
+ * s "dbus PID", so that a caller sees whom its call reached. Prints
  * "ready" once it owns NAME.
+ *
+ *   brokerd-dbus-echo --queue ADDRESS NAME
+ *                                    the same, but waits in NAME's queue
+ *                                    (RequestName with ALLOW_REPLACEMENT,
+ *                                    queueing) and prints "ready" or
+ *                                    "queued", then "NameAcquired NAME" and
+ *                                    "NameLost NAME" as the bus says them
  *
  *   brokerd-dbus-echo --bench ADDRESS NAME N
  *                                    calls NAME's Peer.Ping N times, one
@@ -31,6 +39,7 @@
  *                                    owner
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +90,28 @@ static int method_emit(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	return r < 0 ? r : sd_bus_reply_method_return(m, "");
 }
 
+static int method_owner(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	char s[64];
+
+	snprintf(s, sizeof(s), "dbus %d", (int)getpid());
+	return sd_bus_reply_method_return(m, "s", s);
+}
+
+/* --queue: the driver's NameAcquired and NameLost to this connection, as they come. */
+static int on_name_signal(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	const char *s = NULL;
+
+	if ((sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameAcquired") ||
+	     sd_bus_message_is_signal(m, "org.freedesktop.DBus", "NameLost")) &&
+	    sd_bus_message_read_basic(m, 's', &s) > 0 && !strcmp(s, userdata)) {
+		printf("%s %s\n", sd_bus_message_get_member(m), s);
+		fflush(stdout);
+	}
+	return 0;
+}
+
 static const sd_bus_vtable vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_METHOD("Echo", "s", "s", method_echo, 0),
@@ -89,6 +120,7 @@ static const sd_bus_vtable vtable[] = {
 	SD_BUS_METHOD("Fail", "", "", method_fail, 0),
 	SD_BUS_METHOD("Hang", "", "", method_hang, 0),
 	SD_BUS_METHOD("Emit", "ss", "", method_emit, 0),
+	SD_BUS_METHOD("Owner", "", "s", method_owner, 0),
 	SD_BUS_VTABLE_END,
 };
 
@@ -185,12 +217,18 @@ static int watch(const char *address, const char *name)
 int main(int argc, char **argv)
 {
 	sd_bus *bus = NULL;
+	bool queue = false;
 	int r;
 
 	if (argc == 5 && !strcmp(argv[1], "--bench"))
 		return bench(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "--watch"))
 		return watch(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "--queue")) {
+		queue = true;
+		argv++;
+		argc--;
+	}
 	if (argc != 3) {
 		fprintf(stderr, "usage: brokerd-dbus-echo ADDRESS NAME\n");
 		return 2;
@@ -198,13 +236,16 @@ int main(int argc, char **argv)
 	r = connect_bus(argv[1], &bus);
 	if (r >= 0)
 		r = sd_bus_add_object_vtable(bus, NULL, "/org/brokerdtest", "org.brokerdtest.Echo1", vtable, NULL);
+	if (r >= 0 && queue)
+		r = sd_bus_add_filter(bus, NULL, on_name_signal, argv[2]);
 	if (r >= 0)
-		r = sd_bus_request_name(bus, argv[2], 0);
+		r = sd_bus_request_name(bus, argv[2],
+					queue ? SD_BUS_NAME_QUEUE | SD_BUS_NAME_ALLOW_REPLACEMENT : 0);
 	if (r < 0) {
 		fprintf(stderr, "brokerd-dbus-echo: %s\n", strerror(-r));
 		return 1;
 	}
-	printf("ready\n");
+	printf("%s\n", r == 0 && queue ? "queued" : "ready");
 	fflush(stdout);
 	for (;;) {
 		r = sd_bus_process(bus, NULL);
