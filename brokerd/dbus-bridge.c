@@ -463,11 +463,11 @@ static int msg_send(struct dbus_bridge *br, struct bridge_target *t, struct chms
 	return r < 0 ? r : 0;
 }
 
-static int call_send(struct dbus_bridge *br, struct bridge_target *t, const struct dbus_message *m,
-		     const int *fds)
+/* The channel message of type for D-Bus message m: its header fields, its body as it is. */
+static void chmsg_of(struct chmsg *cm, uint8_t type, const struct dbus_message *m)
 {
-	struct chmsg cm = {
-		.type = CHMSG_CALL,
+	*cm = (struct chmsg){
+		.type = type,
 		.flags = m->h.flags & CHMSG_F_ALL,
 		.serial = m->h.serial,
 		.path = m->h.path,
@@ -478,7 +478,14 @@ static int call_send(struct dbus_bridge *br, struct bridge_target *t, const stru
 		.body = m->body,
 		.body_len = (uint32_t)m->body_len,
 	};
+}
 
+static int call_send(struct dbus_bridge *br, struct bridge_target *t, const struct dbus_message *m,
+		     const int *fds)
+{
+	struct chmsg cm;
+
+	chmsg_of(&cm, CHMSG_CALL, m);
 	return msg_send(br, t, &cm, fds, m->h.n_fds);
 }
 
@@ -576,6 +583,73 @@ static void ncall_time_out(struct dbus_bridge *br, struct bridge_ncall **pk)
 	free(body);
 }
 
+/*
+ * May D-Bus client c send a unicast message m to native peer p (dest: its
+ * unique or a well-known name)? As OPEN_INBOX decides for a native sender:
+ * "send" on the well-known name, or on one of the names p owns (a peer that
+ * owns none can always be reached), dbus-daemon's rules when --dbus-config
+ * gives them.
+ */
+static bool send_to_peer_allowed(struct dbus_conn *c, const struct dbus_message *m, const char *dest,
+				 struct registry_peer *p, char *text, size_t text_len)
+{
+	const char *owned;
+	bool any = false;
+
+	if (dest[0] != ':')
+		return dbus_access_send_to_name(c, m, dest, text, text_len);
+	for (unsigned int i = 0; (owned = registry_peer_owned_next(p, &i));) {
+		any = true;
+		if (dbus_access_send_to_name(c, m, owned, text, text_len))
+			return true;
+	}
+	if (!any || c->cred.uid == 0)
+		return true;
+	snprintf(text, text_len, "Sending to %s is not allowed by policy", dest);
+	return false;
+}
+
+/*
+ * A signal of D-Bus client c to one native client (its DESTINATION the
+ * unique name or a well-known name it owns): into that client's inbox, as
+ * a native client's brokerd_bus_send_signal() goes, through a cap badged
+ * with c's id. A signal wants no answer: one that cannot go is dropped
+ * (monitors see the bus's error).
+ */
+static int signal_to_native(struct dbus_bridge *br, struct dbus_conn *c, const struct dbus_message *m,
+			    const int *fds)
+{
+	const char *dest = m->h.destination;
+	struct registry_peer *p = registry_peer_resolve(br->bus->registry, dest);
+	struct bus_conn *nc = conn_of_peer(p);
+	struct bridge_peer *bp;
+	struct chmsg cm;
+	struct bridge_target *t;
+	char text[1024];
+	int r;
+
+	if (!nc || nc->dead || !nc->inbox) {
+		refuse(c, m, ERR("ServiceUnknown"), "The name %s has no inbox to send to", dest);
+		return 0;
+	}
+	if (!send_to_peer_allowed(c, m, dest, p, text, sizeof(text))) {
+		(void)dbus_driver_reply_error(c, m, ERR("AccessDenied"), text);
+		return 0;
+	}
+	chmsg_of(&cm, CHMSG_SIGNAL, m);
+	r = peer_get(br, c, &bp);
+	if (r == 0)
+		r = target_get(br, bp, p->unique_name, nc->inbox, &t);
+	if (r == 0)
+		r = msg_send(br, t, &cm, fds, m->h.n_fds);
+	if (r < 0) {
+		snprintf(text, sizeof(text), "Cannot pass the signal on to %s: %s", dest, strerror(-r));
+		(void)dbus_driver_reply_error(c, m, r == -ENOBUFS || r == -EMSGSIZE ? ERR("LimitsExceeded") : ERR("Failed"),
+					      text);
+	}
+	return 0;
+}
+
 int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fds)
 {
 	struct dbus_front *f = c->front;
@@ -595,12 +669,8 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 	}
 	if (m->h.type == DBUS_MESSAGE_METHOD_RETURN || m->h.type == DBUS_MESSAGE_ERROR)
 		return reply_route(br, c, m, fds);
-	if (m->h.type != DBUS_MESSAGE_METHOD_CALL) {
-		/* Unicast signals to native clients: not bridged (yet). */
-		log_full(LOG_DEBUG, c->name, c->cred.uid, "%s: signal to native %s not bridged, dropped", c->name,
-			 dest);
-		return 0;
-	}
+	if (m->h.type != DBUS_MESSAGE_METHOD_CALL)
+		return signal_to_native(br, c, m, fds);
 	if (dest[0] == ':') {
 		refuse(c, m, ERR("NotSupported"),
 		       "%s is a native brokerd client: native clients are called by the well-known names they own",
@@ -1232,22 +1302,13 @@ void dbus_bridge_signal(struct dbus_conn *c, const struct dbus_message *m, const
 		struct bus_name *n = bus_name_find(br->bus, name);
 		struct bridge_target *t;
 		char key[CTRL_NAME_MAX + 2];
-		struct chmsg cm = {
-			.type = CHMSG_SIGNAL,
-			.flags = m->h.flags & CHMSG_F_ALL,
-			.serial = m->h.serial,
-			.path = m->h.path,
-			.interface = m->h.interface,
-			.member = m->h.member,
-			.signature = m->h.signature,
-			.body = m->body,
-			.body_len = (uint32_t)m->body_len,
-		};
+		struct chmsg cm;
 		int r;
 
-		/* Only where native clients subscribed (their SUBSCRIBE made the channel). */
+		/* Only where native clients subscribed (their SUBSCRIBE or WATCH_SIGNALS made the channel). */
 		if (!n || !n->signal)
 			continue;
+		chmsg_of(&cm, CHMSG_SIGNAL, m); /* afresh: msg_send() marks a body it put in a memfd */
 		snprintf(key, sizeof(key), "/%s", name); /* no bus name has a '/': apart from call targets */
 		r = peer_get(br, c, &bp);
 		if (r == 0)

@@ -135,12 +135,13 @@ static void on_owner_changed(void *userdata, const char *name, struct registry_p
 		/* The requester gets its caps in the REQUEST_NAME reply. */
 		if (new != requester)
 			send_name_acquired(b, nc, name);
-		/* match rules without a sender: watchers get the new name's signals */
-		watch_name_owned(b, name);
 	}
-	/* OPEN_CALLs waiting for an activation: a D-Bus owner is called through the bridge */
-	if (new)
+	if (new) {
+		/* match rules without a sender: watchers get the new owner's signals, a D-Bus one's too */
+		watch_name_owned(b, name);
+		/* OPEN_CALLs waiting for an activation: a D-Bus owner is called through the bridge */
 		activation_settle(b, name, NULL, NULL);
+	}
 }
 
 static void on_entry_changed(void *userdata, struct registry_peer *p, const char *name, int delta)

@@ -33,6 +33,33 @@ static bool offered(struct bus_conn *c, struct bus_name *n)
 }
 
 /*
+ * A name a D-Bus client owns has channels only once a native client used
+ * it; a watcher wants its signals (the bridge puts the owner's broadcasts
+ * on its signal channel, dbus-bridge.c), so they are made for it, charged
+ * to the watcher's uid as SUBSCRIBE charges them. NULL when that fails (a
+ * quota, no channels): the watcher is not offered the name.
+ */
+static struct bus_name *dbus_name_channels(struct bus_conn *c, const char *name)
+{
+	struct bus *b = c->bus;
+	struct registry_peer *owner = registry_name_owner(b->registry, name);
+	struct bus_name *n = bus_name_find(b, name);
+	int failed_quota = -1;
+	char why[512];
+
+	if (!owner || owner->kind != REGISTRY_PEER_DBUS || (n && n->signal) ||
+	    !conn_allowed(c, POLICY_RECEIVE, name, why, sizeof(why)))
+		return n;
+	if (bus_name_get(b, name, c->cred.uid, &failed_quota, &n) < 0) {
+		log_full(LOG_DEBUG, c->peer->unique_name, c->cred.uid,
+			 "%s watches signals, but %s's channels cannot be made: left out", c->peer->unique_name,
+			 name);
+		return NULL;
+	}
+	return n;
+}
+
+/*
  * SignalChannel with a RECV cap; without one when the subscriptions quota
  * is used up (or minting failed), so that the count of the reply holds.
  */
@@ -74,6 +101,16 @@ int watch_handle_watch(struct bus_conn *c, const struct ctrl_message *m, struct 
 	if (!b->chanmgr.available)
 		return conn_reply_error(c, m, CTRL_ERROR_NOT_SUPPORTED,
 					"this kernel has no io_uring IPC channels");
+	/* D-Bus clients' names first get the channels their signals are to come on */
+	for (struct registry_peer *p = registry_peer_next(b->registry, NULL); p;
+	     p = registry_peer_next(b->registry, p)) {
+		const char *nm;
+
+		if (p->kind != REGISTRY_PEER_DBUS)
+			continue;
+		for (unsigned int i = 0; (nm = registry_peer_owned_next(p, &i));)
+			(void)dbus_name_channels(c, nm);
+	}
 	for (struct bus_name *n = b->names; n; n = n->next)
 		count += offered(c, n);
 	if (conn_reply_init(&w, m) < 0)
@@ -112,9 +149,12 @@ void watch_name_owned(struct bus *b, const char *name)
 {
 	struct bus_name *n = bus_name_find(b, name);
 
-	if (!n)
-		return;
-	for (struct bus_conn *c = b->conns; c; c = c->next)
-		if (c->watch_signals && !c->dead && c->peer && offered(c, n))
+	for (struct bus_conn *c = b->conns; c; c = c->next) {
+		if (!c->watch_signals || c->dead || !c->peer)
+			continue;
+		if (!n || !n->signal) /* a D-Bus client's name: channels for the first watcher that may have them */
+			n = dbus_name_channels(c, name);
+		if (n && offered(c, n))
 			offer(c, n);
+	}
 }

@@ -15,7 +15,10 @@
 
 int watch_handle_watch(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd);
 int watch_handle_unwatch(struct bus_conn *c, const struct ctrl_message *m, struct ctrl_reader *rd);
-/* name got an owner: offer its signal channel to every watcher. */
+/*
+ * name got an owner, a native or a D-Bus client: offer its signal channel to
+ * every watcher (made for a D-Bus client's name that has none yet).
+ */
 void watch_name_owned(struct bus *b, const char *name);
 
 #endif

@@ -7,11 +7,19 @@
  *                                    BROKERD_NAME_* bits) and prints
  *                                    "primary" or "queued", then one line
  *                                    "owner NAME OLD NEW" per change of
- *                                    NAME's owner the bus reports
+ *                                    NAME's owner the bus reports, and
+ *                                    "signal SENDER MEMBER" per signal sent
+ *                                    to it alone
  *
  * Methods of NAME: Owner() -> s "native PID", so that a caller sees whom its
  * call reached; Requeue() releases NAME and requests it again with FLAGS
  * (behind whoever waited), answering s "primary" or "queued".
+ *
+ *   brokerd-native-queue --listen RULE
+ *                                    prints its unique name ("listening
+ *                                    :1.N"), then "signal SENDER MEMBER" for
+ *                                    every signal sent to it alone and every
+ *                                    one RULE (a match rule) matches
  */
 #include <errno.h>
 #include <stdio.h>
@@ -78,11 +86,50 @@ static int on_owner_changed(brokerd_bus *bus, const char *n, const char *old_own
 	return 0;
 }
 
+static int on_signal(brokerd_msg *msg, void *userdata)
+{
+	printf("signal %s %s\n", brokerd_msg_get_sender(msg), brokerd_msg_get_member(msg));
+	fflush(stdout);
+	return 0;
+}
+
+/* Serves until the bus ends; the exit status. */
+static int run(brokerd_bus *bus)
+{
+	int r = brokerd_bus_run(bus);
+
+	brokerd_bus_close(bus);
+	return r < 0 ? 1 : 0;
+}
+
+static int listen_signals(const char *rule)
+{
+	brokerd_bus *bus = NULL;
+	const char *unique = NULL;
+	int r = brokerd_bus_open_system(&bus);
+
+	if (r >= 0)
+		r = brokerd_bus_subscribe(bus, NULL, NULL, NULL, on_signal, NULL);
+	if (r >= 0)
+		r = brokerd_bus_add_match(bus, NULL, rule, on_signal, NULL);
+	if (r >= 0)
+		r = brokerd_bus_get_unique_name(bus, &unique);
+	if (r < 0) {
+		fprintf(stderr, "brokerd-native-queue: --listen: %s\n", strerror(-r));
+		return 1;
+	}
+	printf("listening %s\n", unique);
+	fflush(stdout);
+	return run(bus);
+}
+
 int main(int argc, char **argv)
 {
 	brokerd_bus *bus = NULL;
 	int r;
 
+	if (argc == 3 && !strcmp(argv[1], "--listen"))
+		return listen_signals(argv[2]);
 	if (argc != 3) {
 		fprintf(stderr, "usage: brokerd-native-queue NAME FLAGS\n");
 		return 2;
@@ -93,6 +140,8 @@ int main(int argc, char **argv)
 	if (r >= 0)
 		r = brokerd_bus_watch_name(bus, NULL, name, on_owner_changed, NULL);
 	if (r >= 0)
+		r = brokerd_bus_subscribe(bus, NULL, NULL, NULL, on_signal, NULL);
+	if (r >= 0)
 		r = brokerd_bus_add_method(bus, NULL, name, "Owner", on_owner, NULL);
 	if (r >= 0)
 		r = brokerd_bus_add_method(bus, NULL, name, "Requeue", on_requeue, bus);
@@ -102,7 +151,5 @@ int main(int argc, char **argv)
 	}
 	printf("%s\n", request(bus));
 	fflush(stdout);
-	r = brokerd_bus_run(bus);
-	brokerd_bus_close(bus);
-	return r < 0 ? 1 : 0;
+	return run(bus);
 }
