@@ -58,6 +58,21 @@ static void out_free(struct dbus_out *o)
 	free(o);
 }
 
+/* Everything queued for c, unsent, given up (and given back to its uid's budget). */
+static void out_drop(struct dbus_conn *c)
+{
+	while (c->out_head) {
+		struct dbus_out *o = c->out_head;
+
+		c->out_head = o->next;
+		c->out_bytes -= o->len - o->pos;
+		c->out_fds -= o->n_fds;
+		dbus_budget_release(c, o->len - o->pos, o->n_fds);
+		out_free(o);
+	}
+	c->out_tail = NULL;
+}
+
 static void conn_update_events(struct dbus_conn *c)
 {
 	if (c->dead || !c->src)
@@ -114,6 +129,19 @@ int dbus_conn_flush(struct dbus_conn *c)
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
+			if (errno == EPIPE || errno == ECONNRESET) {
+				/*
+				 * The client hung up, but what it sent before
+				 * (busctl emit: Hello, a signal, close) is still
+				 * in the socket to be read and routed: only the
+				 * way back is gone. Reading ends the connection
+				 * at end of file.
+				 */
+				out_drop(c);
+				c->write_broken = true;
+				conn_update_events(c);
+				return -ECONNRESET;
+			}
 			dbus_conn_kill(c, strerror(errno));
 			return -errno;
 		}
@@ -165,7 +193,7 @@ int dbus_conn_queue(struct dbus_conn *c, void *data, size_t len, int *fds, unsig
 	struct dbus_out *o;
 	char why[192];
 
-	if (c->dead) {
+	if (c->dead || c->write_broken) {
 		close_fds(fds, n_fds);
 		free(fds);
 		free(data);

@@ -92,6 +92,7 @@ struct dbus_conn {
 	unsigned int n_replies; /* calls it made that wait for a reply */
 	struct bridge_peer *bridge; /* its calls to native services (dbus-bridge.c), if any */
 	bool monitor;		/* BecomeMonitor: receive-only, matches are its monitor rules */
+	bool write_broken;	/* its peer hung up: what it sent is still read, nothing is written */
 	bool dead;
 	struct dbus_conn *prev, *next;
 };

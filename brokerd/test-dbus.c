@@ -333,19 +333,28 @@ static void test_signals(sd_bus *b)
 
 /* ---- A raw client, for what sd-bus would not send -------------------------- */
 
+/* "AUTH EXTERNAL <our uid, hex-encoded>\r\n" and then more. */
+static void auth_line(char *cmd, size_t size, const char *more)
+{
+	char uid[16];
+	size_t n;
+
+	snprintf(uid, sizeof(uid), "%u", (unsigned int)getuid());
+	n = (size_t)snprintf(cmd, size, "AUTH EXTERNAL ");
+	for (const char *p = uid; *p; p++)
+		n += (size_t)snprintf(cmd + n, size - n, "%02x", *p);
+	snprintf(cmd + n, size - n, "\r\n%s", more);
+}
+
 /* Authenticate (EXTERNAL with our uid, hex-encoded) and, if fds, negotiate fd passing. */
 static int raw_connect_fds(bool fds)
 {
-	char buf[512] = "", uid[16], cmd[128];
+	char buf[512] = "", cmd[128];
 	int fd = unix_connect(sock_path, SOCK_STREAM);
-	size_t have = 0, n;
+	size_t have = 0;
 
 	ASSERT(fd >= 0);
-	snprintf(uid, sizeof(uid), "%u", (unsigned int)getuid());
-	n = (size_t)snprintf(cmd, sizeof(cmd), "AUTH EXTERNAL ");
-	for (const char *p = uid; *p; p++)
-		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%02x", *p);
-	snprintf(cmd + n, sizeof(cmd) - n, "\r\n%s", fds ? "NEGOTIATE_UNIX_FD\r\n" : "");
+	auth_line(cmd, sizeof(cmd), fds ? "NEGOTIATE_UNIX_FD\r\n" : "");
 	ASSERT_INT(write(fd, "\0", 1), ==, 1);
 	ASSERT_INT(write(fd, cmd, strlen(cmd)), ==, (ssize_t)strlen(cmd));
 	while (!strstr(buf, fds ? "AGREE_UNIX_FD\r\n" : "\r\n")) {
@@ -659,6 +668,67 @@ static void test_slow_reader(sd_bus *b)
 	ASSERT_INT(n, ==, 0);
 	close(fd);
 	ok("a reader that does not keep up is disconnected, the bus serves on");
+}
+
+static unsigned int partings;
+
+static int on_parting(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	partings++;
+	return 0;
+}
+
+/*
+ * busctl emit's way: authentication, Hello and a signal in one go, and
+ * the socket closed before brokerd has read any of it. brokerd's answers
+ * find no reader (EPIPE), but the signal was sent and must be routed.
+ */
+static void test_emit_and_hang_up(sd_bus *b)
+{
+	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
+				     .serial = 1,
+				     .path = DBUS_DRIVER_PATH,
+				     .interface = DBUS_DRIVER_INTERFACE,
+				     .member = "Hello",
+				     .destination = DBUS_DRIVER_NAME };
+	struct dbus_header sig = { .type = DBUS_MESSAGE_SIGNAL,
+				   .flags = DBUS_FLAG_NO_REPLY_EXPECTED,
+				   .serial = 2,
+				   .path = PATH,
+				   .interface = IFACE,
+				   .member = "Parting" };
+	char buf[4096];
+	void *m1, *m2;
+	size_t n = 1, l1, l2;
+	sd_bus_slot *slot = NULL;
+	uint64_t end;
+	int fd;
+
+	ASSERT_INT(sd_bus_match_signal(b, &slot, NULL, PATH, IFACE, "Parting", on_parting, NULL), >=, 0);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, "org.freedesktop.DBus.Peer",
+				      "Ping", NULL, NULL, ""),
+		   >=, 0); /* the rule is in place */
+	buf[0] = 0;
+	auth_line(buf + 1, sizeof(buf) - 1, "BEGIN\r\n");
+	n += strlen(buf + 1);
+	ASSERT_INT(dbus_message_write(&hello, NULL, 0, &m1, &l1), ==, 0);
+	ASSERT_INT(dbus_message_write(&sig, NULL, 0, &m2, &l2), ==, 0);
+	ASSERT(n + l1 + l2 <= sizeof(buf));
+	memcpy(buf + n, m1, l1);
+	memcpy(buf + n + l1, m2, l2);
+	free(m1);
+	free(m2);
+	fd = unix_connect(sock_path, SOCK_STREAM);
+	ASSERT(fd >= 0);
+	ASSERT_INT(write(fd, buf, n + l1 + l2), ==, (ssize_t)(n + l1 + l2));
+	close(fd);
+	end = now_ms() + 5000;
+	while (!partings && now_ms() < end)
+		if (sd_bus_process(b, NULL) == 0)
+			(void)sd_bus_wait(b, 100000);
+	ASSERT_INT(partings, ==, 1);
+	sd_bus_slot_unref(slot);
+	ok("a signal sent just before hanging up is routed (its sender's answers find no reader)");
 }
 
 /* NameOwnerChanged comes before anything the new owner sends after RequestName, the loss after its last. */
@@ -2441,6 +2511,7 @@ int main(int argc, char **argv)
 	}
 	test_owner_order(b);
 	test_slow_reader(b);
+	test_emit_and_hang_up(b);
 	if (daemon > 0)
 		ASSERT_INT(driver_pid(b), ==, daemon);
 	test_stray_fds(daemon > 0 ? daemon : driver_pid(b));
