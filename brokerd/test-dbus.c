@@ -686,6 +686,14 @@ static void test_owner_order(sd_bus *b)
 }
 
 /* The driver's other calls, as a D-Bus client sees them. */
+static char **strv_free(char **l)
+{
+	for (char **p = l; p && *p; p++)
+		free(*p);
+	free(l);
+	return NULL;
+}
+
 static void test_driver(sd_bus *b)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -762,9 +770,9 @@ static void test_driver(sd_bus *b)
 	ASSERT_INT(sd_bus_get_property_strv(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
 					    "Interfaces", &e, &strv),
 		   >=, 0);
-	ASSERT(strv && strv[0] && !strcmp(strv[0], "org.freedesktop.DBus.Monitoring") && !strv[1]);
-	free(strv[0]);
-	free(strv);
+	ASSERT(strv && strv[0] && !strcmp(strv[0], "org.freedesktop.DBus.Monitoring") && strv[1] &&
+	       !strcmp(strv[1], "org.freedesktop.DBus.Debug.Stats") && !strv[2]);
+	strv = strv_free(strv);
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
 				      "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
 				      DBUS_DRIVER_INTERFACE, "Nothing"),
@@ -1960,6 +1968,151 @@ static void test_eavesdrop(void)
 			   "uid, not by a rule without it; RemoveMatch with the key");
 }
 
+/* The value of key in the a{sv} of a Debug.Stats reply: a u (as a number) or an s (in *str). */
+static int64_t stats_get(sd_bus_message *reply, const char *key, const char **str)
+{
+	int64_t v = -1;
+	const char *k;
+
+	ASSERT_INT(sd_bus_message_rewind(reply, true), >=, 0);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'a', "{sv}"), >, 0);
+	while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+		ASSERT_INT(sd_bus_message_read(reply, "s", &k), >, 0);
+		if (!strcmp(k, key) && str) {
+			ASSERT_INT(sd_bus_message_read(reply, "v", "s", str), >, 0);
+			v = 0;
+		} else if (!strcmp(k, key)) {
+			uint32_t u;
+
+			ASSERT_INT(sd_bus_message_read(reply, "v", "u", &u), >, 0);
+			v = u;
+		} else {
+			ASSERT_INT(sd_bus_message_skip(reply, "v"), >=, 0);
+		}
+		ASSERT_INT(sd_bus_message_exit_container(reply), >=, 0);
+	}
+	return v;
+}
+
+static sd_bus_message *stats_call(sd_bus *b, const char *path, const char *member, const char *error,
+				  const char *arg)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	int r = arg ? sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats", member,
+					 &e, &reply, "s", arg) :
+		      sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats", member,
+					 &e, &reply, "");
+
+	if (error) {
+		ASSERT_INT(r, <, 0);
+		ASSERT_STR(e.name, error);
+	} else {
+		ASSERT_INT(r, >=, 0);
+	}
+	sd_bus_error_free(&e);
+	return reply;
+}
+
+/*
+ * Debug.Stats: figures that move with what a connection does (a match
+ * rule, a name), the rules by connection, the errors dbus-daemon gives;
+ * refused to another uid (when the test runs as root).
+ */
+static void test_stats(sd_bus *b)
+{
+	sd_bus_message *reply;
+	const char *me, *s = NULL, *rule = "type='signal',member='Counted'";
+	int64_t rules, names, active;
+	bool found = false;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &me), ==, 0);
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetStats", NULL, NULL);
+	active = stats_get(reply, "ActiveConnections", NULL);
+	rules = stats_get(reply, "MatchRules", NULL);
+	names = stats_get(reply, "BusNames", NULL);
+	ASSERT_INT(active, >=, 2); /* us and the server */
+	ASSERT_INT(names, >=, 3);  /* both unique names and the server's name */
+	ASSERT_INT(stats_get(reply, "IncompleteConnections", NULL), >=, 0);
+	reply = sd_bus_message_unref(reply);
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "AddMatch",
+				      NULL, NULL, "s", rule),
+		   >=, 0);
+	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Counted", 0), >=, 0);
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetStats", NULL, NULL);
+	ASSERT_INT(stats_get(reply, "MatchRules", NULL), ==, rules + 1);
+	ASSERT_INT(stats_get(reply, "BusNames", NULL), ==, names + 1);
+	reply = sd_bus_message_unref(reply);
+
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", NULL, me);
+	ASSERT_INT(stats_get(reply, "UniqueName", &s), ==, 0);
+	ASSERT_STR(s, me);
+	ASSERT_INT(stats_get(reply, "BusNames", NULL), ==, 2);
+	ASSERT_INT(stats_get(reply, "MatchRules", NULL), >=, 1);
+	ASSERT_INT(stats_get(reply, "OutgoingBytes", NULL), >=, 0);
+	reply = sd_bus_message_unref(reply);
+	/* by a well-known name: its owner */
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", NULL, "org.brokerdtest.Counted");
+	ASSERT_INT(stats_get(reply, "UniqueName", &s), ==, 0);
+	ASSERT_STR(s, me);
+	reply = sd_bus_message_unref(reply);
+
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetAllMatchRules", NULL, NULL);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'a', "{sas}"), >, 0);
+	while (sd_bus_message_enter_container(reply, 'e', "sas") > 0) {
+		char **l = NULL;
+
+		ASSERT_INT(sd_bus_message_read(reply, "s", &s), >, 0);
+		ASSERT_INT(sd_bus_message_read_strv(reply, &l), >=, 0);
+		if (!strcmp(s, me)) {
+			found = list_has(l, "type='signal',member='Counted'");
+			ASSERT(found);
+		}
+		l = strv_free(l);
+		ASSERT_INT(sd_bus_message_exit_container(reply), >=, 0);
+	}
+	ASSERT(found);
+	reply = sd_bus_message_unref(reply);
+
+	(void)stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", "org.freedesktop.DBus.Error.NameHasNoOwner",
+			 "org.brokerdtest.Nobody");
+	(void)stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", "org.freedesktop.DBus.Error.InvalidArgs",
+			 DBUS_DRIVER_NAME);
+	(void)stats_call(b, "/", "GetStats", "org.freedesktop.DBus.Error.UnknownInterface", NULL);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "RemoveMatch",
+				      NULL, NULL, "s", rule),
+		   >=, 0);
+	ASSERT_INT(sd_bus_release_name(b, "org.brokerdtest.Counted"), >=, 0);
+
+	if (getuid() == 0) {
+		pid_t pid = fork();
+		int status;
+
+		ASSERT(pid >= 0);
+		if (pid == 0) {
+			sd_bus *o;
+
+			ASSERT_INT(setgroups(0, NULL), ==, 0);
+			ASSERT_INT(setgid(2003), ==, 0);
+			ASSERT_INT(setuid(2003), ==, 0);
+			o = connect_bus();
+			(void)stats_call(o, DBUS_DRIVER_PATH, "GetStats", "org.freedesktop.DBus.Error.AccessDenied",
+					 NULL);
+			(void)stats_call(o, DBUS_DRIVER_PATH, "GetAllMatchRules",
+					 "org.freedesktop.DBus.Error.AccessDenied", NULL);
+			sd_bus_flush_close_unref(o);
+			_exit(0);
+		}
+		ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+		ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	ok(getuid() == 0 ? "Debug.Stats: GetStats, GetConnectionStats, GetAllMatchRules follow a match rule "
+			   "and a name; errors as dbus-daemon's; refused to another uid" :
+			   "Debug.Stats: GetStats, GetConnectionStats, GetAllMatchRules follow a match rule "
+			   "and a name; errors as dbus-daemon's");
+}
+
 /* UpdateActivationEnvironment only at /org/freedesktop/DBus (allowed there: test_activation()). */
 static void test_uae_canonical_path(sd_bus *b)
 {
@@ -2249,6 +2402,7 @@ int main(int argc, char **argv)
 	test_signals(b);
 	test_raw(b);
 	test_driver(b);
+	test_stats(b);
 	if (daemon > 0) {
 		test_native(b, ctrl);
 		test_dbus_name_seen_natively(b, ctrl);
