@@ -177,7 +177,23 @@ struct creds {
 	const gid_t *gids;
 	size_t n_gids;
 	int pidfd;
+	const char *label; /* the LSM's, NULL: none */
+	char label_buf[4096];
 };
+
+/*
+ * The security label the kernel reports for the peer of socket fd (the
+ * one it had when it connected), in buf; NULL when no LSM gives one.
+ */
+static const char *socket_label(int fd, char *buf, size_t size)
+{
+	socklen_t l = (socklen_t)size - 1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERSEC, buf, &l) < 0 || l == 0)
+		return NULL;
+	buf[l] = 0;
+	return buf[0] ? buf : NULL;
+}
 
 static int creds_of(struct call *k, const char *name, struct creds *cr)
 {
@@ -199,6 +215,7 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 		cr->gids = d->gids;
 		cr->n_gids = d->n_gids;
 		cr->pidfd = cr->pid ? d->pidfd : -1;
+		cr->label = socket_label(d->fd, cr->label_buf, sizeof(cr->label_buf));
 		return 0;
 	}
 	p = registry_peer_resolve(f->bus->registry, name);
@@ -210,6 +227,7 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 		cr->gids = n->gids;
 		cr->n_gids = n->n_gids;
 		cr->pidfd = cr->pid ? n->pidfd : -1;
+		cr->label = n->label;
 		return 0;
 	}
 	return fail(k, ERR("NameHasNoOwner"), "Could not get the credentials of %s: no such name", name);
@@ -223,19 +241,14 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 void dbus_driver_peer_creds(struct registry_peer *p, struct bus_peer_creds *cr)
 {
 	struct dbus_conn *d = p->userdata;
-	socklen_t l = sizeof(cr->label_buf) - 1;
 
 	BUG_ON(!d); /* every peer of the D-Bus registry is a connection's */
 	cr->cred = d->cred;
 	cr->gids = d->gids;
 	cr->n_gids = d->n_gids;
 	cr->pidfd = d->pidfd;
-	cr->label = NULL;
 	cr->n_caps = 0;
-	if (getsockopt(d->fd, SOL_SOCKET, SO_PEERSEC, cr->label_buf, &l) == 0 && l > 0) {
-		cr->label_buf[l] = 0;
-		cr->label = cr->label_buf;
-	}
+	cr->label = socket_label(d->fd, cr->label_buf, sizeof(cr->label_buf));
 }
 
 /* The unique name owning name (D-Bus, native, or the driver), or NULL. */
@@ -691,6 +704,15 @@ static int method_get_credentials(struct call *k)
 	}
 	if (cr.pid)
 		dict_u(&k->w, "ProcessID", (uint32_t)cr.pid);
+	/* as dbus-daemon sends it: the bytes of the label and its terminating NUL */
+	if (cr.label) {
+		dbus_writer_open(&k->w, '{', "sv");
+		dbus_writer_append_basic(&k->w, 's', "LinuxSecurityLabel");
+		dbus_writer_open(&k->w, 'v', "ay");
+		dbus_writer_append_array(&k->w, 'y', cr.label, strlen(cr.label) + 1);
+		dbus_writer_close(&k->w);
+		dbus_writer_close(&k->w);
+	}
 	/* A pidfd only to a caller that takes fds; it names the process for good, unlike a pid. */
 	if (cr.pidfd >= 0 && k->c->sasl.fds_agreed) {
 		k->fd = fcntl(cr.pidfd, F_DUPFD_CLOEXEC, 3);

@@ -201,6 +201,9 @@ static void test_names(sd_bus *b)
 	/* what the bus knows of us */
 	uint32_t got_uid = UINT32_MAX, got_pid = 0;
 	bool got_fd = false, got_gids = false;
+	char got_label[256] = "", own_label[256] = "";
+	socklen_t own_len = sizeof(own_label) - 1;
+	int pair[2];
 	const char *key;
 
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
@@ -218,6 +221,16 @@ static void test_names(sd_bus *b)
 
 			ASSERT_INT(sd_bus_message_read(reply, "v", "h", &pfd), >, 0);
 			got_fd = pfd >= 0;
+		} else if (!strcmp(key, "LinuxSecurityLabel")) {
+			const void *l;
+			size_t n;
+
+			ASSERT_INT(sd_bus_message_enter_container(reply, 'v', "ay"), >, 0);
+			ASSERT_INT(sd_bus_message_read_array(reply, 'y', &l, &n), >=, 0);
+			/* the label and its NUL, as dbus-daemon sends it */
+			ASSERT(n >= 2 && n <= sizeof(got_label) && ((const char *)l)[n - 1] == 0);
+			memcpy(got_label, l, n);
+			ASSERT_INT(sd_bus_message_exit_container(reply), >, 0);
 		} else {
 			got_gids |= !strcmp(key, "UnixGroupIDs");
 			ASSERT_INT(sd_bus_message_skip(reply, "v"), >, 0);
@@ -228,9 +241,18 @@ static void test_names(sd_bus *b)
 	ASSERT_INT(got_uid, ==, getuid());
 	ASSERT_INT(got_pid, ==, getpid());
 	ASSERT(got_gids);
-	printf("# GetConnectionCredentials: uid %u pid %u, %s\n", got_uid, got_pid,
-	       got_fd ? "with ProcessFD" : "no ProcessFD (kernel without SO_PEERPIDFD)");
-	ok("GetConnectionCredentials: uid, groups, pid (and ProcessFD where the kernel has pidfds)");
+	/* our own label, as a socket to ourselves shows it: the one the bus must report, or none */
+	ASSERT_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
+	if (getsockopt(pair[0], SOL_SOCKET, SO_PEERSEC, own_label, &own_len) < 0)
+		own_len = 0;
+	own_label[own_len] = 0;
+	close(pair[0]);
+	close(pair[1]);
+	ASSERT_STR(got_label, own_label);
+	printf("# GetConnectionCredentials: uid %u pid %u, %s, label '%s'\n", got_uid, got_pid,
+	       got_fd ? "with ProcessFD" : "no ProcessFD (kernel without SO_PEERPIDFD)", got_label);
+	ok("GetConnectionCredentials: uid, groups, pid (and ProcessFD where the kernel has pidfds, "
+	   "LinuxSecurityLabel where an LSM labels sockets)");
 }
 
 static void test_calls(sd_bus *b)
