@@ -136,16 +136,16 @@ static void test_driver(sd_bus *b)
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
 
-	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-				      "GetId", &e, &reply, ""),
+	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus", "GetId", &e, &reply, ""),
 		   <, 0);
 	ASSERT_STR(e.name, "org.freedesktop.DBus.Error.AccessDenied");
 	ASSERT(strstr(e.message, "Rejected send message, 3 matched rules; type=\"method_call\""));
 	ASSERT(strstr(e.message, "member=\"GetId\" error name=\"(unset)\" requested_reply=\"0\" "
 				 "destination=\"org.freedesktop.DBus\""));
 	sd_bus_error_free(&e);
-	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-				      "ListNames", &e, &reply, ""),
+	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus", "ListNames", &e, &reply, ""),
 		   >=, 0);
 	reply = sd_bus_message_unref(reply);
 	/* Debug.Stats as system.conf holds it: denied by interface, whoever asks (root too) */

@@ -1294,6 +1294,7 @@ static void test_noreply(sd_bus *b, pid_t server)
 #define ACT_NAME    "org.brokerdtest.Activated"
 #define AUTO_NAME   "org.brokerdtest.Auto"
 #define BROKEN_NAME "org.brokerdtest.Broken"
+#define FORK_NAME   "org.brokerdtest.Forking"
 
 /* What brokerd runs for an activatable name (Exec=): owns it and answers Env (the variable asked for). */
 static int on_env(sd_bus_message *m, void *userdata, sd_bus_error *e)
@@ -1381,6 +1382,8 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	snprintf(exec, sizeof(exec), "'%s' --activated " AUTO_NAME, self);
 	write_service(services, AUTO_NAME, exec);
 	write_service(services, BROKEN_NAME, "/nonexistent/program");
+	snprintf(exec, sizeof(exec), "'%s' --activated-fork " FORK_NAME, self);
+	write_service(services, FORK_NAME, exec);
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
 				      "ReloadConfig", &e, NULL, ""),
 		   >=, 0);
@@ -1431,6 +1434,13 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
 	sd_bus_error_free(&e);
 	ok("an activation that fails answers Spawn.ChildExited; an unknown name ServiceUnknown");
+
+	/* a service that daemonizes: its Exec= exits 0 at once, the child it left takes the name */
+	ASSERT_INT(sd_bus_call_method(b, FORK_NAME, PATH, IFACE, "Echo", &e, &reply, "s", "forked"), >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "forked");
+	reply = sd_bus_message_unref(reply);
+	ok("an Exec= that forks and exits 0 before the name is owned: the call waits and its child answers");
 
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
 				      "GetConnectionSELinuxSecurityContext", &e, NULL, "s", DBUS_DRIVER_NAME),
@@ -2024,10 +2034,10 @@ static sd_bus_message *stats_call(sd_bus *b, const char *path, const char *membe
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
-	int r = arg ? sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats", member,
-					 &e, &reply, "s", arg) :
-		      sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats", member,
-					 &e, &reply, "");
+	int r = arg ? sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats",
+					 member, &e, &reply, "s", arg) :
+		      sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats",
+					 member, &e, &reply, "");
 
 	if (error) {
 		ASSERT_INT(r, <, 0);
@@ -2061,8 +2071,8 @@ static void test_stats(sd_bus *b)
 	ASSERT_INT(stats_get(reply, "IncompleteConnections", NULL), >=, 0);
 	reply = sd_bus_message_unref(reply);
 
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "AddMatch",
-				      NULL, NULL, "s", rule),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "AddMatch", NULL, NULL, "s", rule),
 		   >=, 0);
 	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Counted", 0), >=, 0);
 	reply = stats_call(b, DBUS_DRIVER_PATH, "GetStats", NULL, NULL);
@@ -2100,13 +2110,13 @@ static void test_stats(sd_bus *b)
 	ASSERT(found);
 	reply = sd_bus_message_unref(reply);
 
-	(void)stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", "org.freedesktop.DBus.Error.NameHasNoOwner",
-			 "org.brokerdtest.Nobody");
+	(void)stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats",
+			 "org.freedesktop.DBus.Error.NameHasNoOwner", "org.brokerdtest.Nobody");
 	(void)stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", "org.freedesktop.DBus.Error.InvalidArgs",
 			 DBUS_DRIVER_NAME);
 	(void)stats_call(b, "/", "GetStats", "org.freedesktop.DBus.Error.UnknownInterface", NULL);
-	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE, "RemoveMatch",
-				      NULL, NULL, "s", rule),
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "RemoveMatch", NULL, NULL, "s", rule),
 		   >=, 0);
 	ASSERT_INT(sd_bus_release_name(b, "org.brokerdtest.Counted"), >=, 0);
 
@@ -2122,8 +2132,8 @@ static void test_stats(sd_bus *b)
 			ASSERT_INT(setgid(2003), ==, 0);
 			ASSERT_INT(setuid(2003), ==, 0);
 			o = connect_bus();
-			(void)stats_call(o, DBUS_DRIVER_PATH, "GetStats", "org.freedesktop.DBus.Error.AccessDenied",
-					 NULL);
+			(void)stats_call(o, DBUS_DRIVER_PATH, "GetStats",
+					 "org.freedesktop.DBus.Error.AccessDenied", NULL);
 			(void)stats_call(o, DBUS_DRIVER_PATH, "GetAllMatchRules",
 					 "org.freedesktop.DBus.Error.AccessDenied", NULL);
 			sd_bus_flush_close_unref(o);
@@ -2382,6 +2392,15 @@ int main(int argc, char **argv)
 	/* brokerd runs this for an activatable name (test_activation) */
 	if (argc == 3 && !strcmp(argv[1], "--activated"))
 		return activated_main(argv[2]);
+	/* the same as a service that daemonizes: the process brokerd ran is gone before the name is taken */
+	if (argc == 3 && !strcmp(argv[1], "--activated-fork")) {
+		pid_t pid = fork();
+
+		if (pid != 0)
+			return pid < 0 ? 4 : 0;
+		usleep(300000);
+		return activated_main(argv[2]);
+	}
 
 	/* No argument: the guest test, against the system brokerd. */
 	if (argc < 2 || !strcmp(argv[1], "--system")) {
@@ -2475,9 +2494,10 @@ int main(int argc, char **argv)
 		unlink(sock_path);
 		unlink(ctrl);
 		unlink(policy_file);
-		for (const char *n = ACT_NAME; n; n = !strcmp(n, ACT_NAME)  ? AUTO_NAME :
-						      !strcmp(n, AUTO_NAME) ? BROKEN_NAME :
-									      NULL) {
+		for (const char *n = ACT_NAME; n; n = !strcmp(n, ACT_NAME)    ? AUTO_NAME :
+						      !strcmp(n, AUTO_NAME)   ? BROKEN_NAME :
+						      !strcmp(n, BROKEN_NAME) ? FORK_NAME :
+										NULL) {
 			char p[400];
 
 			snprintf(p, sizeof(p), "%s/%s.service", services, n);
