@@ -153,6 +153,25 @@ bool dbus_access_unicast(struct dbus_conn *c, struct dbus_conn *t, const struct 
 	return false;
 }
 
+bool dbus_access_driver(struct dbus_conn *c, const struct dbus_message *m)
+{
+	const struct policy_dbus_msg *p = c->front->bus->dbus_policy;
+	struct policy_dbus_peer from;
+	struct policy_dbus_verdict v;
+	char text[1024];
+
+	if (!p || !c->peer)
+		return true;
+	peer_of(c, p, &from);
+	v = policy_dbus_msg_check_send(p, &from, NULL, &m->h, false);
+	if (v.allowed)
+		return true;
+	rejected(text, sizeof(text), "send", &v, c, NULL, m, false);
+	log_refusal(c, text, &v);
+	(void)dbus_driver_reply_error(c, m, ACCESS_DENIED, text);
+	return false;
+}
+
 bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, struct dbus_conn *t,
 			   const struct dbus_message *m)
 {

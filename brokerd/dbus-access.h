@@ -6,7 +6,9 @@
  * (policy-dbus-msg.h): the sender's send rules, then the recipient's
  * receive rules. Without it (or while the XML failed to load), brokerd's
  * per-name policy decides calls to well-known names, as on native channels.
- * Messages to the driver are the driver's to refuse (dbus-driver.c).
+ * Messages to the driver meet the sender's send rules with the XML, as on
+ * dbus-daemon (no receive rules: the driver has none); beyond them the
+ * driver refuses what it refuses (dbus-driver.c).
  */
 #ifndef BROKERD_DBUS_ACCESS_H
 #define BROKERD_DBUS_ACCESS_H
@@ -22,6 +24,15 @@
  * drops those whatever the policy says.
  */
 bool dbus_access_unicast(struct dbus_conn *c, struct dbus_conn *t, const struct dbus_message *m);
+
+/*
+ * c, which said Hello, sends m (stamped) to org.freedesktop.DBus: with the
+ * XML, c's send rules decide it, the driver matched by its name (system.conf
+ * allows its interfaces but UpdateActivationEnvironment and Debug.Stats,
+ * those to root). When refused, c gets AccessDenied (if m wants a reply)
+ * and this returns false. Hello itself is never checked, as on dbus-daemon.
+ */
+bool dbus_access_driver(struct dbus_conn *c, const struct dbus_message *m);
 
 /* A broadcast signal from sender (NULL: the driver) to t, a matching subscriber: refused silently. */
 bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, struct dbus_conn *t,

@@ -15,7 +15,8 @@
  * to the owner of org.freedesktop.systemd1 (held back until the name has
  * one), failed by an ActivationFailure signal from that owner only. A
  * start that fails (the
- * process exits before it owns the name, the unit fails, the timeout)
+ * process fails or is killed before it owns the name, the unit fails, the
+ * timeout)
  * answers everything waiting with the error dbus-daemon gives.
  */
 #include <errno.h>
@@ -477,8 +478,13 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
 	if (waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
 		return 0;
 	s = starting_find(st, ch->name);
-	/* It ended before it owned its name: whatever waits for it fails. */
-	if (s && s->pid == ch->pid && !s->owned) {
+	/*
+	 * It ended before it owned its name: whatever waits for it fails,
+	 * unless it exited with status 0, as a service that daemonizes does
+	 * (its child takes the name): that waits on, until the activation
+	 * timeout, as on dbus-daemon.
+	 */
+	if (s && s->pid == ch->pid && !s->owned && !(si.si_code == CLD_EXITED && si.si_status == 0)) {
 		if (si.si_code == CLD_EXITED) {
 			snprintf(text, sizeof(text), "Process %s exited with status %d", ch->name,
 				 si.si_status);

@@ -741,6 +741,8 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 		goto out;
 	}
 	if (to_driver) {
+		if (!dbus_access_driver(c, m))
+			goto out;
 		/* Replies to the driver: it never calls anybody, so they answer nothing. */
 		if (m->h.type == DBUS_MESSAGE_METHOD_CALL)
 			r = dbus_driver_dispatch(c, m);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -348,6 +349,32 @@ static void make_transient_dir(const struct dbus_config *config)
 		}
 }
 
+/* dbus-daemon's floor of fds when it starts as root. */
+#define NOFILE_ROOT_MIN 65536U
+
+/*
+ * The fds the bus may have, raised here, in the process whose pid is
+ * printed: a test reads the bus's limit from that pid (libdbus's
+ * test-dbus-daemon /fd-limit), and the daemon inherits it. Every uid
+ * takes its hard limit, as brokerd itself does; root, as dbus-daemon,
+ * goes to 65536 at least, hard limit included, when it may.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (geteuid() == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < NOFILE_ROOT_MIN) {
+		rl.rlim_cur = rl.rlim_max = NOFILE_ROOT_MIN;
+		(void)setrlimit(RLIMIT_NOFILE, &rl); /* EPERM without CAP_SYS_RESOURCE: as it is */
+	}
+}
+
 int dbus_daemon_cli_run(int argc, char **argv, const char *prog, dbus_daemon_exec_fn exec_daemon)
 {
 	char address[PATH_MAX + 32], notify_name[108], err[512], line[PATH_MAX + 40];
@@ -379,6 +406,7 @@ int dbus_daemon_cli_run(int argc, char **argv, const char *prog, dbus_daemon_exe
 	}
 	make_transient_dir(config);
 	config = dbus_config_free(config);
+	raise_nofile();
 
 	/* --fork: the parent waits for the daemon's word and exits, as dbus-daemon's does */
 	if (arg_fork) {

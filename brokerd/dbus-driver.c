@@ -5,7 +5,7 @@
  * NameAcquired, NameLost), what the bus knows of a connection (uid, pid,
  * credentials), match rules, activation (StartServiceByName,
  * UpdateActivationEnvironment: dbus-activation.c), ReloadConfig,
- * Monitoring.BecomeMonitor (dbus-monitor.c), and the standard Peer,
+ * Monitoring.BecomeMonitor (dbus-monitor.c), Debug.Stats, and the standard Peer,
  * Introspectable and Properties interfaces on the bus object. One table,
  * one handler a method.
  */
@@ -31,6 +31,14 @@
 #include "util/macro.h"
 
 #define ERR(x) "org.freedesktop.DBus.Error." x
+
+/* The interfaces of the bus object. */
+#define DBUS	   DBUS_DRIVER_INTERFACE
+#define PEER	   "org.freedesktop.DBus.Peer"
+#define INTRO	   "org.freedesktop.DBus.Introspectable"
+#define PROPS	   "org.freedesktop.DBus.Properties"
+#define MONITORING "org.freedesktop.DBus.Monitoring"
+#define STATS	   "org.freedesktop.DBus.Debug.Stats"
 
 /* ---- Owner changes (the registry's callback in driver.c) ---------------------- */
 
@@ -164,7 +172,23 @@ struct creds {
 	const gid_t *gids;
 	size_t n_gids;
 	int pidfd;
+	const char *label; /* the LSM's, NULL: none */
+	char label_buf[4096];
 };
+
+/*
+ * The security label the kernel reports for the peer of socket fd (the
+ * one it had when it connected), in buf; NULL when no LSM gives one.
+ */
+static const char *socket_label(int fd, char *buf, size_t size)
+{
+	socklen_t l = (socklen_t)size - 1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERSEC, buf, &l) < 0 || l == 0)
+		return NULL;
+	buf[l] = 0;
+	return buf[0] ? buf : NULL;
+}
 
 static int creds_of(struct call *k, const char *name, struct creds *cr)
 {
@@ -186,6 +210,7 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 		cr->gids = d->gids;
 		cr->n_gids = d->n_gids;
 		cr->pidfd = cr->pid ? d->pidfd : -1;
+		cr->label = socket_label(d->fd, cr->label_buf, sizeof(cr->label_buf));
 		return 0;
 	}
 	p = registry_peer_resolve(f->bus->registry, name);
@@ -197,6 +222,7 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 		cr->gids = n->gids;
 		cr->n_gids = n->n_gids;
 		cr->pidfd = cr->pid ? n->pidfd : -1;
+		cr->label = n->label;
 		return 0;
 	}
 	return fail(k, ERR("NameHasNoOwner"), "Could not get the credentials of %s: no such name", name);
@@ -210,19 +236,14 @@ static int creds_of(struct call *k, const char *name, struct creds *cr)
 void dbus_driver_peer_creds(struct registry_peer *p, struct bus_peer_creds *cr)
 {
 	struct dbus_conn *d = p->userdata;
-	socklen_t l = sizeof(cr->label_buf) - 1;
 
 	BUG_ON(!d || p->kind != REGISTRY_PEER_DBUS); /* every D-Bus peer is a connection's */
 	cr->cred = d->cred;
 	cr->gids = d->gids;
 	cr->n_gids = d->n_gids;
 	cr->pidfd = d->pidfd;
-	cr->label = NULL;
 	cr->n_caps = 0;
-	if (getsockopt(d->fd, SOL_SOCKET, SO_PEERSEC, cr->label_buf, &l) == 0 && l > 0) {
-		cr->label_buf[l] = 0;
-		cr->label = cr->label_buf;
-	}
+	cr->label = socket_label(d->fd, cr->label_buf, sizeof(cr->label_buf));
 }
 
 /* The unique name owning name (D-Bus, native, or the driver), or NULL. */
@@ -634,6 +655,16 @@ static void dict_u(struct dbus_writer *w, const char *key, uint32_t v)
 	dbus_writer_close(w);
 }
 
+static void dict_s(struct dbus_writer *w, const char *key, const char *v)
+{
+	dbus_writer_open(w, '{', "sv");
+	dbus_writer_append_basic(w, 's', key);
+	dbus_writer_open(w, 'v', "s");
+	dbus_writer_append_basic(w, 's', v);
+	dbus_writer_close(w);
+	dbus_writer_close(w);
+}
+
 static int method_get_credentials(struct call *k)
 {
 	struct creds cr;
@@ -659,6 +690,15 @@ static int method_get_credentials(struct call *k)
 	}
 	if (cr.pid)
 		dict_u(&k->w, "ProcessID", (uint32_t)cr.pid);
+	/* as dbus-daemon sends it: the bytes of the label and its terminating NUL */
+	if (cr.label) {
+		dbus_writer_open(&k->w, '{', "sv");
+		dbus_writer_append_basic(&k->w, 's', "LinuxSecurityLabel");
+		dbus_writer_open(&k->w, 'v', "ay");
+		dbus_writer_append_array(&k->w, 'y', cr.label, strlen(cr.label) + 1);
+		dbus_writer_close(&k->w);
+		dbus_writer_close(&k->w);
+	}
 	/* A pidfd only to a caller that takes fds; it names the process for good, unlike a pid. */
 	if (cr.pidfd >= 0 && k->c->sasl.fds_agreed) {
 		k->fd = fcntl(cr.pidfd, F_DUPFD_CLOEXEC, 3);
@@ -829,6 +869,134 @@ static int method_get_id(struct call *k)
 	return dbus_writer_append_basic(&k->w, 's', k->c->front->guid);
 }
 
+/* ---- org.freedesktop.DBus.Debug.Stats ------------------------------------------ */
+
+/*
+ * dbus-daemon's statistics, with the figures brokerd has: what is queued
+ * in it now (a message is handled as soon as it is whole, so nothing waits
+ * whole on the way in), match rules and names. Peaks are not kept, so
+ * their keys are left out (the dictionary is open, clients look keys up).
+ * Native clients' traffic never passes through brokerd: of them only their
+ * number and their names are known.
+ *
+ * Who may ask: dbus-daemon leaves it to its configuration, whose system.conf
+ * allows the interface to root alone and whose session bus has only its
+ * user. With the XML its send rules decide (dbus-access.c, before the
+ * call reaches the driver); without it, root and brokerd's own uid, which
+ * is what those configurations come to.
+ */
+static int stats_refused(struct call *k)
+{
+	if (k->c->front->bus->dbus_policy || caller_privileged(k))
+		return 0;
+	return fail(k, ERR("AccessDenied"), "%s", "Only the bus's own uid and root may read its statistics");
+}
+
+static bool conn_active(const struct dbus_conn *c)
+{
+	return !c->dead && (c->peer || c->monitor);
+}
+
+/* Names c owns: its unique name and the well-known names it is the primary owner of (dbus-daemon's count). */
+static uint32_t names_owned(struct registry_peer *p)
+{
+	uint32_t n = 1;
+
+	for (unsigned int i = 0; registry_peer_owned_next(p, &i);)
+		n++;
+	return n;
+}
+
+static int method_get_stats(struct call *k)
+{
+	struct dbus_front *f = k->c->front;
+	uint32_t active = 0, incomplete = 0, rules = 0, names = 0;
+	if (stats_refused(k))
+		return 1;
+	for (struct dbus_conn *c = f->conns; c; c = c->next) {
+		if (c->dead)
+			continue;
+		if (!conn_active(c)) {
+			incomplete++;
+			continue;
+		}
+		active++;
+		if (c->monitor) /* its rules are its monitor rules, not match rules */
+			continue;
+		rules += c->n_matches;
+		names += names_owned(c->peer);
+	}
+	dbus_writer_open(&k->w, 'a', "{sv}");
+	dict_u(&k->w, "Serial", f->stats_serial++);
+	dict_u(&k->w, "ActiveConnections", active);
+	dict_u(&k->w, "IncompleteConnections", incomplete);
+	dict_u(&k->w, "MatchRules", rules);
+	dict_u(&k->w, "BusNames", names);
+	dict_u(&k->w, "NativeConnections", (uint32_t)registry_peer_count(f->bus->registry));
+	return dbus_writer_close(&k->w);
+}
+
+static int method_get_connection_stats(struct call *k)
+{
+	struct dbus_front *f = k->c->front;
+	const char *name = arg_s(k);
+	struct dbus_conn *d;
+	struct registry_peer *p;
+	uint32_t messages = 0;
+	if (stats_refused(k))
+		return 1;
+	if (!strcmp(name, DBUS_DRIVER_NAME))
+		return fail(k, ERR("InvalidArgs"), "%s", "The bus driver keeps no statistics of itself");
+	d = dbus_front_conn_by_name(f, name);
+	if (!d || !d->peer) {
+		/* a native client: its name and its names, nothing of its traffic */
+		p = registry_peer_resolve(f->bus->registry, name);
+		if (!p)
+			return fail(k, ERR("NameHasNoOwner"),
+				    "Could not get the statistics of %s: no such name", name);
+		dbus_writer_open(&k->w, 'a', "{sv}");
+		dict_u(&k->w, "Serial", f->stats_serial++);
+		dict_s(&k->w, "UniqueName", p->unique_name);
+		dict_u(&k->w, "BusNames", names_owned(p));
+		return dbus_writer_close(&k->w);
+	}
+	for (struct dbus_out *o = d->out_head; o; o = o->next)
+		messages++;
+	dbus_writer_open(&k->w, 'a', "{sv}");
+	dict_u(&k->w, "Serial", f->stats_serial++);
+	dict_s(&k->w, "UniqueName", d->name);
+	dict_u(&k->w, "IncomingMessages", 0);
+	dict_u(&k->w, "IncomingBytes", (uint32_t)d->in_len);
+	dict_u(&k->w, "IncomingFDs", (uint32_t)d->n_in_fds);
+	dict_u(&k->w, "OutgoingMessages", messages);
+	dict_u(&k->w, "OutgoingBytes", (uint32_t)d->out_bytes);
+	dict_u(&k->w, "OutgoingFDs", d->out_fds);
+	dict_u(&k->w, "MatchRules", d->n_matches);
+	dict_u(&k->w, "BusNames", names_owned(d->peer));
+	return dbus_writer_close(&k->w);
+}
+
+/* Every connection's match rules by its unique name, as AddMatch kept them. */
+static int method_get_all_match_rules(struct call *k)
+{
+	if (stats_refused(k))
+		return 1;
+
+	dbus_writer_open(&k->w, 'a', "{sas}");
+	for (struct dbus_conn *c = k->c->front->conns; c; c = c->next) {
+		if (c->dead || !c->peer)
+			continue;
+		dbus_writer_open(&k->w, '{', "sas");
+		dbus_writer_append_basic(&k->w, 's', c->name);
+		dbus_writer_open(&k->w, 'a', "s");
+		for (struct dbus_match *x = c->matches; x; x = x->next)
+			dbus_writer_append_basic(&k->w, 's', x->text);
+		dbus_writer_close(&k->w);
+		dbus_writer_close(&k->w);
+	}
+	return dbus_writer_close(&k->w);
+}
+
 /* ---- Peer, Introspectable, Properties ------------------------------------------ */
 
 static int method_ping(struct call *k)
@@ -890,6 +1058,12 @@ static const char introspection[] =
 	"  <method name=\"BecomeMonitor\"><arg direction=\"in\" type=\"as\"/><arg direction=\"in\" type=\"u\"/>"
 	"</method>\n"
 	" </interface>\n"
+	" <interface name=\"org.freedesktop.DBus.Debug.Stats\">\n"
+	"  <method name=\"GetStats\"><arg direction=\"out\" type=\"a{sv}\"/></method>\n"
+	"  <method name=\"GetConnectionStats\"><arg direction=\"in\" type=\"s\"/>"
+	"<arg direction=\"out\" type=\"a{sv}\"/></method>\n"
+	"  <method name=\"GetAllMatchRules\"><arg direction=\"out\" type=\"a{sas}\"/></method>\n"
+	" </interface>\n"
 	" <interface name=\"org.freedesktop.DBus.Properties\">\n"
 	"  <method name=\"Get\"><arg direction=\"in\" type=\"s\"/><arg direction=\"in\" type=\"s\"/>"
 	"<arg direction=\"out\" type=\"v\"/></method>\n"
@@ -914,19 +1088,21 @@ static int method_introspect(struct call *k)
 /*
  * Features and Interfaces: only what brokerd does. HeaderFiltering: the
  * header of every message is rewritten from the fields brokerd knows
- * (dbus_message_stamp()), unknown ones dropped; the optional interface it
- * has is Monitoring. SystemdActivation only with --dbus-systemd-activation,
- * when brokerd speaks dbus-daemon's ActivationRequest protocol.
+ * (dbus_message_stamp()), unknown ones dropped; the optional interfaces it
+ * has are Monitoring and Debug.Stats. SystemdActivation only with
+ * --dbus-systemd-activation, when brokerd speaks dbus-daemon's
+ * ActivationRequest protocol.
  */
 static const struct {
-	const char *name, *value;
-} properties[] = { { "Features", "HeaderFiltering" }, { "Interfaces", "org.freedesktop.DBus.Monitoring" } };
+	const char *name, *values[2];
+} properties[] = { { "Features", { "HeaderFiltering" } }, { "Interfaces", { MONITORING, STATS } } };
 
 static int property_value(struct call *k, size_t i)
 {
 	dbus_writer_open(&k->w, 'v', "as");
 	dbus_writer_open(&k->w, 'a', "s");
-	dbus_writer_append_basic(&k->w, 's', properties[i].value);
+	for (size_t j = 0; j < ELEMENTSOF(properties[i].values) && properties[i].values[j]; j++)
+		dbus_writer_append_basic(&k->w, 's', properties[i].values[j]);
 	if (i == 0 && k->c->front->bus->dbus_systemd_activation)
 		dbus_writer_append_basic(&k->w, 's', "SystemdActivation");
 	dbus_writer_close(&k->w);
@@ -984,12 +1160,6 @@ struct method {
 	int (*handle)(struct call *k);
 };
 
-#define DBUS	   DBUS_DRIVER_INTERFACE
-#define PEER	   "org.freedesktop.DBus.Peer"
-#define INTRO	   "org.freedesktop.DBus.Introspectable"
-#define PROPS	   "org.freedesktop.DBus.Properties"
-#define MONITORING "org.freedesktop.DBus.Monitoring"
-
 static const struct method methods[] = {
 	{ DBUS, "Hello", "", "s", method_hello },
 	{ DBUS, "RequestName", "su", "u", method_request_name },
@@ -1010,6 +1180,9 @@ static const struct method methods[] = {
 	{ DBUS, "ReloadConfig", "", "", method_reload_config },
 	{ DBUS, "GetConnectionSELinuxSecurityContext", "s", "ay", method_get_selinux_context },
 	{ MONITORING, "BecomeMonitor", "asu", "", method_become_monitor },
+	{ STATS, "GetStats", "", "a{sv}", method_get_stats },
+	{ STATS, "GetConnectionStats", "s", "a{sv}", method_get_connection_stats },
+	{ STATS, "GetAllMatchRules", "", "a{sas}", method_get_all_match_rules },
 	{ PEER, "Ping", "", "", method_ping },
 	{ PEER, "GetMachineId", "", "s", method_get_machine_id },
 	{ INTRO, "Introspect", "", "s", method_introspect },
@@ -1091,7 +1264,8 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 	 * Monitoring only on the bus object's own path: a policy that allows
 	 * "/" does not make a monitor. Its properties likewise, as dbus-daemon.
 	 */
-	if ((!strcmp(md->interface, MONITORING) || !strcmp(md->interface, PROPS)) &&
+	if ((!strcmp(md->interface, MONITORING) || !strcmp(md->interface, PROPS) ||
+	     !strcmp(md->interface, STATS)) &&
 	    strcmp(m->h.path, DBUS_DRIVER_PATH) != 0) {
 		char text[512];
 

@@ -126,6 +126,7 @@ struct dbus_front {
 	unsigned int n_monitors;		  /* dbus-monitor.c */
 	unsigned int n_refused;			  /* connections with refused set */
 	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
+	uint32_t stats_serial;			  /* Debug.Stats: one a reply, as dbus-daemon counts */
 	/* dbus-budget.c */
 	uint64_t budget_total;		    /* dbus_bytes charged to all uids but root */
 	struct dbus_conn *paused;	    /* connections not read for want of budget */

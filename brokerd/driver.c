@@ -239,15 +239,19 @@ void driver_ids_reserve(struct bus *b)
 		b->ids_retry_usec = now + ID_RETRY_USEC;
 		return;
 	}
-	if (b->ids_failing)
-		log_notice("unique ids recorded in %s again (up to :1.%llu)", b->state_path,
-			   (unsigned long long)(next + ID_BLOCK));
+	if (b->ids_failing) {
+		char upto[CTRL_UNIQUE_NAME_MAX];
+
+		ctrl_unique_name_format(next + ID_BLOCK, upto);
+		log_notice("unique ids recorded in %s again (up to %s)", b->state_path, upto);
+	}
 	b->ids_failing = false;
 	b->id_reserved = next + ID_BLOCK;
 }
 
 void driver_ids_load(struct bus *b)
 {
+	char first[CTRL_UNIQUE_NAME_MAX];
 	unsigned long long v = 0;
 	FILE *f;
 
@@ -259,7 +263,8 @@ void driver_ids_load(struct bus *b)
 			(void)registry_next_id_set(b->registry, v);
 		(void)fclose(f);
 	}
-	log_info("unique names start at :1.%llu", (unsigned long long)registry_next_id(b->registry));
+	ctrl_unique_name_format(registry_next_id(b->registry), first);
+	log_info("unique names start at %s", first);
 	driver_ids_reserve(b);
 }
 

@@ -801,6 +801,7 @@ static int rebuild(struct bus *b, struct state *s)
 int restart_load(struct bus *b, struct restart_fds *fds)
 {
 	struct state s = { 0 };
+	char next[CTRL_UNIQUE_NAME_MAX];
 	bool parsed = false;
 	int r;
 
@@ -870,9 +871,9 @@ int restart_load(struct bus *b, struct restart_fds *fds)
 		return r;
 	}
 	fds->restored = true;
-	log_info(
-		"restart: took over %zu connections, %zu names, %zu channels; unique names continue at :1.%llu",
-		s.n_conns, s.n_names, s.n_channels, (unsigned long long)registry_next_id(b->registry));
+	ctrl_unique_name_format(registry_next_id(b->registry), next);
+	log_info("restart: took over %zu connections, %zu names, %zu channels; unique names continue at %s",
+		 s.n_conns, s.n_names, s.n_channels, next);
 	state_free(&s);
 	return 1;
 }

@@ -7,7 +7,7 @@
  * opens and on one it does not, and an sd-bus client. The client's calls
  * are let through or refused with AccessDenied per interface, the replies
  * to the calls let through pass, and a signal the receive rules deny never
- * arrives while the one after it does.
+ * arrives while the one after it does. A send rule on the bus driver holds.
  */
 #include <errno.h>
 #include <signal.h>
@@ -40,6 +40,10 @@ static const char config[] = "<busconfig>\n"
 			     "    <allow send_type=\"error\" send_requested_reply=\"true\"/>\n"
 			     "    <allow receive_type=\"*\"/>\n"
 			     "    <allow send_destination=\"org.freedesktop.DBus\"/>\n"
+			     "    <deny send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"\n"
+			     "          send_member=\"GetId\"/>\n"
+			     "    <deny send_destination=\"org.freedesktop.DBus\"\n"
+			     "          send_interface=\"org.freedesktop.DBus.Debug.Stats\"/>\n"
 			     "    <allow send_destination=\"" NAME "\" send_interface=\"" OPEN "\"/>\n"
 			     "    <deny receive_interface=\"" HIDDEN "\" receive_type=\"signal\"/>\n"
 			     "    <deny receive_interface=\"org.freedesktop.DBus\" receive_member=\"NameAcquired\"/>\n"
@@ -124,6 +128,35 @@ static void test_calls(sd_bus *b)
 	ASSERT(err && strcmp(err, "org.freedesktop.DBus.Error.AccessDenied") == 0);
 	free(err);
 	ok("a call without interface passes no allow that names one");
+}
+
+/* The send rules hold for the bus driver too, matched by its name, as on dbus-daemon. */
+static void test_driver(sd_bus *b)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+
+	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus", "GetId", &e, &reply, ""),
+		   <, 0);
+	ASSERT_STR(e.name, "org.freedesktop.DBus.Error.AccessDenied");
+	ASSERT(strstr(e.message, "Rejected send message, 3 matched rules; type=\"method_call\""));
+	ASSERT(strstr(e.message, "member=\"GetId\" error name=\"(unset)\" requested_reply=\"0\" "
+				 "destination=\"org.freedesktop.DBus\""));
+	sd_bus_error_free(&e);
+	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus", "ListNames", &e, &reply, ""),
+		   >=, 0);
+	reply = sd_bus_message_unref(reply);
+	/* Debug.Stats as system.conf holds it: denied by interface, whoever asks (root too) */
+	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				      "org.freedesktop.DBus.Debug.Stats", "GetStats", &e, &reply, ""),
+		   <, 0);
+	ASSERT_STR(e.name, "org.freedesktop.DBus.Error.AccessDenied");
+	ASSERT(strstr(e.message, "Rejected send message"));
+	sd_bus_error_free(&e);
+	ok("a call to the bus driver a send rule denies is refused (GetId, Debug.Stats), the others pass "
+	   "(ListNames)");
 }
 
 static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *e)
@@ -300,6 +333,7 @@ int main(int argc, char **argv)
 	b = sdbus_connect(address);
 	wait_owner(b, NAME, true);
 	test_calls(b);
+	test_driver(b);
 	test_signals(b);
 	test_monitor_sees_refusal(b);
 	sd_bus_flush_close_unref(b);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -474,6 +475,7 @@ int main(int argc, char **argv)
 {
 	char config[300], address[400], arg[400], abstract[64];
 	const char *socket_path;
+	struct rlimit ours, low, theirs;
 	pid_t pid, printed;
 	int status;
 	FILE *f;
@@ -494,8 +496,17 @@ int main(int argc, char **argv)
 		tmpdir);
 	ASSERT_INT(fclose(f), ==, 0);
 	snprintf(arg, sizeof(arg), "--config-file=%s", config);
+	/* started with a low soft fd limit, which the bus raises (libdbus's /fd-limit reads it) */
+	ASSERT_INT(getrlimit(RLIMIT_NOFILE, &ours), ==, 0);
+	low = ours;
+	if (low.rlim_max > 512)
+		low.rlim_cur = 512;
+	ASSERT_INT(setrlimit(RLIMIT_NOFILE, &low), ==, 0);
 	pid = start(argv[1], address, sizeof(address), &printed,
 		    (const char *const[]){ arg, "--nofork", NULL });
+	ASSERT_INT(setrlimit(RLIMIT_NOFILE, &ours), ==, 0);
+	ASSERT_INT(prlimit(printed, RLIMIT_NOFILE, NULL, &theirs), ==, 0);
+	ASSERT(theirs.rlim_cur == ours.rlim_max || (getuid() == 0 && theirs.rlim_cur >= 65536));
 	ASSERT_INT(unlink(config), ==, 0); /* as GTestDBus does, at once */
 	printf("# address %s, pid %d\n", address, (int)printed);
 	ASSERT(!strncmp(address, "unix:path=", 10));
@@ -510,7 +521,8 @@ int main(int argc, char **argv)
 	ASSERT(access(socket_path, F_OK) < 0);
 	ASSERT_INT(count_private_dirs(), ==, 0);
 	ok("--config-file (tmpdir listen, file deleted at once) --nofork: Hello, ListNames, RequestName; "
-	   "SIGTERM to the printed pid with clients connected: exit 0, cleaned up");
+	   "the printed pid's fd limit raised; SIGTERM to the printed pid with clients connected: exit 0, "
+	   "cleaned up");
 
 	/* --fork and --address: the command returns once the bus is up, the daemon is another pid */
 	f = fopen(config, "we");

@@ -30,6 +30,7 @@
 #include "brokerd/dbus-front.h"
 #include "brokerd/test-client.h"
 #include "brokerd/test-dbus-util.h"
+#include "protocol/ctrl.h"
 #include "protocol/dbus-message.h"
 #include "util/macro.h"
 #include "util/socket.h"
@@ -200,6 +201,9 @@ static void test_names(sd_bus *b)
 	/* what the bus knows of us */
 	uint32_t got_uid = UINT32_MAX, got_pid = 0;
 	bool got_fd = false, got_gids = false;
+	char got_label[256] = "", own_label[256] = "";
+	socklen_t own_len = sizeof(own_label) - 1;
+	int pair[2];
 	const char *key;
 
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
@@ -217,6 +221,16 @@ static void test_names(sd_bus *b)
 
 			ASSERT_INT(sd_bus_message_read(reply, "v", "h", &pfd), >, 0);
 			got_fd = pfd >= 0;
+		} else if (!strcmp(key, "LinuxSecurityLabel")) {
+			const void *l;
+			size_t n;
+
+			ASSERT_INT(sd_bus_message_enter_container(reply, 'v', "ay"), >, 0);
+			ASSERT_INT(sd_bus_message_read_array(reply, 'y', &l, &n), >=, 0);
+			/* the label and its NUL, as dbus-daemon sends it */
+			ASSERT(n >= 2 && n <= sizeof(got_label) && ((const char *)l)[n - 1] == 0);
+			memcpy(got_label, l, n);
+			ASSERT_INT(sd_bus_message_exit_container(reply), >, 0);
 		} else {
 			got_gids |= !strcmp(key, "UnixGroupIDs");
 			ASSERT_INT(sd_bus_message_skip(reply, "v"), >, 0);
@@ -227,9 +241,18 @@ static void test_names(sd_bus *b)
 	ASSERT_INT(got_uid, ==, getuid());
 	ASSERT_INT(got_pid, ==, getpid());
 	ASSERT(got_gids);
-	printf("# GetConnectionCredentials: uid %u pid %u, %s\n", got_uid, got_pid,
-	       got_fd ? "with ProcessFD" : "no ProcessFD (kernel without SO_PEERPIDFD)");
-	ok("GetConnectionCredentials: uid, groups, pid (and ProcessFD where the kernel has pidfds)");
+	/* our own label, as a socket to ourselves shows it: the one the bus must report, or none */
+	ASSERT_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
+	if (getsockopt(pair[0], SOL_SOCKET, SO_PEERSEC, own_label, &own_len) < 0)
+		own_len = 0;
+	own_label[own_len] = 0;
+	close(pair[0]);
+	close(pair[1]);
+	ASSERT_STR(got_label, own_label);
+	printf("# GetConnectionCredentials: uid %u pid %u, %s, label '%s'\n", got_uid, got_pid,
+	       got_fd ? "with ProcessFD" : "no ProcessFD (kernel without SO_PEERPIDFD)", got_label);
+	ok("GetConnectionCredentials: uid, groups, pid (and ProcessFD where the kernel has pidfds, "
+	   "LinuxSecurityLabel where an LSM labels sockets)");
 }
 
 static void test_calls(sd_bus *b)
@@ -766,6 +789,14 @@ static void test_owner_order(sd_bus *b)
 }
 
 /* The driver's other calls, as a D-Bus client sees them. */
+static char **strv_free(char **l)
+{
+	for (char **p = l; p && *p; p++)
+		free(*p);
+	free(l);
+	return NULL;
+}
+
 static void test_driver(sd_bus *b)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -842,9 +873,9 @@ static void test_driver(sd_bus *b)
 	ASSERT_INT(sd_bus_get_property_strv(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
 					    "Interfaces", &e, &strv),
 		   >=, 0);
-	ASSERT(strv && strv[0] && !strcmp(strv[0], "org.freedesktop.DBus.Monitoring") && !strv[1]);
-	free(strv[0]);
-	free(strv);
+	ASSERT(strv && strv[0] && !strcmp(strv[0], "org.freedesktop.DBus.Monitoring") && strv[1] &&
+	       !strcmp(strv[1], "org.freedesktop.DBus.Debug.Stats") && !strv[2]);
+	strv = strv_free(strv);
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH,
 				      "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
 				      DBUS_DRIVER_INTERFACE, "Nothing"),
@@ -1456,9 +1487,11 @@ static unsigned long long hello_id(sd_bus *b)
 {
 	const char *u;
 
+	uint64_t id;
+
 	ASSERT_INT(sd_bus_get_unique_name(b, &u), >=, 0);
-	ASSERT(!strncmp(u, ":1.", 3));
-	return strtoull(u + 3, NULL, 10);
+	ASSERT_INT(ctrl_unique_name_parse(u, &id), ==, 0);
+	return id;
 }
 
 /*
@@ -1496,7 +1529,7 @@ static void test_ids_durable(const char *exe)
 	sd_bus_flush_close_unref(b);
 	second_stop(&s, SIGTERM);
 	second_cleanup(&s);
-	printf("# D-Bus Hello :1.%llu, recorded %llu, after SIGKILL :1.%llu\n", first, recorded, later);
+	printf("# D-Bus Hello of id %llu, recorded %llu, after SIGKILL id %llu\n", first, recorded, later);
 	ok("a D-Bus Hello's unique id is recorded: never given again after a crash");
 }
 
@@ -1522,6 +1555,7 @@ static void test_noreply(sd_bus *b, pid_t server)
 #define ACT_NAME    "org.brokerdtest.Activated"
 #define AUTO_NAME   "org.brokerdtest.Auto"
 #define BROKEN_NAME "org.brokerdtest.Broken"
+#define FORK_NAME   "org.brokerdtest.Forking"
 
 /* What brokerd runs for an activatable name (Exec=): owns it and answers Env (the variable asked for). */
 static int on_env(sd_bus_message *m, void *userdata, sd_bus_error *e)
@@ -1609,6 +1643,8 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	snprintf(exec, sizeof(exec), "'%s' --activated " AUTO_NAME, self);
 	write_service(services, AUTO_NAME, exec);
 	write_service(services, BROKEN_NAME, "/nonexistent/program");
+	snprintf(exec, sizeof(exec), "'%s' --activated-fork " FORK_NAME, self);
+	write_service(services, FORK_NAME, exec);
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
 				      "ReloadConfig", &e, NULL, ""),
 		   >=, 0);
@@ -1659,6 +1695,13 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.ServiceUnknown"));
 	sd_bus_error_free(&e);
 	ok("an activation that fails answers Spawn.ChildExited; an unknown name ServiceUnknown");
+
+	/* a service that daemonizes: its Exec= exits 0 at once, the child it left takes the name */
+	ASSERT_INT(sd_bus_call_method(b, FORK_NAME, PATH, IFACE, "Echo", &e, &reply, "s", "forked"), >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "s", &s), >=, 0);
+	ASSERT_STR(s, "forked");
+	reply = sd_bus_message_unref(reply);
+	ok("an Exec= that forks and exits 0 before the name is owned: the call waits and its child answers");
 
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
 				      "GetConnectionSELinuxSecurityContext", &e, NULL, "s", DBUS_DRIVER_NAME),
@@ -2204,6 +2247,151 @@ static void test_eavesdrop(void)
 			   "uid, not by a rule without it; RemoveMatch with the key");
 }
 
+/* The value of key in the a{sv} of a Debug.Stats reply: a u (as a number) or an s (in *str). */
+static int64_t stats_get(sd_bus_message *reply, const char *key, const char **str)
+{
+	int64_t v = -1;
+	const char *k;
+
+	ASSERT_INT(sd_bus_message_rewind(reply, true), >=, 0);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'a', "{sv}"), >, 0);
+	while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+		ASSERT_INT(sd_bus_message_read(reply, "s", &k), >, 0);
+		if (!strcmp(k, key) && str) {
+			ASSERT_INT(sd_bus_message_read(reply, "v", "s", str), >, 0);
+			v = 0;
+		} else if (!strcmp(k, key)) {
+			uint32_t u;
+
+			ASSERT_INT(sd_bus_message_read(reply, "v", "u", &u), >, 0);
+			v = u;
+		} else {
+			ASSERT_INT(sd_bus_message_skip(reply, "v"), >=, 0);
+		}
+		ASSERT_INT(sd_bus_message_exit_container(reply), >=, 0);
+	}
+	return v;
+}
+
+static sd_bus_message *stats_call(sd_bus *b, const char *path, const char *member, const char *error,
+				  const char *arg)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	int r = arg ? sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats",
+					 member, &e, &reply, "s", arg) :
+		      sd_bus_call_method(b, DBUS_DRIVER_NAME, path, "org.freedesktop.DBus.Debug.Stats",
+					 member, &e, &reply, "");
+
+	if (error) {
+		ASSERT_INT(r, <, 0);
+		ASSERT_STR(e.name, error);
+	} else {
+		ASSERT_INT(r, >=, 0);
+	}
+	sd_bus_error_free(&e);
+	return reply;
+}
+
+/*
+ * Debug.Stats: figures that move with what a connection does (a match
+ * rule, a name), the rules by connection, the errors dbus-daemon gives;
+ * refused to another uid (when the test runs as root).
+ */
+static void test_stats(sd_bus *b)
+{
+	sd_bus_message *reply;
+	const char *me, *s = NULL, *rule = "type='signal',member='Counted'";
+	int64_t rules, names, active;
+	bool found = false;
+
+	ASSERT_INT(sd_bus_get_unique_name(b, &me), ==, 0);
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetStats", NULL, NULL);
+	active = stats_get(reply, "ActiveConnections", NULL);
+	rules = stats_get(reply, "MatchRules", NULL);
+	names = stats_get(reply, "BusNames", NULL);
+	ASSERT_INT(active, >=, 2); /* us and the server */
+	ASSERT_INT(names, >=, 3);  /* both unique names and the server's name */
+	ASSERT_INT(stats_get(reply, "IncompleteConnections", NULL), >=, 0);
+	reply = sd_bus_message_unref(reply);
+
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "AddMatch", NULL, NULL, "s", rule),
+		   >=, 0);
+	ASSERT_INT(sd_bus_request_name(b, "org.brokerdtest.Counted", 0), >=, 0);
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetStats", NULL, NULL);
+	ASSERT_INT(stats_get(reply, "MatchRules", NULL), ==, rules + 1);
+	ASSERT_INT(stats_get(reply, "BusNames", NULL), ==, names + 1);
+	reply = sd_bus_message_unref(reply);
+
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", NULL, me);
+	ASSERT_INT(stats_get(reply, "UniqueName", &s), ==, 0);
+	ASSERT_STR(s, me);
+	ASSERT_INT(stats_get(reply, "BusNames", NULL), ==, 2);
+	ASSERT_INT(stats_get(reply, "MatchRules", NULL), >=, 1);
+	ASSERT_INT(stats_get(reply, "OutgoingBytes", NULL), >=, 0);
+	reply = sd_bus_message_unref(reply);
+	/* by a well-known name: its owner */
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", NULL, "org.brokerdtest.Counted");
+	ASSERT_INT(stats_get(reply, "UniqueName", &s), ==, 0);
+	ASSERT_STR(s, me);
+	reply = sd_bus_message_unref(reply);
+
+	reply = stats_call(b, DBUS_DRIVER_PATH, "GetAllMatchRules", NULL, NULL);
+	ASSERT_INT(sd_bus_message_enter_container(reply, 'a', "{sas}"), >, 0);
+	while (sd_bus_message_enter_container(reply, 'e', "sas") > 0) {
+		char **l = NULL;
+
+		ASSERT_INT(sd_bus_message_read(reply, "s", &s), >, 0);
+		ASSERT_INT(sd_bus_message_read_strv(reply, &l), >=, 0);
+		if (!strcmp(s, me)) {
+			found = list_has(l, "type='signal',member='Counted'");
+			ASSERT(found);
+		}
+		l = strv_free(l);
+		ASSERT_INT(sd_bus_message_exit_container(reply), >=, 0);
+	}
+	ASSERT(found);
+	reply = sd_bus_message_unref(reply);
+
+	(void)stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats",
+			 "org.freedesktop.DBus.Error.NameHasNoOwner", "org.brokerdtest.Nobody");
+	(void)stats_call(b, DBUS_DRIVER_PATH, "GetConnectionStats", "org.freedesktop.DBus.Error.InvalidArgs",
+			 DBUS_DRIVER_NAME);
+	(void)stats_call(b, "/", "GetStats", "org.freedesktop.DBus.Error.UnknownInterface", NULL);
+	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
+				      "RemoveMatch", NULL, NULL, "s", rule),
+		   >=, 0);
+	ASSERT_INT(sd_bus_release_name(b, "org.brokerdtest.Counted"), >=, 0);
+
+	if (getuid() == 0) {
+		pid_t pid = fork();
+		int status;
+
+		ASSERT(pid >= 0);
+		if (pid == 0) {
+			sd_bus *o;
+
+			ASSERT_INT(setgroups(0, NULL), ==, 0);
+			ASSERT_INT(setgid(2003), ==, 0);
+			ASSERT_INT(setuid(2003), ==, 0);
+			o = connect_bus();
+			(void)stats_call(o, DBUS_DRIVER_PATH, "GetStats",
+					 "org.freedesktop.DBus.Error.AccessDenied", NULL);
+			(void)stats_call(o, DBUS_DRIVER_PATH, "GetAllMatchRules",
+					 "org.freedesktop.DBus.Error.AccessDenied", NULL);
+			sd_bus_flush_close_unref(o);
+			_exit(0);
+		}
+		ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+		ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	ok(getuid() == 0 ? "Debug.Stats: GetStats, GetConnectionStats, GetAllMatchRules follow a match rule "
+			   "and a name; errors as dbus-daemon's; refused to another uid" :
+			   "Debug.Stats: GetStats, GetConnectionStats, GetAllMatchRules follow a match rule "
+			   "and a name; errors as dbus-daemon's");
+}
+
 /* UpdateActivationEnvironment only at /org/freedesktop/DBus (allowed there: test_activation()). */
 static void test_uae_canonical_path(sd_bus *b)
 {
@@ -2448,6 +2636,15 @@ int main(int argc, char **argv)
 	/* brokerd runs this for an activatable name (test_activation) */
 	if (argc == 3 && !strcmp(argv[1], "--activated"))
 		return activated_main(argv[2]);
+	/* the same as a service that daemonizes: the process brokerd ran is gone before the name is taken */
+	if (argc == 3 && !strcmp(argv[1], "--activated-fork")) {
+		pid_t pid = fork();
+
+		if (pid != 0)
+			return pid < 0 ? 4 : 0;
+		usleep(300000);
+		return activated_main(argv[2]);
+	}
 
 	/* No argument: the guest test, against the system brokerd. */
 	if (argc < 2 || !strcmp(argv[1], "--system")) {
@@ -2493,6 +2690,7 @@ int main(int argc, char **argv)
 	test_signals(b);
 	test_raw(b);
 	test_driver(b);
+	test_stats(b);
 	if (daemon > 0) {
 		test_native(b, ctrl);
 		test_dbus_name_seen_natively(b, ctrl);
@@ -2542,9 +2740,10 @@ int main(int argc, char **argv)
 		unlink(sock_path);
 		unlink(ctrl);
 		unlink(policy_file);
-		for (const char *n = ACT_NAME; n; n = !strcmp(n, ACT_NAME)  ? AUTO_NAME :
-						      !strcmp(n, AUTO_NAME) ? BROKEN_NAME :
-									      NULL) {
+		for (const char *n = ACT_NAME; n; n = !strcmp(n, ACT_NAME)    ? AUTO_NAME :
+						      !strcmp(n, AUTO_NAME)   ? BROKEN_NAME :
+						      !strcmp(n, BROKEN_NAME) ? FORK_NAME :
+										NULL) {
 			char p[400];
 
 			snprintf(p, sizeof(p), "%s/%s.service", services, n);

@@ -101,9 +101,9 @@ static void test_outcomes(void)
 	    "built-in, not about method calls");
 	has(&l, "applied|<deny send_broadcast=\"false\" send_destination=\"org.example.Uni\"/>|D-Bus "
 	    "socket: as written; native channels: applied, deny send org.example.Uni\n");
-	has(&l, "not honoured|<allow send_interface=\"org.freedesktop.DBus\" "
-	    "send_destination=\"org.freedesktop.DBus\"/>|D-Bus socket: not checked, messages to the "
-	    "bus driver are its own to refuse; native channels: not honoured, the bus driver");
+	has(&l, "applied|<allow send_interface=\"org.freedesktop.DBus\" "
+	    "send_destination=\"org.freedesktop.DBus\"/>|D-Bus socket: as written, on messages to the "
+	    "bus driver; native channels: not honoured, the bus driver");
 	has(&l, "applied|<allow receive_type=\"method_call\"/>|D-Bus socket: as written; native channels: "
 	    "built-in, calls and replies");
 	has(&l, "applied|<allow receive_type=\"signal\"/>|D-Bus socket: as written; native channels: "

@@ -42,12 +42,12 @@ static void test_basic(void)
 	const char *names[4];
 
 	ASSERT(registry_new(&r, &ops, NULL) == 0);
-	ASSERT(registry_peer_add(r, 1000, &a) == 0 && a->id == 1 && strcmp(a->unique_name, ":1.1") == 0);
+	ASSERT(registry_peer_add(r, 1000, &a) == 0 && a->id == 1 && strcmp(a->unique_name, ":1.0") == 0);
 	ASSERT(registry_peer_add(r, 1001, &b) == 0 && b->id == 2);
 	ASSERT(registry_peer_add(r, 1002, &c) == 0 && c->id == 3);
 
 	ASSERT(registry_name_request(r, a, "org.x.Foo", 0) == CTRL_NAME_PRIMARY_OWNER);
-	EXPECT_EVENTS("org.x.Foo:>:1.1;");
+	EXPECT_EVENTS("org.x.Foo:>:1.0;");
 	ASSERT(requester_seen == a); /* the change came from a's request */
 	ASSERT(registry_name_request(r, a, "org.x.Foo", 0) == CTRL_NAME_ALREADY_OWNER);
 	ASSERT(registry_name_request(r, b, "org.x.Foo", 0) == CTRL_NAME_IN_QUEUE);
@@ -58,7 +58,7 @@ static void test_basic(void)
 	ASSERT(registry_name_queue(r, "org.x.Foo", q, 4) == 2 && q[0] == a && q[1] == b);
 	ASSERT(registry_name_owner(r, "org.x.Foo") == a);
 	ASSERT(registry_peer_resolve(r, "org.x.Foo") == a);
-	ASSERT(registry_peer_resolve(r, ":1.2") == b);
+	ASSERT(registry_peer_resolve(r, ":1.1") == b);
 	ASSERT(registry_peer_resolve(r, ":1.9") == NULL);
 
 	/* replacement needs the owner's consent */
@@ -67,7 +67,7 @@ static void test_basic(void)
 	       CTRL_NAME_ALREADY_OWNER);
 	ASSERT(registry_name_request(r, c, "org.x.Foo", CTRL_NAME_REPLACE_EXISTING) ==
 	       CTRL_NAME_PRIMARY_OWNER);
-	EXPECT_EVENTS("org.x.Foo::1.1>:1.3;");
+	EXPECT_EVENTS("org.x.Foo::1.0>:1.2;");
 	ASSERT(requester_seen == c);
 	ASSERT(registry_name_queue(r, "org.x.Foo", q, 4) == 3 && q[0] == c && q[1] == a && q[2] == b);
 	ASSERT(entries == 3);
@@ -79,15 +79,15 @@ static void test_basic(void)
 	ASSERT(registry_name_release(r, c, "org.x.Foo") == CTRL_RELEASE_NOT_OWNER);
 	ASSERT(registry_name_release(r, c, "org.x.Nope") == CTRL_RELEASE_NON_EXISTENT);
 	ASSERT(registry_name_release(r, c, "bad") == -EINVAL);
-	ASSERT(registry_name_request(r, c, ":1.1", 0) == -EINVAL);
+	ASSERT(registry_name_request(r, c, ":1.0", 0) == -EINVAL);
 	ASSERT(registry_name_request(r, c, "org.x.Foo", 0x100) == -EINVAL);
 
 	/* disconnect of the owner promotes b and drops the name from b's view when b leaves */
 	ASSERT(registry_name_request(r, a, "org.x.Bar", 0) == CTRL_NAME_PRIMARY_OWNER);
 	events[0] = 0;
 	registry_peer_remove(r, a);
-	ASSERT(strstr(events, "org.x.Foo::1.1>:1.2;"));
-	ASSERT(strstr(events, "org.x.Bar::1.1>;"));
+	ASSERT(strstr(events, "org.x.Foo::1.0>:1.1;"));
+	ASSERT(strstr(events, "org.x.Bar::1.0>;"));
 	events[0] = 0;
 	ASSERT(registry_names_list(r, names, 4) == 1 && strcmp(names[0], "org.x.Foo") == 0);
 	ASSERT(registry_peer_find(r, 1) == NULL);
@@ -98,7 +98,7 @@ static void test_basic(void)
 	ASSERT(registry_peer_next(r, NULL) == b && registry_peer_next(r, b) == c &&
 	       registry_peer_next(r, c) == a);
 	registry_peer_remove(r, b);
-	EXPECT_EVENTS("org.x.Foo::1.2>;");
+	EXPECT_EVENTS("org.x.Foo::1.1>;");
 	ASSERT(entries == 0);
 	ASSERT(registry_names_list(r, names, 4) == 0);
 	registry_free(r);
@@ -188,7 +188,7 @@ static void test_restore_order(void)
 	EXPECT_EVENTS("");
 	/* the queue works on as any: a goes, c is promoted */
 	registry_peer_remove(r, a);
-	EXPECT_EVENTS("org.x::1.1>:1.3;");
+	EXPECT_EVENTS("org.x::1.0>:1.2;");
 	registry_free(r);
 	entries = 0;
 }

@@ -426,7 +426,7 @@ static void test_credentials(brokerd_bus *bus)
 	fds = count_fds();
 
 	/* everything, and the pidfd is the broker's (the fake's own process) */
-	ASSERT(brokerd_bus_get_credentials(bus, ":1.1", &c) == 0);
+	ASSERT(brokerd_bus_get_credentials(bus, ":1.0", &c) == 0);
 	ASSERT(brokerd_credentials_get_pid(c, &pid) == 0 && pid == 4242);
 	ASSERT(brokerd_credentials_get_uid(c, &uid) == 0 && uid == 2001);
 	ASSERT(brokerd_credentials_get_gid(c, &gid) == 0 && gid == 2100);
@@ -476,7 +476,7 @@ static void test_credentials(brokerd_bus *bus)
 	ASSERT(c == NULL);
 
 	/* the fixed-size struct from the same reply; its pidfd is not leaked */
-	ASSERT(brokerd_bus_get_creds(bus, ":1.1", &cr) == 0);
+	ASSERT(brokerd_bus_get_creds(bus, ":1.0", &cr) == 0);
 	ASSERT(cr.pid == 4242 && cr.uid == 2001 && cr.gid == 2100 && cr.id == 1);
 	ASSERT(count_fds() == fds);
 	ASSERT(brokerd_bus_get_creds(bus, "org.test.Nobody", &cr) == -ENXIO);
@@ -493,7 +493,7 @@ static void test_fake_broker(const char *path)
 	ASSERT(brokerd_bus_open(&bus, path) == 0);
 	ASSERT(brokerd_bus_is_connected(bus) == 1);
 	ASSERT(brokerd_bus_get_unique_name(bus, &unique) == 0);
-	ASSERT(strcmp(unique, ":1.1") == 0);
+	ASSERT(strcmp(unique, ":1.0") == 0);
 	ASSERT(brokerd_bus_set_state_handler(bus, on_state, NULL) == 0);
 	test_arguments_connected(bus);
 
@@ -505,9 +505,9 @@ static void test_fake_broker(const char *path)
 	ASSERT(brokerd_bus_process(bus) > 0);
 	ASSERT(noc_calls == 1);
 	ASSERT(strcmp(noc_last[0], "org.test.A") == 0 && strcmp(noc_last[1], "") == 0 &&
-	       strcmp(noc_last[2], ":1.1") == 0);
+	       strcmp(noc_last[2], ":1.0") == 0);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
-	ASSERT(strcmp(owner, ":1.1") == 0);
+	ASSERT(strcmp(owner, ":1.0") == 0);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, 3) == -ENOBUFS);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.Nobody", owner, sizeof(owner)) == -ENXIO);
 	ASSERT(brokerd_bus_request_name(bus, "org.test.Denied", 0) == -EACCES);
@@ -528,13 +528,13 @@ static void test_fake_broker(const char *path)
 	ASSERT(n_states == 2);
 	ASSERT(states[0] == BROKERD_STATE_DISCONNECTED && states[1] == BROKERD_STATE_CONNECTED);
 	ASSERT(brokerd_bus_get_unique_name(bus, &unique) == 0);
-	ASSERT(strcmp(unique, ":1.2") == 0);
+	ASSERT(strcmp(unique, ":1.1") == 0);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.A", owner, sizeof(owner)) == 0);
-	ASSERT(strcmp(owner, ":1.2") == 0);
+	ASSERT(strcmp(owner, ":1.1") == 0);
 	ASSERT(brokerd_bus_get_name_owner(bus, "org.test.Close", owner, sizeof(owner)) == 0);
-	ASSERT(strcmp(owner, ":1.2") == 0);
-	pump(bus, &noc_calls, 2); /* ":1.2" took org.test.A */
-	ASSERT(noc_calls >= 2 && strcmp(noc_last[2], ":1.2") == 0);
+	ASSERT(strcmp(owner, ":1.1") == 0);
+	pump(bus, &noc_calls, 2); /* ":1.1" took org.test.A */
+	ASSERT(noc_calls >= 2 && strcmp(noc_last[2], ":1.1") == 0);
 
 	ASSERT(brokerd_bus_release_name(bus, "org.test.A") == 0);
 	ASSERT(brokerd_bus_release_name(bus, "org.test.A") == -ENXIO);

@@ -693,11 +693,17 @@ bool ctrl_name_is_valid_member(const char *name)
 	return n <= CTRL_NAME_MAX;
 }
 
+/*
+ * Id N is named :1.(N-1): the first connection of a fresh bus is :1.0, the
+ * second :1.1, as dbus-daemon numbers them (clients and test suites count
+ * on it), while id 0 stays what it is in the kernel's message info, no
+ * badge, and so has no name.
+ */
 int ctrl_unique_name_format(uint64_t id, char buf[static CTRL_UNIQUE_NAME_MAX])
 {
 	if (id == 0)
 		return -EINVAL;
-	snprintf(buf, CTRL_UNIQUE_NAME_MAX, ":1.%llu", (unsigned long long)id);
+	snprintf(buf, CTRL_UNIQUE_NAME_MAX, ":1.%llu", (unsigned long long)(id - 1));
 	return 0;
 }
 
@@ -709,18 +715,18 @@ int ctrl_unique_name_parse(const char *name, uint64_t *id)
 	if (!name || strncmp(name, ":1.", 3) != 0)
 		return -EINVAL;
 	p = name + 3;
-	/* Decimal, no leading zero, no overflow, id 0 is never assigned. */
-	if (*p < '1' || *p > '9')
+	/* Decimal, no leading zero (0 alone is a number), no overflow of the id it names. */
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1]))
 		return -EINVAL;
 	for (; *p; p++) {
 		uint64_t digit = (uint64_t)(*p - '0');
 
-		if (*p < '0' || *p > '9' || v > (UINT64_MAX - digit) / 10)
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 1 - digit) / 10)
 			return -EINVAL;
 		v = v * 10 + digit;
 	}
 	if (id)
-		*id = v;
+		*id = v + 1;
 	return 0;
 }
 

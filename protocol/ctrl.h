@@ -297,7 +297,7 @@ bool ctrl_name_is_valid_unique(const char *name);
 /* Error names and members: like interface names / member names. */
 bool ctrl_name_is_valid_error(const char *name);
 bool ctrl_name_is_valid_member(const char *name);
-/* ":1.<id>" */
+/* ":1.<id - 1>": connection id 1 is :1.0 (dbus-daemon's numbering); id 0 has no name */
 int ctrl_unique_name_format(uint64_t id, char buf[static CTRL_UNIQUE_NAME_MAX]);
 int ctrl_unique_name_parse(const char *name, uint64_t *id);
 

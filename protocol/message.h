@@ -5,7 +5,7 @@
  * exchange it directly over the IPC channels whose capability fds brokerd
  * hands out. The sender is never a field: receivers take it from the kernel
  * (struct ioipc_msg_info, badge = the sender's connection id, so the sender
- * is ":1.<badge>"). protocol/README.md section 7 is the normative spec. No
+ * is ":1.<badge - 1>"). protocol/README.md section 7 is the normative spec. No
  * I/O here; the body codec is dbus-marshal.h.
  */
 #ifndef BROKERD_PROTOCOL_MESSAGE_H

@@ -218,13 +218,19 @@ static void test_names(void)
 	ASSERT(ctrl_name_is_valid_error("brokerd.Error.AccessDenied"));
 	ASSERT(!ctrl_name_is_valid_error("brokerd.Error-x.A"));
 
-	ASSERT(ctrl_unique_name_format(42, buf) == 0 && strcmp(buf, ":1.42") == 0);
+	/* dbus-daemon's numbering: id N is :1.(N-1), id 0 (no badge) has no name */
+	ASSERT(ctrl_unique_name_format(1, buf) == 0 && strcmp(buf, ":1.0") == 0);
+	ASSERT(ctrl_unique_name_format(2, buf) == 0 && strcmp(buf, ":1.1") == 0);
+	ASSERT(ctrl_unique_name_format(43, buf) == 0 && strcmp(buf, ":1.42") == 0);
 	ASSERT(ctrl_unique_name_format(0, buf) == -EINVAL);
-	ASSERT(ctrl_unique_name_format(UINT64_MAX, buf) == 0);
+	ASSERT(ctrl_unique_name_format(UINT64_MAX, buf) == 0 && strcmp(buf, ":1.18446744073709551614") == 0);
 	ASSERT(ctrl_unique_name_parse(buf, &id) == 0 && id == UINT64_MAX);
-	ASSERT(ctrl_unique_name_parse(":1.7", &id) == 0 && id == 7);
+	ASSERT(ctrl_unique_name_parse(":1.18446744073709551615", &id) == -EINVAL);
+	ASSERT(ctrl_unique_name_parse(":1.0", &id) == 0 && id == 1);
+	ASSERT(ctrl_unique_name_parse(":1.7", &id) == 0 && id == 8);
+	ASSERT(ctrl_unique_name_parse(":1.10", &id) == 0 && id == 11);
 	ASSERT(ctrl_unique_name_parse(":1.07", &id) == -EINVAL);
-	ASSERT(ctrl_unique_name_parse(":1.0", &id) == -EINVAL);
+	ASSERT(ctrl_unique_name_parse(":1.00", &id) == -EINVAL);
 	ASSERT(ctrl_unique_name_parse(":1.", &id) == -EINVAL);
 	ASSERT(ctrl_unique_name_parse(":2.1", &id) == -EINVAL);
 	ASSERT(ctrl_unique_name_parse(":1.99999999999999999999999", &id) == -EINVAL);

@@ -142,7 +142,7 @@ struct brokerd_creds {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	uint64_t id; /* broker connection id: unique name ":1.<id>" */
+	uint64_t id; /* broker connection id: unique name ":1.<id - 1>" */
 };
 
 typedef int (*brokerd_msg_handler_t)(brokerd_msg *msg, void *userdata);
