@@ -76,6 +76,36 @@ uint64_t cpu_us_sum(const pid_t *pids, size_t n)
 	return sum;
 }
 
+/* context switches of pid, voluntary (it slept: a wake-up each) and not, 0 when it is gone */
+static uint64_t csw(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long n;
+	uint64_t sum = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %lu", &n) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %lu", &n) == 1)
+			sum += n;
+	fclose(f);
+	return sum;
+}
+
+uint64_t csw_sum(const pid_t *pids, size_t n)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] > 0)
+			sum += csw(pids[i]);
+	return sum;
+}
+
 /* resident set (VmRSS) of pid in kB, from the second field of statm */
 long rss_kb(pid_t pid)
 {
