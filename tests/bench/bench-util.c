@@ -66,14 +66,20 @@ uint64_t cpu_us(pid_t pid)
 	return (uint64_t)(ut + st) * 1000000ULL / (uint64_t)sysconf(_SC_CLK_TCK);
 }
 
-uint64_t cpu_us_sum(const pid_t *pids, size_t n)
+/* what f says of each of the n processes (those > 0), summed */
+static uint64_t pids_sum(uint64_t (*f)(pid_t), const pid_t *pids, size_t n)
 {
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] > 0)
-			sum += cpu_us(pids[i]);
+			sum += f(pids[i]);
 	return sum;
+}
+
+uint64_t cpu_us_sum(const pid_t *pids, size_t n)
+{
+	return pids_sum(cpu_us, pids, n);
 }
 
 /* context switches of pid, voluntary (it slept: a wake-up each) and not, 0 when it is gone */
@@ -98,12 +104,7 @@ static uint64_t csw(pid_t pid)
 
 uint64_t csw_sum(const pid_t *pids, size_t n)
 {
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (pids[i] > 0)
-			sum += csw(pids[i]);
-	return sum;
+	return pids_sum(csw, pids, n);
 }
 
 /* resident set (VmRSS) of pid in kB, from the second field of statm */
