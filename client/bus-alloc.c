@@ -28,6 +28,9 @@ static void bus_free(brokerd_bus *bus)
 	bus_takers_free(bus);
 	free(bus->msg_cache);
 	free(bus->send_buf);
+	if (bus->batch)
+		free(bus->batch->buf);
+	free(bus->batch);
 	bus_ctrl_queue_clear(bus);
 	if (bus->epoll_fd >= 0)
 		close(bus->epoll_fd);

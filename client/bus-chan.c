@@ -288,6 +288,60 @@ int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
 	return k < 0 ? k : 0;
 }
 
+int bus_batch_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m)
+{
+	struct bus_batch *b = bus->batch;
+	size_t max = bus_chan_inline_max(c);
+	struct bus_out *o;
+	int k;
+
+	BUG_ON(!b || !b->open);
+	if (b->n == BUS_BATCH_MAX || BUS_BATCH_BYTES - b->used < max) {
+		k = bus_batch_flush(bus);
+		if (k < 0) {
+			bus->send_room = NULL;
+			bus->send_fds = NULL;
+			bus->n_send_fds = 0;
+			return k;
+		}
+	}
+	o = &b->out[b->n];
+	/* not sent from the typed body's room: the body may be gone before the batch goes */
+	bus->send_room = NULL;
+	k = bus_out_encode_into(bus, m, max, b->buf + b->used, o);
+	if (k < 0)
+		return k;
+	k = chan_send_queue(&bus->ring, c, o->buf, o->len, o->n_fds ? o->fds : NULL, o->n_fds, &b->op[b->n]);
+	if (k < 0) {
+		bus_out_deinit(o);
+		return k;
+	}
+	/* the next message 8-byte aligned, as the encoder expects of a buffer */
+	b->used += (o->len + 7) & ~(size_t)7;
+	b->n++;
+	return 0;
+}
+
+int bus_batch_flush(brokerd_bus *bus)
+{
+	struct bus_batch *b = bus->batch;
+	int k;
+
+	if (!b || !b->n)
+		return 0;
+	k = ring_submit_sends(&bus->ring, b->op, b->n);
+	if (k < 0)
+		return k; /* the ring failed: the sends may still be queued, their buffers stay */
+	for (unsigned int i = 0; i < b->n; i++) {
+		if (b->op[i].res < 0 && !b->error)
+			b->error = b->op[i].res;
+		bus_out_deinit(&b->out[i]);
+	}
+	b->n = 0;
+	b->used = 0;
+	return 0;
+}
+
 int bus_bytes_body(struct chmsg *m, const void *bytes, size_t size, void **ret_data)
 {
 	*ret_data = NULL;

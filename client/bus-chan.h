@@ -52,6 +52,19 @@ int bus_out_encode_now(brokerd_bus *bus, const struct chmsg *m, size_t inline_ma
 /* Encodes m and sends it on c: 0 or -errno. */
 int bus_chan_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
 /*
+ * bus_chan_send() in the open batch: m encoded into the batch's buffer (a
+ * typed body copied there too, so that the caller may free it) and its send
+ * queued, not submitted; the batch submitted first if it is full. 0 or the
+ * encoding's -errno; the send's own result goes to bus->batch->error.
+ */
+int bus_batch_send(brokerd_bus *bus, struct chan *c, const struct chmsg *m);
+/*
+ * Submits the batch's queued sends in one system call, waits for their
+ * completions and gives their buffers back: 0 (their errors go to
+ * bus->batch->error) or io_uring_enter()'s error (they stay queued).
+ */
+int bus_batch_flush(brokerd_bus *bus);
+/*
  * The signature a byte API message carries (bus_bytes_body()): this very
  * pointer, not the string, tells bus_out_encode() and bus_chan_send() that
  * body/body_len are the user's bytes, to be sent as an "ay" of them.

@@ -72,6 +72,25 @@ struct bus_out {
 	int fds[CHMSG_FDS_MAX];
 };
 
+/*
+ * A send batch (brokerd_bus_batch_begin()): signals emitted while it is
+ * open are encoded one after the other into buf and queued in the ring,
+ * submitted together (one io_uring_enter) by brokerd_bus_batch_end(), or
+ * earlier when BUS_BATCH_MAX are queued or buf has no room for another.
+ * Made at the first batch and kept: no allocation per message.
+ */
+#define BUS_BATCH_MAX	32
+#define BUS_BATCH_BYTES (256 * 1024)
+struct bus_batch {
+	bool open;
+	unsigned int n; /* queued, in out[] and op[] */
+	size_t used;	/* bytes of buf they take */
+	int error;	/* the first send that failed since the batch began (-errno) */
+	uint8_t *buf;	/* BUS_BATCH_BYTES */
+	struct bus_out out[BUS_BATCH_MAX];
+	struct chan_send_op op[BUS_BATCH_MAX];
+};
+
 /* State per well-known name this bus uses. */
 struct bname {
 	struct bname *next;
@@ -315,6 +334,7 @@ struct brokerd_bus {
 	 * the send completes before anything else runs, so one is enough.
 	 */
 	uint8_t *send_buf;
+	struct bus_batch *batch; /* NULL until the first brokerd_bus_batch_begin() */
 
 	/* a received message's struct, kept for the next (msg.c) */
 	struct brokerd_msg *msg_cache;

@@ -206,6 +206,14 @@ static int bus_epoll_wait(brokerd_bus *bus, int ms)
 	int k;
 
 	k = epoll_wait(bus->epoll_fd, ev, (int)ELEMENTSOF(ev), ms);
+	/*
+	 * Interrupted, as every wake-up for a channel message is: the task_work
+	 * that posts the completion (and signals the eventfd) stops the sleep
+	 * with EINTR. A look without sleeping says what is there now, one
+	 * system call where a pass that knows nothing would make two.
+	 */
+	if (k < 0 && errno == EINTR)
+		k = epoll_wait(bus->epoll_fd, ev, (int)ELEMENTSOF(ev), 0);
 	if (k < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < k; i++)

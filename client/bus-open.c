@@ -78,6 +78,8 @@ _public_ brokerd_bus *brokerd_bus_close(brokerd_bus *bus)
 
 	if (!bus || bus->closed)
 		return NULL;
+	if (bus->batch && bus->batch->open)
+		(void)brokerd_bus_batch_end(bus); /* the signals of a batch left open go, before the chans */
 	bus->exit = true; /* no call channel is re-armed from here on */
 	if (bus->connected)
 		bus_drain_calls(bus);

@@ -5,6 +5,7 @@
  * subscription per name), and watching NameOwnerChanged.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/bus-chan.h"
@@ -28,7 +29,46 @@ static int emit(brokerd_bus *bus, const char *name, struct chmsg *m)
 	if (!b || !b->sig_send)
 		return -EPERM; /* only the name's owner may emit its signals */
 	m->serial = bus_next_serial(bus);
+	if (bus->batch && bus->batch->open)
+		return bus_batch_send(bus, b->sig_send, m);
 	return bus_chan_send(bus, b->sig_send, m);
+}
+
+_public_ int brokerd_bus_batch_begin(brokerd_bus *bus)
+{
+	struct bus_batch *b;
+
+	if (!bus || bus->closed)
+		return -EINVAL;
+	if (bus->batch && bus->batch->open)
+		return -EBUSY;
+	if (!bus->batch) {
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		b->buf = malloc(BUS_BATCH_BYTES);
+		if (!b->buf) {
+			free(b);
+			return -ENOMEM;
+		}
+		bus->batch = b;
+	}
+	bus->batch->open = true;
+	bus->batch->error = 0;
+	return 0;
+}
+
+_public_ int brokerd_bus_batch_end(brokerd_bus *bus)
+{
+	struct bus_batch *b;
+	int k;
+
+	if (!bus || !bus->batch || !bus->batch->open)
+		return -EINVAL;
+	b = bus->batch;
+	k = bus_batch_flush(bus);
+	b->open = false;
+	return k < 0 ? k : b->error;
 }
 
 _public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member, const void *body,

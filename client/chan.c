@@ -31,11 +31,6 @@
 #define TAG_RCPT   3UL /* a send with a receipt: its cookie above the tag, both its CQEs */
 #define TAG_MASK   3UL
 
-struct send_op {
-	int res;
-	bool done;
-};
-
 int ring_init(struct ring *r, unsigned int entries)
 {
 	int k;
@@ -505,7 +500,7 @@ int ring_reap(struct ring *r)
 		if (tag == TAG_RCPT) {
 			ring_reap_receipt(r, ud, cqe);
 		} else if (tag == TAG_SEND) {
-			struct send_op *op = p;
+			struct chan_send_op *op = p;
 
 			op->res = cqe->res;
 			op->done = true;
@@ -684,7 +679,7 @@ static int send_prep(struct ring *r, struct chan *c, const void *buf, size_t len
 
 int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n)
 {
-	struct send_op op = { 0 };
+	struct chan_send_op op = { 0 };
 	struct io_uring_sqe *sqe;
 	int k;
 
@@ -700,6 +695,39 @@ int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, c
 		(void)ring_reap(r);
 	}
 	return op.res;
+}
+
+int chan_send_queue(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n,
+		    struct chan_send_op *op)
+{
+	struct io_uring_sqe *sqe;
+	int k;
+
+	k = send_prep(r, c, buf, len, fds, n, &sqe);
+	if (k < 0)
+		return k;
+	*op = (struct chan_send_op){ 0 };
+	io_uring_sqe_set_data64(sqe, (uintptr_t)op | TAG_SEND);
+	return 0;
+}
+
+int ring_submit_sends(struct ring *r, struct chan_send_op *ops, unsigned int n)
+{
+	unsigned int i = 0;
+	int k;
+
+	for (;;) {
+		while (i < n && ops[i].done)
+			i++;
+		if (i == n)
+			return 0;
+		/* the sends queued since the last submit, all in one io_uring_enter, and their completions */
+		k = io_uring_submit_and_wait(&r->uring, 1);
+		/* -EBUSY: the CQ overflowed; the reap makes room and the next enter submits */
+		if (k < 0 && k != -EINTR && k != -EAGAIN && k != -ETIME && k != -EBUSY)
+			return k;
+		(void)ring_reap(r);
+	}
 }
 
 /* Submits a send of cookie's user_data and waits for its own completion. */

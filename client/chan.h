@@ -110,6 +110,26 @@ int chan_set_multishot(struct ring *r, struct chan *c, unsigned int nbufs);
 int chan_arm(struct ring *r, struct chan *c);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
+/* A send queued by chan_send_queue(): done and its result (bytes sent or -errno) once its CQE came. */
+struct chan_send_op {
+	int res;
+	bool done;
+};
+/*
+ * Queues a send of buf (and n fds) on c without submitting it: it goes to
+ * the kernel with the ring's next submit (ring_submit_sends(), or any other
+ * submit, e.g. a full SQ's or a receive's), in the order queued. buf, the
+ * fds and op must stay valid until op->done. 0, or -EINVAL/-EBUSY (nothing
+ * queued).
+ */
+int chan_send_queue(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n,
+		    struct chan_send_op *op);
+/*
+ * Submits everything queued in one system call and waits until every one
+ * of ops[0..n) is done (sends complete at once, so one io_uring_enter
+ * does both). 0 or the error of io_uring_enter() itself.
+ */
+int ring_submit_sends(struct ring *r, struct chan_send_op *ops, unsigned int n);
 /* The same, passing n fds (1..IOIPC_MAX_FDS); the kernel takes its own references. */
 int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n);
 /*

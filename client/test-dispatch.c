@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1648,10 +1649,21 @@ static void test_reply_pushed(struct fixture *f)
  * A wake-up costs one system call, the wait: the eventfd is edge-triggered
  * in the bus fd, so a pass after brokerd_bus_wait() leaves it unread and
  * the next wait still sleeps; the control socket is read only when the
- * wait reported it. A pass after an outside loop's poll reads both.
+ * wait reported it. A pass after an outside loop's poll reads both. A
+ * wait interrupted by a completion's task_work (EINTR) looks again.
  */
+/* The signal handler of test_wake(): the eventfd written, as a completion posted */
+static int kick_efd = -1;
+static void on_alarm(int sig)
+{
+	uint64_t one = 1;
+
+	(void)!write(kick_efd, &one, sizeof(one));
+}
+
 static void test_wake(struct fixture *f)
 {
+	struct sigaction old_sa;
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct ctrl_writer w;
 	uint64_t v;
@@ -1670,6 +1682,19 @@ static void test_wake(struct fixture *f)
 	bus_kick(f->bus);
 	ASSERT_INT(brokerd_bus_process(f->bus), >=, 0);
 	ASSERT(read(f->bus->ring.efd, &v, sizeof(v)) < 0 && errno == EAGAIN);
+
+	/*
+	 * A wait interrupted (EINTR) by what posts a completion, as task_work
+	 * is: a signal whose handler kicks the eventfd. The wait looks again,
+	 * reports it, and the pass leaves the eventfd unread.
+	 */
+	ASSERT_INT(sigaction(SIGALRM, &(struct sigaction){ .sa_handler = on_alarm }, &old_sa), ==, 0);
+	kick_efd = f->bus->ring.efd;
+	ASSERT_INT(setitimer(ITIMER_REAL, &(struct itimerval){ .it_value = { .tv_usec = 20000 } }, NULL), ==, 0);
+	ASSERT_INT(brokerd_bus_wait(f->bus, 5000000), ==, 1);
+	ASSERT_INT(brokerd_bus_process(f->bus), >=, 0);
+	ASSERT(read(f->bus->ring.efd, &v, sizeof(v)) == sizeof(v) && v == 1);
+	ASSERT_INT(sigaction(SIGALRM, &old_sa, NULL), ==, 0);
 
 	/* the control socket: read when reported, until EAGAIN, then not */
 	broker_attach(f);

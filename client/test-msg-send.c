@@ -8,7 +8,12 @@
  * its body was marshalled with its header written in front; a call that
  * waits for its chan is encoded once into a buffer sized to it (one whose
  * chan was revoked under its send copied once more, into its own); no
- * call allocates a buffer of CHMSG_MAX.
+ * call allocates a buffer of CHMSG_MAX. Send batches
+ * (brokerd_bus_batch_begin()/_end()): outside a batch every signal is one
+ * send (one io_uring_enter) before the emit returns; inside one, signals
+ * are only queued, their bytes intact in the batch's buffer until the one
+ * submit of the whole batch at its end (or of every 32), the kernel's
+ * error of one send comes from the batch's end, and no emit allocates.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,8 +26,9 @@
 #include "client/bus-name.h"
 #include "util/test.h"
 
-#define SVC  "org.test.Svc"
-#define LATE "org.test.Late"
+#define SVC     "org.test.Svc"
+#define LATE    "org.test.Late"
+#define EMITTER "org.test.Emitter"
 
 /* --- The wrapped channel layer and malloc ----------------------------------------- */
 
@@ -34,6 +40,9 @@ int __wrap_chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t
 int __wrap_chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
 			     unsigned int n, uint64_t cookie, bool *ret_receipt);
 void __wrap_chan_close(struct ring *r, struct chan *c);
+int __wrap_chan_send_queue(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			   unsigned int n, struct chan_send_op *op);
+int __wrap_ring_submit_sends(struct ring *r, struct chan_send_op *ops, unsigned int n);
 
 /*
  * Allocations the library made while counting of more than a struct
@@ -41,11 +50,13 @@ void __wrap_chan_close(struct ring *r, struct chan *c);
  */
 #define BIG (sizeof(struct bus_out) + 1)
 static bool counting;
-static unsigned int n_big;
+static unsigned int n_big, n_alloc;
 static size_t big[16];
 
 void *__wrap_malloc(size_t size)
 {
+	if (counting)
+		n_alloc++;
 	if (counting && size >= BIG) {
 		if (n_big < ELEMENTSOF(big))
 			big[n_big] = size;
@@ -97,10 +108,43 @@ void __wrap_chan_close(struct ring *r, struct chan *c)
 {
 }
 
+/* Sends queued for a batch, and the submits of queued ones. */
+static struct {
+	unsigned int queued, submits, last_submit_n;
+	const uint8_t *buf[64];
+	size_t len[64];
+} batch;
+/* The index (from 1) of the queued send the kernel fails with -ENOBUFS, 0: none. */
+static unsigned int fail_queued;
+
+int __wrap_chan_send_queue(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
+			   unsigned int n, struct chan_send_op *op)
+{
+	ASSERT(batch.queued < ELEMENTSOF(batch.buf));
+	batch.buf[batch.queued] = buf;
+	batch.len[batch.queued] = len;
+	batch.queued++;
+	*op = (struct chan_send_op){ .res = (int)len };
+	return 0;
+}
+
+int __wrap_ring_submit_sends(struct ring *r, struct chan_send_op *ops, unsigned int n)
+{
+	batch.submits++;
+	batch.last_submit_n = n;
+	for (unsigned int i = 0; i < n; i++) {
+		ops[i].done = true;
+		if (batch.queued - n + i + 1 == fail_queued)
+			ops[i].res = -ENOBUFS;
+	}
+	return 0;
+}
+
 /* --- The bus under test -------------------------------------------------------------- */
 
 static struct chan inbox = { .kind = CHAN_INBOX, .rights = IOIPC_SUB_RECV };
 static struct chan call_send = { .kind = CHAN_CALL_SEND, .rights = IOIPC_SUB_SEND };
+static struct chan sig_send = { .kind = CHAN_SIGNAL_SEND, .rights = IOIPC_SUB_SEND };
 
 /* A bus connected as far as calls can tell, SVC's call chan open, LATE's opening. */
 static brokerd_bus *bus_new(void)
@@ -120,6 +164,10 @@ static brokerd_bus *bus_new(void)
 	ASSERT(b);
 	/* an OPEN_CALL on its way (call_open_async() asks nothing more): calls wait */
 	b->opening = true;
+	/* a name we own, with its signal chan */
+	b = bname_get(bus, EMITTER, true);
+	ASSERT(b);
+	b->sig_send = &sig_send;
 	return bus;
 }
 
@@ -345,11 +393,100 @@ static void test_queued(void)
 	close(sv[1]);
 }
 
+/* The queued send i carries the byte API's body of 64 bytes of value v at its end. */
+static void check_body(unsigned int i, uint8_t v)
+{
+	uint8_t want[64];
+
+	memset(want, v, sizeof(want));
+	ASSERT(batch.len[i] > sizeof(want));
+	ASSERT(memcmp(batch.buf[i] + batch.len[i] - sizeof(want), want, sizeof(want)) == 0);
+}
+
+static void test_batch(void)
+{
+	brokerd_bus *bus = bus_new();
+	uint8_t body[64];
+
+	sent.n = 0;
+
+	/* outside a batch: one send each, before the emit returns */
+	for (int i = 0; i < 3; i++)
+		ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT_INT(sent.n, ==, 3);
+	ASSERT_INT(batch.queued, ==, 0);
+
+	/* sixteen in a batch: queued, then one submit of all of them */
+	ASSERT_INT(brokerd_bus_batch_begin(bus), ==, 0);
+	ASSERT_INT(brokerd_bus_batch_begin(bus), ==, -EBUSY);
+	counting = true;
+	n_alloc = 0;
+	for (uint8_t i = 0; i < 16; i++) {
+		memset(body, i, sizeof(body));
+		ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	}
+	counting = false;
+	ASSERT_INT(n_alloc, ==, 0); /* no allocation per message */
+	ASSERT_INT(batch.queued, ==, 16);
+	ASSERT_INT(batch.submits, ==, 0);
+	ASSERT_INT(sent.n, ==, 3);
+	/* each its own bytes, none overwritten by the next: the caller's body was reused */
+	for (unsigned int i = 0; i < 16; i++)
+		check_body(i, (uint8_t)i);
+	ASSERT_INT(brokerd_bus_batch_end(bus), ==, 0);
+	ASSERT_INT(batch.submits, ==, 1);
+	ASSERT_INT(batch.last_submit_n, ==, 16);
+	ASSERT_INT(sent.n, ==, 3);
+	ASSERT_INT(brokerd_bus_batch_end(bus), ==, -EINVAL);
+
+	/* forty: a submit once 32 are queued, the rest at the end */
+	batch.queued = batch.submits = 0;
+	ASSERT_INT(brokerd_bus_batch_begin(bus), ==, 0);
+	for (uint8_t i = 0; i < 40; i++) {
+		memset(body, i, sizeof(body));
+		ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	}
+	ASSERT_INT(batch.submits, ==, 1);
+	ASSERT_INT(batch.last_submit_n, ==, BUS_BATCH_MAX);
+	/* the second part starts over in the buffer, after the first went */
+	check_body(BUS_BATCH_MAX, BUS_BATCH_MAX);
+	ASSERT(batch.buf[BUS_BATCH_MAX] == batch.buf[0]);
+	ASSERT_INT(brokerd_bus_batch_end(bus), ==, 0);
+	ASSERT_INT(batch.submits, ==, 2);
+	ASSERT_INT(batch.last_submit_n, ==, 40 - BUS_BATCH_MAX);
+
+	/* the kernel fails the third: the emit said 0, the end says why, the others went */
+	batch.queued = batch.submits = 0;
+	fail_queued = 3;
+	ASSERT_INT(brokerd_bus_batch_begin(bus), ==, 0);
+	for (int i = 0; i < 5; i++)
+		ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	/* refused before the kernel: at once, and not queued */
+	ASSERT_INT(brokerd_bus_emit_signal(bus, "org.test.NotOurs", "Tick", body, sizeof(body)), ==, -EPERM);
+	ASSERT_INT(brokerd_bus_batch_end(bus), ==, -ENOBUFS);
+	ASSERT_INT(batch.last_submit_n, ==, 5);
+	fail_queued = 0;
+
+	/* the next batch starts without the old error; one left open ends when the bus closes */
+	batch.queued = batch.submits = 0;
+	ASSERT_INT(brokerd_bus_batch_begin(bus), ==, 0);
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT_INT(brokerd_bus_batch_end(bus), ==, 0);
+	ASSERT_INT(brokerd_bus_batch_begin(bus), ==, 0);
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT_INT(batch.submits, ==, 1);
+	ASSERT(brokerd_bus_close(bus) == NULL);
+	ASSERT_INT(batch.submits, ==, 2);
+	ASSERT_INT(brokerd_bus_batch_begin(NULL), ==, -EINVAL);
+	ASSERT_INT(brokerd_bus_batch_end(NULL), ==, -EINVAL);
+}
+
 int main(void)
 {
 	test_bytes_now();
 	test_typed_now();
 	test_queued();
+	test_batch();
 	printf("test-msg-send: ok\n");
 	return 0;
 }

@@ -66,14 +66,45 @@ uint64_t cpu_us(pid_t pid)
 	return (uint64_t)(ut + st) * 1000000ULL / (uint64_t)sysconf(_SC_CLK_TCK);
 }
 
-uint64_t cpu_us_sum(const pid_t *pids, size_t n)
+/* what f says of each of the n processes (those > 0), summed */
+static uint64_t pids_sum(uint64_t (*f)(pid_t), const pid_t *pids, size_t n)
 {
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] > 0)
-			sum += cpu_us(pids[i]);
+			sum += f(pids[i]);
 	return sum;
+}
+
+uint64_t cpu_us_sum(const pid_t *pids, size_t n)
+{
+	return pids_sum(cpu_us, pids, n);
+}
+
+/* context switches of pid, voluntary (it slept: a wake-up each) and not, 0 when it is gone */
+static uint64_t csw(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long n;
+	uint64_t sum = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %lu", &n) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %lu", &n) == 1)
+			sum += n;
+	fclose(f);
+	return sum;
+}
+
+uint64_t csw_sum(const pid_t *pids, size_t n)
+{
+	return pids_sum(csw, pids, n);
 }
 
 /* resident set (VmRSS) of pid in kB, from the second field of statm */

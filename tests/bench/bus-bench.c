@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 	printf("@env,placement,unpinned: every process on any vCPU as the scheduler puts it\n");
 	printf("@columns,rtt,bus,size,calls,status,min_us,p50_us,p90_us,p99_us,p999_us,max_us,cpu_us_per_call\n");
 	printf("@columns,fanout,bus,subscribers,size,signals,status,delivered,lost,delivered_per_s,lat_p50_us,"
-	       "lat_p99_us,cpu_us_per_delivered,window_timeouts\n");
+	       "lat_p99_us,cpu_us_per_delivered,window_timeouts,emitter_csw_per_signal,subscriber_csw_per_delivered\n");
 	printf("@columns,ctrl,bus,op,count,status,per_s,p50_us\n");
 	printf("@columns,mem,bus,connections,status,rss_before_kb,rss_after_kb,kb_per_100\n");
 	printf("@columns,copies,bus,path,status,send_library,send_kernel,recv_kernel,recv_library\n");
@@ -135,9 +135,13 @@ int main(int argc, char **argv)
 	if (n_only_subs) {
 		for (int n = 0; n < n_only_subs; n++)
 			for (int s = 0; s < n_only_sizes; s++)
-				for (int k = 0; k <= BUS_DBUS_DAEMON; k++)
+				for (int k = 0; k <= BUS_DBUS_DAEMON; k++) {
 					bench_fanout((enum bus_kind)k, only_subs[n], only_sizes[s],
-						     fan_signals(only_subs[n]));
+						     fan_signals(only_subs[n]), false);
+					if (k == BUS_BROKERD)
+						bench_fanout(BUS_BROKERD, only_subs[n], only_sizes[s],
+							     fan_signals(only_subs[n]), true);
+				}
 		stop_brokers();
 		return 0;
 	}
@@ -162,8 +166,11 @@ int main(int argc, char **argv)
 		for (size_t s = 0; s < sizeof(fan_sizes) / sizeof(fan_sizes[0]); s++) {
 			uint64_t signals = fan_signals(subs[n]);
 
-			for (int k = 0; k <= BUS_DBUS_DAEMON; k++)
-				bench_fanout((enum bus_kind)k, subs[n], fan_sizes[s], signals);
+			for (int k = 0; k <= BUS_DBUS_DAEMON; k++) {
+				bench_fanout((enum bus_kind)k, subs[n], fan_sizes[s], signals, false);
+				if (k == BUS_BROKERD)
+					bench_fanout(BUS_BROKERD, subs[n], fan_sizes[s], signals, true);
+			}
 		}
 	for (int op = 0; op < N_OPS; op++)
 		for (int k = 0; k <= BUS_DBUS_DAEMON; k++)

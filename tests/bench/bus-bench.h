@@ -71,6 +71,7 @@ uint64_t now_ns(void);
 void die(const char *what, int err);
 uint64_t cpu_us(pid_t pid);
 uint64_t cpu_us_sum(const pid_t *pids, size_t n);
+uint64_t csw_sum(const pid_t *pids, size_t n);
 long rss_kb(pid_t pid);
 pid_t find_pid(const char *comm, pid_t ppid);
 void write_file(const char *path, const char *text);
@@ -88,7 +89,8 @@ void start_dbus_broker(void);
 void stop_brokers(void);
 /* spin_usec: libbrokerd's low-latency mode in caller and server (BUS_BROKERD only; row brokerd-spin) */
 void bench_rtt(enum bus_kind k, size_t size, int calls, uint64_t spin_usec);
-void bench_fanout(enum bus_kind k, int nsubs, size_t size, uint64_t signals);
+/* unbatched: brokerd's emitter sends each signal on its own (BUS_BROKERD only; row brokerd-unbatched) */
+void bench_fanout(enum bus_kind k, int nsubs, size_t size, uint64_t signals, bool unbatched);
 void bench_ctrl(enum bus_kind k, enum bench_op op, int n);
 void bench_mem(enum bus_kind k, int n);
 uint64_t fan_signals(int subs);

@@ -31,5 +31,5 @@ do for [s in "64 1024 16384"] {
 	if (lines(dir."/fanout-".s.".dat") <= 1) { continue }
 	set output dir."/fanout-".s.".png"
 	set title "Signal fan-out, ".s." B signals (median over boots)"
-	plot for [c=2:4] dir."/fanout-".s.".dat" using 1:c title columnhead(c) lw 2
+	plot for [c=2:6] dir."/fanout-".s.".dat" using 1:c title columnhead(c) lw 2
 }

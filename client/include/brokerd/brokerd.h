@@ -194,6 +194,16 @@ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *memb
  */
 int brokerd_bus_emit(brokerd_bus *bus, const char *name, const char *path, const char *interface,
 		     const char *member, const char *signature, const void *body, size_t size);
+/*
+ * A send batch: signals emitted (brokerd_bus_emit*(), a typed signal's
+ * brokerd_bus_send()) between these two are queued and go to the kernel
+ * together, in one system call, at the latest when the batch ends (earlier
+ * when 32 are queued); each emit returns 0 once its signal is queued, or
+ * the error found before the kernel (-EINVAL, -EPERM, ...); the end returns
+ * 0 or the first error the kernel gave a send of the batch.
+ */
+int brokerd_bus_batch_begin(brokerd_bus *bus);
+int brokerd_bus_batch_end(brokerd_bus *bus);
 int brokerd_bus_send_signal(brokerd_bus *bus, const char *destination, const char *member, const void *body,
 			    size_t size);
 /*

@@ -2,8 +2,9 @@
 /*
  * client-lossy - loss on a lossy signal channel is never silent. The test
  * owns org.brokerd.test.Lossy and emits 600 numbered signals as fast as it
- * can, with no window: no emit may fail (the channel is lossy, nobody holds
- * the emitter back). A subscriber that runs its loop and one that does not
+ * can, with no window, the first 300 one by one and the rest in send batches
+ * of 20 (brokerd_bus_batch_begin()): no emit and no batch may fail (the
+ * channel is lossy, nobody holds the emitter back). A subscriber that runs its loop and one that does not
  * dispatch until the emitter is done must each account for every signal:
  * received, or counted as lost by the library (the slot's lost handler,
  * called before the signal after each gap with exactly the gap's size,
@@ -16,8 +17,9 @@
 #include "client/bus-introspect.h"
 #include "tests/integration/client/testlib.h"
 
-#define NAME "org.brokerd.test.Lossy"
-#define N    600
+#define NAME  "org.brokerd.test.Lossy"
+#define N     600
+#define BATCH 20
 
 struct sub {
 	int ready[2], go[2], out[2];
@@ -152,11 +154,18 @@ int main(void)
 	t_pipe(mon.ready), t_pipe(mon.out), t_pipe(mon.go);
 	pm = t_fork(monitor, &mon);
 	t_expect(mon.ready[0], "ready", 10000);
+	/* the first half one by one, the second in send batches of BATCH (one submit each) */
 	for (uint64_t i = 0; i < N; i++) {
-		int r = brokerd_bus_emit_signal(bus, NAME, "Seq", &i, sizeof(i));
+		int r = 0;
 
+		if (i >= N / 2 && (i - N / 2) % BATCH == 0)
+			CHECK_R(brokerd_bus_batch_begin(bus), 0);
+		r = brokerd_bus_emit_signal(bus, NAME, "Seq", &i, sizeof(i));
 		if (r != 0)
 			FAIL("emit %" PRIu64 " of %d: %s", i, N, strerror(-r));
+		if (i >= N / 2 && ((i - N / 2) % BATCH == BATCH - 1 || i == N - 1) &&
+		    (r = brokerd_bus_batch_end(bus)) != 0)
+			FAIL("batch ending with %" PRIu64 " of %d: %s", i, N, strerror(-r));
 	}
 	t_say(slow.go[1], "go");
 	t_say(mon.go[1], "go");
