@@ -732,8 +732,21 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 			dbus_conn_kill(c, "cannot stamp the sender");
 			goto out;
 		}
+		/*
+		 * What the message makes the bus send at once, monitors see
+		 * before it, as dbus-daemon shows them: the errors an
+		 * ActivationFailure gives, the ActivationRequest a message to
+		 * an activatable name causes.
+		 */
+		if (m->h.destination && to_driver && m->h.type == DBUS_MESSAGE_SIGNAL)
+			dbus_activation_signal(c, m); /* systemd's ActivationFailure */
+		else if (c->front->n_monitors)
+			dbus_activation_before_monitors(c, m);
 		if (c->front->n_monitors)
 			dbus_monitor_message(c->front, m, fds);
+	} else if (c->front->n_monitors && dbus_message_stamp(m, ":not.active.yet") == 0) {
+		/* Its Hello, from the sender dbus-daemon shows for a connection without a name yet. */
+		dbus_monitor_message(c->front, m, fds);
 	}
 	if (!m->h.destination && m->h.type == DBUS_MESSAGE_SIGNAL) {
 		broadcast(c->front, m, fds, c->peer);
@@ -746,8 +759,6 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 		/* Replies to the driver: it never calls anybody, so they answer nothing. */
 		if (m->h.type == DBUS_MESSAGE_METHOD_CALL)
 			r = dbus_driver_dispatch(c, m);
-		else if (m->h.type == DBUS_MESSAGE_SIGNAL)
-			dbus_activation_signal(c, m); /* systemd's ActivationFailure */
 		goto out;
 	}
 	r = route_unicast(c, m, &fds);

@@ -239,6 +239,12 @@ int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, c
  * to be owned (then routed as if sent then) or was answered with an error.
  */
 int dbus_activation_queue(struct dbus_conn *c, struct dbus_message *m, int **fds);
+/*
+ * A message from c about to be shown to monitors and routed: if it starts a
+ * name through systemd on this bus, the ActivationRequest goes now, so that
+ * monitors see it first, as dbus-daemon shows them.
+ */
+void dbus_activation_before_monitors(struct dbus_conn *c, const struct dbus_message *m);
 /* StartServiceByName: 0 and *started (1 now, or 2 already running), 1 with an error set, <0. */
 int dbus_activation_start_by_name(struct dbus_conn *c, const struct dbus_message *m, const char *name,
 				  uint32_t *result, const char **error, char *text, size_t text_len);
