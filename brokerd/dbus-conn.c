@@ -1117,6 +1117,7 @@ static void conn_gone(struct dbus_conn *c)
 	dbus_bridge_conn_gone(c);
 	if (c->monitor)
 		f->n_monitors--;
+	dbus_monitor_native_conn_gone(c);
 	if (c->peer)
 		dbus_driver_conn_gone(c);
 }
@@ -1348,6 +1349,7 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 	 */
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		c->dead = true;
+	dbus_monitor_native_stop(f);
 	f->bridge = dbus_bridge_free(f->bridge);
 	if (f->bus->dbus_front == f) {
 		f->bus->dbus_front = NULL;

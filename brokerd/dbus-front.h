@@ -124,6 +124,7 @@ struct dbus_front {
 	unsigned long unsolicited;		  /* replies refused */
 	struct dbus_activation_state *activation; /* dbus-activation.c, created on first use */
 	unsigned int n_monitors;		  /* dbus-monitor.c */
+	struct dbus_native_monitor *native_monitor; /* dbus-monitor-native.c, while monitors exist */
 	unsigned int n_refused;			  /* connections with refused set */
 	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
 	uint32_t stats_serial;			  /* Debug.Stats: one a reply, as dbus-daemon counts */
@@ -283,6 +284,19 @@ void dbus_monitor_native(struct dbus_front *f, const struct dbus_message *m, con
 void dbus_monitor_written(struct dbus_front *f, const void *data, size_t len, const int *fds, unsigned int n_fds);
 /* c, whose names are gone already, becomes a monitor with rules (parsed, taken; NULL: everything). */
 void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules);
+/*
+ * A message between native clients (dbus-monitor-native.c) to the monitors
+ * whose rules match, each with its fds; one whose output backs up misses it.
+ */
+void dbus_monitor_native_copy(struct dbus_front *f, const struct dbus_message *m, const int *fds);
+
+/* ---- dbus-monitor-native.c: D-Bus monitors of native traffic ------------- */
+
+/* The first monitor came: brokerd watches the native channels (MONITOR caps) from now on. */
+void dbus_monitor_native_start(struct dbus_front *f);
+/* c goes (monitor or not): what it sent is shown first; the last monitor's end stops the watch. */
+void dbus_monitor_native_conn_gone(struct dbus_conn *c);
+void dbus_monitor_native_stop(struct dbus_front *f);
 
 /* ---- dbus-restart.c: D-Bus connections across a restart ------------------- */
 

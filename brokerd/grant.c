@@ -143,6 +143,8 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 		goto fail;
 	}
 	monitor_announce(b, ch, NULL);
+	if (b->channel_created)
+		b->channel_created(b->channel_created_userdata, ch);
 	*ret = ch;
 	return 0;
 fail:
