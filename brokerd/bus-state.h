@@ -151,6 +151,7 @@ struct bus {
 	struct bus_conn *conns;
 	struct bus_name *names;
 	struct bus_channel *bus_signal;
+	struct bus_channel *dbus_channel; /* D-Bus clients' messages for monitors (dbus-monitor-channel.c) */
 	struct activation *activations;
 	sd_bus *sdbus;
 	const char *const *policy_dirs;

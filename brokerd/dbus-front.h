@@ -91,6 +91,7 @@ struct dbus_conn {
 	unsigned int n_matches;
 	unsigned int n_replies; /* calls it made that wait for a reply */
 	struct bridge_peer *bridge; /* its calls to native services (dbus-bridge.c), if any */
+	struct chan *monitor_send;  /* copies of its messages for native monitors (dbus-monitor-channel.c) */
 	bool monitor;		/* BecomeMonitor: receive-only, matches are its monitor rules */
 	bool write_broken;	/* its peer hung up: what it sent is still read, nothing is written */
 	bool dead;
@@ -125,6 +126,7 @@ struct dbus_front {
 	struct dbus_activation_state *activation; /* dbus-activation.c, created on first use */
 	unsigned int n_monitors;		  /* dbus-monitor.c */
 	struct dbus_native_monitor *native_monitor; /* dbus-monitor-native.c, while monitors exist */
+	struct dbus_monitor_channel *monitor_channel; /* dbus-monitor-channel.c */
 	unsigned int n_refused;			  /* connections with refused set */
 	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
 	uint32_t stats_serial;			  /* Debug.Stats: one a reply, as dbus-daemon counts */
@@ -297,6 +299,16 @@ void dbus_monitor_native_start(struct dbus_front *f);
 /* c goes (monitor or not): what it sent is shown first; the last monitor's end stops the watch. */
 void dbus_monitor_native_conn_gone(struct dbus_conn *c);
 void dbus_monitor_native_stop(struct dbus_front *f);
+
+/* ---- dbus-monitor-channel.c: native monitors of D-Bus traffic ------------ */
+
+/* brokerd's channel for native monitors (kind CTRL_CHANNEL_DBUS), if the kernel has monitors. */
+int dbus_monitor_channel_new(struct dbus_front *f);
+/* Destroys it (stop, restart: the next brokerd makes its own). */
+void dbus_monitor_channel_free(struct dbus_front *f);
+/* m (stamped) from c: a copy on it if it goes to D-Bus clients only and a native monitor watches. */
+void dbus_monitor_channel_copy(struct dbus_conn *c, const struct dbus_message *m, const int *fds);
+void dbus_monitor_channel_conn_gone(struct dbus_conn *c);
 
 /* ---- dbus-restart.c: D-Bus connections across a restart ------------------- */
 
