@@ -338,6 +338,7 @@ static void revoke_ids(struct bus *b, const uint64_t *ids, size_t n)
 		channel_revoke_ids(b, nm->signal, ids, n);
 	}
 	channel_revoke_ids(b, b->bus_signal, ids, n);
+	channel_revoke_ids(b, b->dbus_channel, ids, n);
 	for (struct bus_conn *o = b->conns; o; o = o->next)
 		channel_revoke_ids(b, o->inbox, ids, n);
 }

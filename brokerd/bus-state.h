@@ -151,6 +151,7 @@ struct bus {
 	struct bus_conn *conns;
 	struct bus_name *names;
 	struct bus_channel *bus_signal;
+	struct bus_channel *dbus_channel; /* D-Bus clients' messages for monitors (dbus-monitor-channel.c) */
 	struct activation *activations;
 	sd_bus *sdbus;
 	const char *const *policy_dirs;
@@ -169,6 +170,9 @@ struct bus {
 	/* The D-Bus front end's (dbus-activation.c): the unit of name failed to start. */
 	void (*activation_failed)(void *userdata, const char *name, const char *msg);
 	void *activation_failed_userdata;
+	/* The D-Bus front end's (dbus-monitor-native.c), while D-Bus monitors watch native channels. */
+	void (*channel_created)(void *userdata, struct bus_channel *ch);
+	void *channel_created_userdata;
 	uint32_t signal_serial;
 	const struct bus_bridge_hooks *bridge_hooks;
 	void *bridge;

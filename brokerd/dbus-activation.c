@@ -37,6 +37,7 @@
 #include "brokerd/dbus-config.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/policy.h"
+#include "brokerd/registry.h"
 #include "brokerd/service.h"
 #include "protocol/ctrl.h"
 #include "util/macro.h"
@@ -82,6 +83,8 @@ struct starting {
 	sd_event_source *timer;
 	pid_t pid;	/* its Exec= process, 0 if started through systemd */
 	char *unit;	/* asked for by ActivationRequest (systemd mode), else NULL */
+	void *request;	/* that ActivationRequest, written and shown to monitors, until sent */
+	size_t request_len;
 	bool requested; /* that request was sent */
 	bool owned;
 	struct starting *next;
@@ -172,6 +175,7 @@ static void starting_free(struct starting *s)
 		pending_free(p);
 	}
 	sd_event_source_disable_unref(s->timer);
+	free(s->request);
 	free(s->unit);
 	free(s->name);
 	free(s);
@@ -505,31 +509,53 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
 #define SYSTEMD_NAME	  "org.freedesktop.systemd1"
 #define SYSTEMD_ACTIVATOR "org.freedesktop.systemd1.Activator"
 
-/* ActivationRequest(unit) to systemd1's owner, if it has one yet (otherwise sent when it appears). */
-static void request_unit(struct dbus_activation_state *st, struct starting *s)
+/*
+ * The ActivationRequest(unit) for s, written once when the start is asked
+ * for and shown to monitors at once, as dbus-daemon shows it: before the
+ * message that caused it, also while systemd is not on the bus yet. The
+ * same bytes go to systemd1's owner (request_send), not shown again.
+ */
+static void request_write(struct dbus_activation_state *st, struct starting *s)
 {
-	struct dbus_conn *systemd = dbus_front_conn_by_name(st->front, SYSTEMD_NAME);
+	struct dbus_front *f = st->front;
 	struct dbus_header h = {
 		.type = DBUS_MESSAGE_SIGNAL,
 		.path = DBUS_DRIVER_PATH,
 		.interface = SYSTEMD_ACTIVATOR,
 		.member = "ActivationRequest",
 		.destination = SYSTEMD_NAME,
+		.sender = DBUS_DRIVER_NAME,
 		.signature = "s",
 	};
 	struct dbus_writer w;
 	void *body = NULL;
 	size_t len = 0;
 
-	if (!systemd || s->requested || dbus_writer_init(&w, "s") < 0)
+	if (s->request || dbus_writer_init(&w, "s") < 0)
 		return;
 	dbus_writer_append_basic(&w, 's', s->unit);
-	if (dbus_writer_finish(&w, &body, &len) == 0 && dbus_conn_send_driver(systemd, &h, body, len) == 0) {
+	h.serial = ++f->serial ? f->serial : ++f->serial;
+	if (dbus_writer_finish(&w, &body, &len) == 0 &&
+	    dbus_message_write(&h, body, len, &s->request, &s->request_len) == 0)
+		dbus_monitor_driver_message(f, s->request, s->request_len);
+	dbus_writer_deinit(&w);
+	free(body);
+}
+
+/* That request to systemd1's owner, if it has one yet (otherwise sent when it appears). */
+static void request_send(struct dbus_activation_state *st, struct starting *s)
+{
+	struct dbus_conn *systemd = dbus_front_conn_by_name(st->front, SYSTEMD_NAME);
+
+	if (!systemd || s->requested)
+		return;
+	request_write(st, s); /* again if writing it or an earlier send failed */
+	if (!s->request)
+		return;
+	if (dbus_conn_queue(systemd, TAKE_PTR(s->request), s->request_len, NULL, 0) == 0) {
 		s->requested = true;
 		log_info("D-Bus activation of %s: asked %s for %s", s->name, systemd->name, s->unit);
 	}
-	dbus_writer_deinit(&w);
-	free(body);
 }
 
 /* SetEnvironment(as) to systemd, which takes no reply; destination as dbus-daemon names it. */
@@ -684,8 +710,10 @@ static struct starting *start(struct dbus_activation_state *st, const struct ser
 		s->timer = NULL;
 	s->next = st->starting;
 	st->starting = s;
-	if (s->unit)
-		request_unit(st, s);
+	if (s->unit) {
+		request_write(st, s);
+		request_send(st, s);
+	}
 	return s;
 }
 
@@ -722,11 +750,42 @@ static int add_pending(struct dbus_activation_state *st, struct starting *s, str
 	return 0;
 }
 
+/* The service m would start if its destination had no owner: none for a unique name, a reply, NO_AUTO_START. */
+static const struct service *service_of(struct dbus_front *f, const struct dbus_message *m)
+{
+	const char *dest = m->h.destination;
+
+	if (!dest || dest[0] == ':' || (m->h.flags & DBUS_FLAG_NO_AUTO_START) ||
+	    m->h.type == DBUS_MESSAGE_METHOD_RETURN || m->h.type == DBUS_MESSAGE_ERROR)
+		return NULL;
+	return service_set_find(f->bus->services, dest);
+}
+
+void dbus_activation_before_monitors(struct dbus_conn *c, const struct dbus_message *m)
+{
+	struct dbus_front *f = c->front;
+	const struct service *svc = service_of(f, m);
+	struct dbus_activation_state *st;
+	const char *error = NULL;
+	char text[512];
+
+	/* Only a start through systemd on this bus sends anything (ActivationRequest) monitors see. */
+	if (!svc || !svc->unit || !f->bus->dbus_systemd_activation ||
+	    dbus_front_conn_by_name(f, m->h.destination) ||
+	    registry_peer_resolve(f->bus->registry, m->h.destination) ||
+	    !dbus_access_send_to_name(c, m, m->h.destination, text, sizeof(text)))
+		return;
+	st = state_get(f);
+	/* dbus_activation_queue() finds it started when the message is routed */
+	if (st)
+		(void)start(st, svc, &error, text, sizeof(text));
+}
+
 int dbus_activation_queue(struct dbus_conn *c, struct dbus_message *m, int **fds)
 {
 	struct dbus_front *f = c->front;
 	const char *dest = m->h.destination;
-	const struct service *svc;
+	const struct service *svc = service_of(f, m);
 	struct dbus_activation_state *st;
 	struct starting *s;
 	struct pending *p;
@@ -734,10 +793,6 @@ int dbus_activation_queue(struct dbus_conn *c, struct dbus_message *m, int **fds
 	char text[512];
 	int r;
 
-	if (dest[0] == ':' || (m->h.flags & DBUS_FLAG_NO_AUTO_START) ||
-	    m->h.type == DBUS_MESSAGE_METHOD_RETURN || m->h.type == DBUS_MESSAGE_ERROR)
-		return 0;
-	svc = service_set_find(f->bus->services, dest);
 	if (!svc)
 		return 0;
 	/* Nobody starts what they may not send to. */
@@ -831,7 +886,7 @@ static int on_deliver(sd_event_source *src, void *userdata)
 	send_env_updates(st);
 	for (struct starting *s = st->starting; s; s = s->next)
 		if (s->unit && !s->requested)
-			request_unit(st, s);
+			request_send(st, s);
 	for (struct starting *s = st->starting, *next; s; s = next) {
 		next = s->next;
 		if (!s->owned)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "brokerd/bus-state.h"
+#include "brokerd/chan-msg.h"
 #include "brokerd/channel.h"
 #include "brokerd/conn.h"
 #include "brokerd/dbus-access.h"
@@ -124,13 +125,6 @@ struct dbus_bridge {
 	uint32_t serial;	/* of the calls brokerd writes to D-Bus callees */
 	unsigned long dropped; /* messages refused: invalid, unsolicited or from the wrong sender */
 };
-
-static void fds_close(const int *fds, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
 
 /* ---- Reply timeouts -------------------------------------------------------------- */
 
@@ -853,38 +847,17 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 	struct bridge_sub *sub = ch->kind == CHAN_KIND_SIGNAL ? ch->owner : NULL;
 	struct dbus_conn *c = bp ? bp->conn : NULL;
 	const struct ioipc_msg_info *info = NULL;
-	const struct ioipc_fds_hdr *fh;
 	_cleanup_free_ int *fds = NULL;
-	const void *payload;
 	void *map = NULL, *body = NULL, *data = NULL;
 	char sender[CTRL_UNIQUE_NAME_MAX];
 	struct bridge_call **pk = NULL;
 	struct dbus_header h = { 0 };
 	unsigned int n = 0;
 	struct chmsg m = { 0 };
-	size_t len = 0, data_len;
-	int r;
+	size_t data_len;
 
-	r = chan_message(ch, &info, &payload, &len);
-	fh = chan_take_fds(ch); /* ours from here on, whatever becomes of the message */
-	if (fh && fh->nr) {
-		fds = malloc(fh->nr * sizeof(int));
-		if (!fds) {
-			fds_close(fh->fds, fh->nr);
-			br->dropped++;
-			return;
-		}
-		n = fh->nr;
-		memcpy(fds, fh->fds, n * sizeof(int));
-	}
-	if (r < 0 || (fh && (fh->flags & IOIPC_FDS_TRUNC)) || chmsg_decode(&m, payload, len) < 0 ||
-	    m.n_fds != n)
+	if (chan_msg_take(ch, &info, &m, &fds, &n, &map) < 0)
 		goto drop;
-	if (m.body_in_fd) {
-		if (chmsg_body_map(fds[n - 1], m.body_len, &map) < 0 || chmsg_decode_body(&m, map) < 0)
-			goto drop;
-		close(fds[--n]);
-	}
 	if (sub) {
 		if (m.type == CHMSG_SIGNAL)
 			signal_broadcast(br, sub, info, &m, fds, n);
@@ -931,15 +904,9 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 			br->dropped++;
 		goto out;
 	}
-	if (m.body_len) {
-		/* The body as it came, only brought to native byte order (a copy: the buffer is the ring's). */
-		body = malloc(m.body_len);
-		if (!body)
-			goto drop;
-		memcpy(body, m.body, m.body_len);
-		if (dbus_body_to_native(m.signature ? m.signature : "", body, m.body_len, m.byte_order, n) < 0)
-			goto drop;
-	}
+	/* The body as it came, only brought to native byte order. */
+	if (chan_msg_body_native(&m, n, &body) < 0)
+		goto drop;
 	ctrl_unique_name_format(info->badge, sender);
 	h.type = m.type; /* the same numbers in both protocols */
 	if (!sv)
@@ -980,11 +947,7 @@ drop:
 	log_debug("bridge: a message from :1.%llu to %s dropped", info ? (unsigned long long)info->badge : 0ULL,
 		  sv ? sv->name : sub ? sub->name : c->name);
 out:
-	if (fds)
-		fds_close(fds, n);
-	if (map)
-		munmap(map, m.body_len);
-	free(body);
+	chan_msg_release(fds, n, map, &m, body);
 }
 
 /* Dispatches the receives completed so far; how many. */

@@ -732,8 +732,22 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 			dbus_conn_kill(c, "cannot stamp the sender");
 			goto out;
 		}
+		/*
+		 * What the message makes the bus send at once, monitors see
+		 * before it, as dbus-daemon shows them: the errors an
+		 * ActivationFailure gives, the ActivationRequest a message to
+		 * an activatable name causes.
+		 */
+		if (m->h.destination && to_driver && m->h.type == DBUS_MESSAGE_SIGNAL)
+			dbus_activation_signal(c, m); /* systemd's ActivationFailure */
+		else if (c->front->n_monitors)
+			dbus_activation_before_monitors(c, m);
 		if (c->front->n_monitors)
 			dbus_monitor_message(c->front, m, fds);
+		dbus_monitor_channel_copy(c, m, fds); /* for native monitors */
+	} else if (c->front->n_monitors && dbus_message_stamp(m, ":not.active.yet") == 0) {
+		/* Its Hello, from the sender dbus-daemon shows for a connection without a name yet. */
+		dbus_monitor_message(c->front, m, fds);
 	}
 	if (!m->h.destination && m->h.type == DBUS_MESSAGE_SIGNAL) {
 		broadcast(c->front, m, fds, c->peer);
@@ -746,8 +760,6 @@ static int conn_dispatch(struct dbus_conn *c, struct dbus_message *m, int *fds)
 		/* Replies to the driver: it never calls anybody, so they answer nothing. */
 		if (m->h.type == DBUS_MESSAGE_METHOD_CALL)
 			r = dbus_driver_dispatch(c, m);
-		else if (m->h.type == DBUS_MESSAGE_SIGNAL)
-			dbus_activation_signal(c, m); /* systemd's ActivationFailure */
 		goto out;
 	}
 	r = route_unicast(c, m, &fds);
@@ -1106,6 +1118,8 @@ static void conn_gone(struct dbus_conn *c)
 	dbus_bridge_conn_gone(c);
 	if (c->monitor)
 		f->n_monitors--;
+	dbus_monitor_native_conn_gone(c);
+	dbus_monitor_channel_conn_gone(c);
 	if (c->peer)
 		dbus_driver_conn_gone(c);
 }
@@ -1313,6 +1327,9 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 		dbus_front_free(f);
 		return r;
 	}
+	r = dbus_monitor_channel_new(f);
+	if (r < 0)
+		log_warning("native monitors will not see messages between D-Bus clients: %s", strerror(-r));
 	*ret = f;
 	return 0;
 }
@@ -1337,6 +1354,8 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 	 */
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		c->dead = true;
+	dbus_monitor_native_stop(f);
+	dbus_monitor_channel_free(f);
 	f->bridge = dbus_bridge_free(f->bridge);
 	if (f->bus->dbus_front == f) {
 		f->bus->dbus_front = NULL;

@@ -1304,10 +1304,10 @@ int dbus_driver_dispatch(struct dbus_conn *c, struct dbus_message *m)
 	dbus_writer_deinit(&k.w);
 	if (k.fd >= 0)
 		close(k.fd);
-	/* The new connection learns its name first, then the others hear of it. */
+	/* After its reply, in dbus-daemon's order (monitors see both): the others hear of it, it learns its name. */
 	if (md->handle == method_hello && c->peer && r >= 0) {
-		signal_s(c->front, c, "NameAcquired", "s", c->name, NULL, NULL);
 		signal_s(c->front, NULL, "NameOwnerChanged", "sss", c->name, "", c->name);
+		signal_s(c->front, c, "NameAcquired", "s", c->name, NULL, NULL);
 	}
 	/* A monitor once its reply is out: its names go (well-known ones first), it only receives. */
 	if (k.monitor && r >= 0 && c->peer) {

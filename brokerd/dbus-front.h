@@ -91,6 +91,7 @@ struct dbus_conn {
 	unsigned int n_matches;
 	unsigned int n_replies; /* calls it made that wait for a reply */
 	struct bridge_peer *bridge; /* its calls to native services (dbus-bridge.c), if any */
+	struct chan *monitor_send;  /* copies of its messages for native monitors (dbus-monitor-channel.c) */
 	bool monitor;		/* BecomeMonitor: receive-only, matches are its monitor rules */
 	bool write_broken;	/* its peer hung up: what it sent is still read, nothing is written */
 	bool dead;
@@ -124,6 +125,8 @@ struct dbus_front {
 	unsigned long unsolicited;		  /* replies refused */
 	struct dbus_activation_state *activation; /* dbus-activation.c, created on first use */
 	unsigned int n_monitors;		  /* dbus-monitor.c */
+	struct dbus_native_monitor *native_monitor; /* dbus-monitor-native.c, while monitors exist */
+	struct dbus_monitor_channel *monitor_channel; /* dbus-monitor-channel.c */
 	unsigned int n_refused;			  /* connections with refused set */
 	unsigned int n_eavesdrop;		  /* rules with eavesdrop='true', of all connections */
 	uint32_t stats_serial;			  /* Debug.Stats: one a reply, as dbus-daemon counts */
@@ -239,6 +242,12 @@ int dbus_driver_reply_error(struct dbus_conn *c, const struct dbus_message *m, c
  * to be owned (then routed as if sent then) or was answered with an error.
  */
 int dbus_activation_queue(struct dbus_conn *c, struct dbus_message *m, int **fds);
+/*
+ * A message from c about to be shown to monitors and routed: if it starts a
+ * name through systemd on this bus, the ActivationRequest goes now, so that
+ * monitors see it first, as dbus-daemon shows them.
+ */
+void dbus_activation_before_monitors(struct dbus_conn *c, const struct dbus_message *m);
 /* StartServiceByName: 0 and *started (1 now, or 2 already running), 1 with an error set, <0. */
 int dbus_activation_start_by_name(struct dbus_conn *c, const struct dbus_message *m, const char *name,
 				  uint32_t *result, const char **error, char *text, size_t text_len);
@@ -277,6 +286,29 @@ void dbus_monitor_native(struct dbus_front *f, const struct dbus_message *m, con
 void dbus_monitor_written(struct dbus_front *f, const void *data, size_t len, const int *fds, unsigned int n_fds);
 /* c, whose names are gone already, becomes a monitor with rules (parsed, taken; NULL: everything). */
 void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules);
+/*
+ * A message between native clients (dbus-monitor-native.c) to the monitors
+ * whose rules match, each with its fds; one whose output backs up misses it.
+ */
+void dbus_monitor_native_copy(struct dbus_front *f, const struct dbus_message *m, const int *fds);
+
+/* ---- dbus-monitor-native.c: D-Bus monitors of native traffic ------------- */
+
+/* The first monitor came: brokerd watches the native channels (MONITOR caps) from now on. */
+void dbus_monitor_native_start(struct dbus_front *f);
+/* c goes (monitor or not): what it sent is shown first; the last monitor's end stops the watch. */
+void dbus_monitor_native_conn_gone(struct dbus_conn *c);
+void dbus_monitor_native_stop(struct dbus_front *f);
+
+/* ---- dbus-monitor-channel.c: native monitors of D-Bus traffic ------------ */
+
+/* brokerd's channel for native monitors (kind CTRL_CHANNEL_DBUS), if the kernel has monitors. */
+int dbus_monitor_channel_new(struct dbus_front *f);
+/* Destroys it (stop, restart: the next brokerd makes its own). */
+void dbus_monitor_channel_free(struct dbus_front *f);
+/* m (stamped) from c: a copy on it if it goes to D-Bus clients only and a native monitor watches. */
+void dbus_monitor_channel_copy(struct dbus_conn *c, const struct dbus_message *m, const int *fds);
+void dbus_monitor_channel_conn_gone(struct dbus_conn *c);
 
 /* ---- dbus-restart.c: D-Bus connections across a restart ------------------- */
 

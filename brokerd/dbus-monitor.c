@@ -9,7 +9,8 @@
  * What brokerd carries between D-Bus and native clients (dbus-bridge.c) is
  * on the D-Bus side too: a native name's signals, native calls to D-Bus
  * names and native replies to D-Bus callers, as the D-Bus client gets
- * them; messages between native clients never pass through brokerd.
+ * them; messages between native clients, which never pass through
+ * brokerd, dbus-monitor-native.c watches on their channels for monitors.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,8 +57,15 @@ static bool monitor_matches(struct dbus_front *f, struct dbus_conn *c, const str
 	return false;
 }
 
+/*
+ * Copies of m to the monitors whose rules match. lossy: a monitor whose
+ * output limits or uid's budget cannot take it (as a message it did not
+ * ask for) misses it rather than being closed as a slow reader (what
+ * native clients send each other may come faster than any monitor reads,
+ * and nobody waits for it).
+ */
 static void monitor_copy(struct dbus_front *f, const struct dbus_message *m, const int *fds,
-			 const char *sender_name)
+			 const char *sender_name, bool lossy)
 {
 	struct dbus_match_message mm;
 
@@ -67,8 +75,11 @@ static void monitor_copy(struct dbus_front *f, const struct dbus_message *m, con
 	for (struct dbus_conn *c = f->conns; c; c = c->next) {
 		void *data;
 		int *d = NULL;
+		char why[192];
 
 		if (!c->monitor || c->dead || !monitor_matches(f, c, &mm))
+			continue;
+		if (lossy && !dbus_conn_out_room(c, m->len, m->h.n_fds, true, why, sizeof(why)))
 			continue;
 		/* A message that carries fds can only go to a monitor that takes fds. */
 		if (m->h.n_fds && (!fds || !c->sasl.fds_agreed))
@@ -99,13 +110,18 @@ static void monitor_copy(struct dbus_front *f, const struct dbus_message *m, con
 
 void dbus_monitor_message(struct dbus_front *f, const struct dbus_message *m, const int *fds)
 {
-	monitor_copy(f, m, fds, NULL);
+	monitor_copy(f, m, fds, NULL, false);
 }
 
 void dbus_monitor_native(struct dbus_front *f, const struct dbus_message *m, const int *fds,
 			 const char *sender_name)
 {
-	monitor_copy(f, m, fds, sender_name);
+	monitor_copy(f, m, fds, sender_name, false);
+}
+
+void dbus_monitor_native_copy(struct dbus_front *f, const struct dbus_message *m, const int *fds)
+{
+	monitor_copy(f, m, fds, NULL, true);
 }
 
 void dbus_monitor_written(struct dbus_front *f, const void *data, size_t len, const int *fds, unsigned int n_fds)
@@ -120,7 +136,7 @@ void dbus_monitor_written(struct dbus_front *f, const void *data, size_t len, co
 		return;
 	memcpy(copy, data, len);
 	if (dbus_message_parse(&m, copy, len, n_fds) == 0)
-		monitor_copy(f, &m, fds, NULL);
+		monitor_copy(f, &m, fds, NULL, false);
 	dbus_message_deinit(&m);
 }
 
@@ -149,4 +165,5 @@ void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules)
 		c->n_matches++;
 	c->monitor = true;
 	f->n_monitors++;
+	dbus_monitor_native_start(f); /* messages between native clients too, from the first monitor on */
 }

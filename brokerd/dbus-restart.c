@@ -350,6 +350,7 @@ int dbus_front_handover(struct dbus_front *f)
 	if (!f || !getenv("NOTIFY_SOCKET"))
 		return -EOPNOTSUPP;
 	(void)sd_event_source_set_enabled(f->listen_src, SD_EVENT_OFF);
+	dbus_monitor_channel_free(f); /* the next brokerd makes its own */
 	for (struct dbus_conn *c = f->conns; c; c = c->next)
 		(void)sd_event_source_set_enabled(c->src, SD_EVENT_OFF);
 	/* every connection flushed for at most FLUSH_USEC, those that cannot go over closed */

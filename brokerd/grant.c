@@ -99,9 +99,10 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 		[CTRL_CHANNEL_INBOX] = 0,
 		[CTRL_CHANNEL_CALL] = IOIPC_F_MULTICAST,
 		[CTRL_CHANNEL_SIGNAL] = IOIPC_F_BROADCAST,
+		[CTRL_CHANNEL_DBUS] = IOIPC_F_BROADCAST, /* nobody receives there: monitors only */
 	};
 	struct bus_channel *ch;
-	uint32_t slots, slot_size;
+	uint32_t slots, slot_size, lossy;
 	uint64_t bytes;
 	int r;
 
@@ -130,8 +131,8 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 	ch->charged_uid = uid;
 	ch->slots = slots;
 	ch->slot_size = slot_size;
-	r = chanmgr_create(&b->chanmgr, flags[kind] | (kind == CTRL_CHANNEL_SIGNAL ? b->lossy : 0), slots,
-			   slot_size, &ch->id);
+	lossy = kind == CTRL_CHANNEL_SIGNAL || kind == CTRL_CHANNEL_DBUS ? b->lossy : 0;
+	r = chanmgr_create(&b->chanmgr, flags[kind] | lossy, slots, slot_size, &ch->id);
 	if (r < 0) {
 		log_error("cannot create %s channel for %s: %s",
 			  kind == CTRL_CHANNEL_INBOX ? "inbox" :
@@ -143,6 +144,8 @@ int bus_channel_new(struct bus *b, enum ctrl_channel_kind kind, const char *name
 		goto fail;
 	}
 	monitor_announce(b, ch, NULL);
+	if (b->channel_created)
+		b->channel_created(b->channel_created_userdata, ch);
 	*ret = ch;
 	return 0;
 fail:
@@ -385,7 +388,7 @@ static void monitor_announce(struct bus *b, struct bus_channel *ch, struct bus_c
 
 unsigned int monitor_channel_count(struct bus *b)
 {
-	unsigned int count = b->bus_signal ? 1 : 0;
+	unsigned int count = (b->bus_signal ? 1 : 0) + (b->dbus_channel ? 1 : 0);
 
 	for (struct bus_name *n = b->names; n; n = n->next)
 		count += (n->call ? 1 : 0) + (n->signal ? 1 : 0);
@@ -400,6 +403,8 @@ void monitor_announce_all(struct bus *b, struct bus_conn *c)
 		return;
 	if (b->bus_signal)
 		monitor_send(b, b->bus_signal, c);
+	if (b->dbus_channel)
+		monitor_send(b, b->dbus_channel, c);
 	for (struct bus_name *n = b->names; n; n = n->next) {
 		if (n->call)
 			monitor_send(b, n->call, c);
@@ -543,6 +548,8 @@ static uint32_t grant_lost_rights(struct bus *b, struct bus_channel *ch, struct 
 		t = registry_peer_resolve(b->registry, ch->name);
 		if ((rights & IOIPC_SUB_SEND) && t && t != p && !inbox_send_allowed(c, t, NULL, 0))
 			lost |= IOIPC_SUB_SEND;
+		break;
+	case CTRL_CHANNEL_DBUS: /* monitor caps only */
 		break;
 	}
 	return lost;

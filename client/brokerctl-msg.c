@@ -301,8 +301,8 @@ static const char *monitor_fds_text(brokerd_msg *m)
 static void on_monitor(brokerd_bus *bus, const char *name, unsigned int kind, brokerd_msg *m, int error,
 		       void *userdata)
 {
-	static const char *const kinds[] = { "?", "inbox", "call", "signal" };
-	const char *k = kinds[kind <= 3 ? kind : 0];
+	static const char *const kinds[] = { "?", "inbox", "call", "signal", "dbus" };
+	const char *k = kinds[kind <= 4 ? kind : 0];
 
 	if (!m)
 		return;

@@ -154,6 +154,7 @@ enum ctrl_channel_kind {
 	CTRL_CHANNEL_INBOX = 1,	 /* unicast, per connection */
 	CTRL_CHANNEL_CALL = 2,	 /* multicast, per well-known name */
 	CTRL_CHANNEL_SIGNAL = 3, /* broadcast, per well-known name */
+	CTRL_CHANNEL_DBUS = 4,	 /* broadcast, brokerd's own: copies of D-Bus clients' messages for monitors */
 };
 
 /* POLICY_CHECK decisions */
