@@ -356,6 +356,14 @@ static void test_signals(sd_bus *b)
 
 /* ---- A raw client, for what sd-bus would not send -------------------------- */
 
+/* Hello, the first call of every raw connection. */
+static const struct dbus_header hello_call = { .type = DBUS_MESSAGE_METHOD_CALL,
+					       .serial = 1,
+					       .path = DBUS_DRIVER_PATH,
+					       .interface = DBUS_DRIVER_INTERFACE,
+					       .member = "Hello",
+					       .destination = DBUS_DRIVER_NAME };
+
 /* "AUTH EXTERNAL <our uid, hex-encoded>\r\n" and then more. */
 static void auth_line(char *cmd, size_t size, const char *more)
 {
@@ -461,12 +469,6 @@ static void raw_send(int fd, const struct dbus_header *h, const void *body, size
 
 static void test_raw(sd_bus *b)
 {
-	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
-				     .serial = 1,
-				     .path = DBUS_DRIVER_PATH,
-				     .interface = DBUS_DRIVER_INTERFACE,
-				     .member = "Hello",
-				     .destination = DBUS_DRIVER_NAME };
 	const char *unique;
 	char buf[4096];
 	int fd;
@@ -474,9 +476,11 @@ static void test_raw(sd_bus *b)
 	ASSERT_INT(sd_bus_get_unique_name(b, &unique), ==, 0);
 
 	/* a message before Hello: the connection is closed */
+	struct dbus_header list = hello_call;
+
 	fd = raw_connect();
-	hello.member = "ListNames";
-	raw_send(fd, &hello, NULL, 0);
+	list.member = "ListNames";
+	raw_send(fd, &list, NULL, 0);
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
 	close(fd);
@@ -498,8 +502,7 @@ static void test_raw(sd_bus *b)
 
 	/* an unsolicited reply is refused */
 	fd = raw_connect();
-	hello.member = "Hello";
-	raw_send(fd, &hello, NULL, 0);
+	raw_send(fd, &hello_call, NULL, 0);
 	struct dbus_header reply = {
 		.type = DBUS_MESSAGE_METHOD_RETURN, .serial = 2, .reply_serial = 999, .destination = unique
 	};
@@ -526,14 +529,8 @@ static void test_raw(sd_bus *b)
 /* Hello (serial 1) on fd and its answer, whatever it is. */
 static void raw_hello_answer(int fd, struct dbus_message *m)
 {
-	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
-				     .serial = 1,
-				     .path = DBUS_DRIVER_PATH,
-				     .interface = DBUS_DRIVER_INTERFACE,
-				     .member = "Hello",
-				     .destination = DBUS_DRIVER_NAME };
 
-	raw_send(fd, &hello, NULL, 0);
+	raw_send(fd, &hello_call, NULL, 0);
 	raw_reply(fd, 1, m);
 }
 
@@ -708,12 +705,6 @@ static int on_parting(sd_bus_message *m, void *userdata, sd_bus_error *e)
  */
 static void test_emit_and_hang_up(sd_bus *b)
 {
-	struct dbus_header hello = { .type = DBUS_MESSAGE_METHOD_CALL,
-				     .serial = 1,
-				     .path = DBUS_DRIVER_PATH,
-				     .interface = DBUS_DRIVER_INTERFACE,
-				     .member = "Hello",
-				     .destination = DBUS_DRIVER_NAME };
 	struct dbus_header sig = { .type = DBUS_MESSAGE_SIGNAL,
 				   .flags = DBUS_FLAG_NO_REPLY_EXPECTED,
 				   .serial = 2,
@@ -734,7 +725,7 @@ static void test_emit_and_hang_up(sd_bus *b)
 	buf[0] = 0;
 	auth_line(buf + 1, sizeof(buf) - 1, "BEGIN\r\n");
 	n += strlen(buf + 1);
-	ASSERT_INT(dbus_message_write(&hello, NULL, 0, &m1, &l1), ==, 0);
+	ASSERT_INT(dbus_message_write(&hello_call, NULL, 0, &m1, &l1), ==, 0);
 	ASSERT_INT(dbus_message_write(&sig, NULL, 0, &m2, &l2), ==, 0);
 	ASSERT(n + l1 + l2 <= sizeof(buf));
 	memcpy(buf + n, m1, l1);
