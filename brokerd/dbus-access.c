@@ -20,24 +20,43 @@
 
 #define ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
 
-/* Whether c owns name or waits in its queue (prefix: or a name below it); its unique name too. */
-static bool conn_owns(void *userdata, const char *name, bool prefix)
+/* Whether peer p owns name or waits in its queue (prefix: or a name below it); its unique name too. */
+static bool peer_owns(struct registry *r, struct registry_peer *p, const char *unique, const char *name,
+		      bool prefix)
 {
-	struct dbus_conn *c = userdata;
-	struct registry *r = c->front->registry;
 	size_t l = strlen(name);
 	const char *n;
 
-	if (!c->peer)
+	if (!p)
 		return false;
 	if (name[0] == ':')
-		return !prefix && strcmp(c->unique, name) == 0;
+		return !prefix && strcmp(unique, name) == 0;
 	if (!prefix)
-		return registry_name_entry_flags(r, c->peer, name) >= 0;
-	for (unsigned int i = 0; (n = registry_peer_entry_name(c->peer, i, NULL)); i++)
+		return registry_name_entry_flags(r, p, name) >= 0;
+	for (unsigned int i = 0; (n = registry_peer_entry_name(p, i, NULL)); i++)
 		if (strncmp(n, name, l) == 0 && (n[l] == 0 || n[l] == '.'))
 			return true;
 	return false;
+}
+
+static bool conn_owns(void *userdata, const char *name, bool prefix)
+{
+	struct dbus_conn *c = userdata;
+
+	return peer_owns(c->front->registry, c->peer, c->unique, name, prefix);
+}
+
+/* A native client, as policy-dbus-msg.h sees the sender of what it sends (dbus-monitor-native.c). */
+struct native_peer {
+	struct registry *registry;
+	struct registry_peer *peer;
+};
+
+static bool native_owns(void *userdata, const char *name, bool prefix)
+{
+	struct native_peer *n = userdata;
+
+	return n->peer && peer_owns(n->registry, n->peer, n->peer->unique_name, name, prefix);
 }
 
 /* dbus-daemon's at_console: the user has a seat in logind (and logind runs). */
@@ -228,16 +247,43 @@ bool dbus_access_driver_signal(struct dbus_conn *t, const struct dbus_header *h,
 	return false;
 }
 
-bool dbus_access_eavesdrop(struct dbus_conn *c, struct dbus_conn *e, const struct dbus_message *m)
+bool dbus_access_eavesdrop(struct dbus_front *f, struct registry_peer *sender, struct dbus_conn *e,
+			   const struct dbus_message *m)
 {
-	const struct policy_dbus_msg *p = c->front->bus->dbus_policy;
+	const struct policy_dbus_msg *p = f->bus->dbus_policy;
+	struct native_peer n = { .registry = f->registry, .peer = sender };
 	struct policy_dbus_peer from, to;
 
 	if (!p)
 		return e->cred.uid == 0 || e->cred.uid == getuid();
-	peer_of(c, p, &from);
+	if (sender && sender->kind == REGISTRY_PEER_DBUS) {
+		peer_of(sender->userdata, p, &from);
+	} else {
+		/* a native client (or one gone since it sent): its uid, groups and names */
+		struct bus_conn *bc = sender ? sender->userdata : NULL;
+
+		from = (struct policy_dbus_peer){
+			.uid = sender ? sender->uid : (uid_t)-1,
+			.gids = bc ? bc->gids : NULL,
+			.n_gids = bc ? bc->n_gids : 0,
+			.at_console = sender && policy_dbus_msg_uses_console(p) && at_console(sender->uid),
+			.owns = native_owns,
+			.userdata = &n,
+		};
+	}
 	peer_of(e, p, &to);
 	return policy_dbus_msg_check_receive(p, &to, &from, &m->h, false, true).allowed;
+}
+
+bool dbus_access_may_eavesdrop(struct dbus_conn *e)
+{
+	const struct policy_dbus_msg *p = e->front->bus->dbus_policy;
+	struct policy_dbus_peer to;
+
+	if (!p)
+		return e->cred.uid == 0 || e->cred.uid == getuid();
+	peer_of(e, p, &to);
+	return policy_dbus_msg_may_eavesdrop(p, &to);
 }
 
 /* The would-be recipient of a name no D-Bus connection owns: it owns that name alone. */

@@ -46,12 +46,17 @@ bool dbus_access_broadcast(struct dbus_front *f, struct registry_peer *sender, s
 bool dbus_access_driver_signal(struct dbus_conn *t, const struct dbus_header *h, char *text, size_t text_len);
 
 /*
- * May e, which is not m's recipient, see m (from c) by its eavesdrop='true'
- * rule? With the XML, e's receive rules decide as dbus-daemon's do for an
- * eavesdropper (only an allow with eavesdrop="true" lets it); without it,
- * only root and brokerd's uid, who may monitor the bus anyway.
+ * May e, which is not m's recipient, see m (from sender, a D-Bus or a
+ * native client, NULL if gone) by its eavesdrop='true' rule? With the XML,
+ * e's receive rules decide as dbus-daemon's do for an eavesdropper (only an
+ * allow with eavesdrop="true" lets it); without it, only root and brokerd's
+ * uid, who may monitor the bus anyway.
  */
-bool dbus_access_eavesdrop(struct dbus_conn *c, struct dbus_conn *e, const struct dbus_message *m);
+bool dbus_access_eavesdrop(struct dbus_front *f, struct registry_peer *sender, struct dbus_conn *e,
+			   const struct dbus_message *m);
+
+/* Could e see anything by an eavesdrop='true' rule (is it worth watching native channels for)? */
+bool dbus_access_may_eavesdrop(struct dbus_conn *e);
 
 /*
  * c sends m (NULL: StartServiceByName) to name, which no D-Bus connection

@@ -8,7 +8,8 @@
  * be asked; otherwise brokerd runs its Exec= line itself, as dbus-daemon
  * does without systemd (a private bus such as brokerd-dbus-daemon's),
  * telling it where the bus is (DBUS_STARTER_ADDRESS, and
- * DBUS_SESSION_BUS_ADDRESS on a session bus). With
+ * DBUS_SESSION_BUS_ADDRESS on a session bus); on a system bus as the user
+ * its User= names, as dbus-daemon's setuid helper runs it. With
  * --dbus-systemd-activation (brokerd-dbus-daemon --systemd-activation) a
  * unit is asked for as dbus-daemon asks a systemd that is a client of this
  * very bus: an org.freedesktop.systemd1.Activator.ActivationRequest signal
@@ -21,6 +22,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +110,7 @@ struct dbus_activation_state {
 	char **env; /* UpdateActivationEnvironment's KEY=VALUE */
 	size_t n_env;
 	char *bus_type;			/* the XML configuration's <type>, NULL if none */
+	bool session;			/* the XML names no <servicehelper>: User= means nothing */
 	struct env_update *env_updates; /* SetEnvironment bodies for a systemd not yet on the bus */
 	unsigned int n_env_updates;
 	sd_event_source *deliver_src;
@@ -128,8 +132,11 @@ static struct dbus_activation_state *state_get(struct dbus_front *f)
 		struct dbus_config *c = NULL;
 		char err[256];
 
-		if (dbus_config_load(&c, f->bus->dbus_config, err, sizeof(err)) == 0 && c->type)
-			st->bus_type = strdup(c->type);
+		if (dbus_config_load(&c, f->bus->dbus_config, err, sizeof(err)) == 0) {
+			if (c->type)
+				st->bus_type = strdup(c->type);
+			st->session = !c->servicehelper;
+		}
 		dbus_config_free(c);
 	}
 	f->bus->activation_failed = on_unit_failed;
@@ -354,18 +361,136 @@ static bool env_overridden(char *const *over, size_t n, const char *kv)
 
 static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 
-/* Runs svc's Exec= line; the process is watched until it exits. */
-static int exec_start(struct dbus_activation_state *st, const struct service *svc, pid_t *ret_pid, char *err,
-		      size_t err_len)
+/* Whom an Exec= runs as: brokerd itself, or (change) the user its User= names. */
+struct exec_user {
+	bool change;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups; /* the user's groups, as initgroups() would set them */
+	int n_groups;
+};
+
+#define EXEC_GROUPS_MAX 65536
+
+/*
+ * dbus-daemon honours User= only through its setuid launch helper, which a
+ * system bus's configuration names (<servicehelper>) and a session bus's
+ * does not: there the service runs as the bus's user, whatever User= says.
+ * brokerd runs no helper and changes users itself where dbus-daemon's
+ * helper would: on a system bus (brokerd's own, without an XML
+ * configuration, or one that names a <servicehelper>), when it is root; not
+ * root, it cannot, and the service runs as brokerd (logged). Resolved here,
+ * in brokerd, so that a user that does not exist fails the activation at
+ * once. -ESRCH (err set): no such user; -ENOMEM.
+ */
+static int exec_user_get(struct dbus_activation_state *st, const struct service *svc, struct exec_user *ret,
+			 char *err, size_t err_len)
+{
+	struct passwd *pw;
+	int n = 32;
+
+	*ret = (struct exec_user){ 0 };
+	if (!svc->user || (st->front->bus->dbus_config && st->session))
+		return 0;
+	if (geteuid() != 0) {
+		log_info("D-Bus activation of %s: User=%s not used, brokerd (uid %u) cannot change users",
+			 svc->name, svc->user, (unsigned int)geteuid());
+		return 0;
+	}
+	errno = 0;
+	pw = getpwnam(svc->user);
+	if (!pw) {
+		snprintf(err, err_len, "Cannot run %s as user '%s' (User= of %s): %s", svc->name, svc->user,
+			 svc->file, errno ? strerror(errno) : "no such user");
+		return -ESRCH;
+	}
+	ret->uid = pw->pw_uid;
+	ret->gid = pw->pw_gid;
+	for (;;) {
+		gid_t *g = realloc(ret->groups, (size_t)n * sizeof(gid_t));
+		int want = n;
+
+		if (!g)
+			break;
+		ret->groups = g;
+		if (getgrouplist(svc->user, ret->gid, g, &want) >= 0) {
+			ret->n_groups = want;
+			ret->change = true;
+			return 0;
+		}
+		/* too small: want says how many there are */
+		n = want > n ? want : n * 2;
+		if (n > EXEC_GROUPS_MAX)
+			break;
+	}
+	free(ret->groups);
+	ret->groups = NULL;
+	snprintf(err, err_len, "Cannot find the groups of user '%s' for %s", svc->user, svc->name);
+	return -ENOMEM;
+}
+
+/* The child, before its execve(): becomes u. On failure why goes to fd, and it exits. */
+static void exec_child_user(const struct exec_user *u, int fd)
+{
+	const char *what = NULL;
+	char msg[160];
+	int n;
+
+	if (!u->change)
+		return;
+	if (setgroups((size_t)u->n_groups, u->groups) < 0)
+		what = "setgroups";
+	else if (setgid(u->gid) < 0)
+		what = "setgid";
+	else if (setuid(u->uid) < 0)
+		what = "setuid";
+	if (!what)
+		return;
+	n = snprintf(msg, sizeof(msg), "%s(%u): %s", what,
+		     (unsigned int)(!strcmp(what, "setuid") ? u->uid : u->gid), strerror(errno));
+	if (n > 0)
+		(void)!write(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	_exit(127);
+}
+
+/* What the child said before its execve() (nothing: it got that far); blocks until then. */
+static ssize_t exec_child_report(int fd, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	while (n + 1 < size) {
+		ssize_t r = read(fd, buf + n, size - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = 0;
+	return (ssize_t)n;
+}
+
+/*
+ * Runs svc's Exec= line; the process is watched until it exits. *error is
+ * the D-Bus error when it cannot be run: Spawn.SetupFailed when it cannot
+ * be run as its User= (as dbus-daemon's helper fails), else
+ * Spawn.ExecFailed.
+ */
+static int exec_start(struct dbus_activation_state *st, const struct service *svc, pid_t *ret_pid,
+		      const char **error, char *err, size_t err_len)
 {
 	struct dbus_front *f = st->front;
 	char **argv = exec_split(svc->exec), **envp = NULL;
 	char address[sizeof(((struct sockaddr_un *)0)->sun_path) * 3 + 32], kv[3][sizeof(address) + 32];
+	char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", said[200];
+	struct exec_user user = { 0 };
 	size_t n_environ = 0, n = 0;
 	struct child *ch = NULL;
-	int pidfd = -1, r;
+	int pidfd = -1, report[2] = { -1, -1 }, r;
 	pid_t pid;
 
+	*error = ERR("Spawn.ExecFailed");
 	if (!argv) {
 		snprintf(err, err_len, "Cannot parse Exec= line '%s' of %s", svc->exec, svc->file);
 		return -EINVAL;
@@ -376,7 +501,17 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 		snprintf(err, err_len, "The bus has no address to give to %s", svc->name);
 		return r;
 	}
-	/* brokerd's environment, UpdateActivationEnvironment's over it, then where the bus is */
+	r = exec_user_get(st, svc, &user, err, err_len);
+	if (r < 0) {
+		strv_free(argv);
+		*error = ERR("Spawn.SetupFailed");
+		return r;
+	}
+	/*
+	 * brokerd's environment, UpdateActivationEnvironment's over it, then
+	 * where the bus is. Run as another user, not brokerd's own: as
+	 * dbus-daemon's helper clears it, only a PATH.
+	 */
 	snprintf(kv[0], sizeof(kv[0]), "DBUS_STARTER_ADDRESS=%s", address);
 	snprintf(kv[1], sizeof(kv[1]), "DBUS_STARTER_BUS_TYPE=%s",
 		 st->bus_type && !strcmp(st->bus_type, "system") ? "system" : "session");
@@ -384,16 +519,19 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 		 st->bus_type && !strcmp(st->bus_type, "system") ? "DBUS_SYSTEM_BUS_ADDRESS" :
 								   "DBUS_SESSION_BUS_ADDRESS",
 		 address);
-	while (environ[n_environ])
+	while (!user.change && environ[n_environ])
 		n_environ++;
-	envp = calloc(n_environ + st->n_env + 4, sizeof(char *));
+	envp = calloc(n_environ + st->n_env + 5, sizeof(char *));
 	if (!envp) {
-		strv_free(argv);
-		return -ENOMEM;
+		r = -ENOMEM;
+		snprintf(err, err_len, "Out of memory");
+		goto out;
 	}
 	{
 		char *fixed[3] = { kv[0], kv[1], kv[2] };
 
+		if (user.change && !env_overridden(st->env, st->n_env, path))
+			envp[n++] = path;
 		for (size_t i = 0; i < n_environ; i++)
 			if (!env_overridden(st->env, st->n_env, environ[i]) &&
 			    !env_overridden(fixed, 3, environ[i]))
@@ -403,6 +541,12 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 				envp[n++] = st->env[i];
 		for (size_t i = 0; i < 3; i++)
 			envp[n++] = kv[i];
+	}
+	/* the child says on it why it could not become its user; closed by its execve() */
+	if (pipe2(report, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(err, err_len, "Cannot make a pipe for %s: %s", svc->name, strerror(errno));
+		goto out;
 	}
 	pid = fork();
 	if (pid < 0) {
@@ -423,10 +567,23 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 		(void)setsid();
 		if (null >= 0)
 			dup2(null, STDIN_FILENO);
-		(void)syscall(SYS_close_range, 3U, ~0U, 0U);
+		/* the report pipe as fd 3 (still closed on exec), every other fd closed */
+		if (report[1] != 3 && dup3(report[1], 3, O_CLOEXEC) < 0)
+			_exit(127);
+		(void)syscall(SYS_close_range, 4U, ~0U, 0U);
+		exec_child_user(&user, 3);
 		execve(argv[0], argv, envp);
 		fprintf(stderr, "brokerd: cannot run %s for %s: %s\n", argv[0], svc->name, strerror(errno));
 		_exit(127);
+	}
+	close(report[1]);
+	report[1] = -1;
+	if (exec_child_report(report[0], said, sizeof(said)) > 0) {
+		(void)waitpid(pid, NULL, 0);
+		*error = ERR("Spawn.SetupFailed");
+		snprintf(err, err_len, "Cannot run %s as user '%s': %s", svc->name, svc->user, said);
+		r = -EPERM;
+		goto out;
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	ch = calloc(1, sizeof(*ch));
@@ -450,9 +607,18 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 	ch->next = st->children;
 	st->children = ch;
 	*ret_pid = pid;
-	log_info("D-Bus activation of %s: started %s (pid %d)", svc->name, argv[0], (int)pid);
+	if (user.change)
+		log_info("D-Bus activation of %s: started %s (pid %d) as %s (uid %u)", svc->name, argv[0], (int)pid,
+			 svc->user, (unsigned int)user.uid);
+	else
+		log_info("D-Bus activation of %s: started %s (pid %d)", svc->name, argv[0], (int)pid);
 	r = 0;
 out:
+	if (report[0] >= 0)
+		close(report[0]);
+	if (report[1] >= 0)
+		close(report[1]);
+	free(user.groups);
 	strv_free(argv);
 	free(envp);
 	return r;
@@ -695,12 +861,13 @@ static struct starting *start(struct dbus_activation_state *st, const struct ser
 		r = (s->unit = strdup(svc->unit)) ? 0 : -ENOMEM;
 	else if (svc->unit)
 		r = activation_start(f->bus, svc, text, text_len);
+	*error = ERR("Spawn.ExecFailed");
 	if (r < 0 && svc->exec)
-		r = exec_start(st, svc, &s->pid, text, text_len);
+		r = exec_start(st, svc, &s->pid, error, text, text_len);
 	if (r < 0) {
 		free(s->name);
+		free(s->unit);
 		free(s);
-		*error = ERR("Spawn.ExecFailed");
 		log_warning("D-Bus activation of %s: %s", svc->name, text);
 		return NULL;
 	}

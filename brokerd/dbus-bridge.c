@@ -541,6 +541,7 @@ static int reply_route(struct dbus_bridge *br, struct dbus_conn *c, struct dbus_
 	}
 	cm.reply_serial = (*pk)->caller_serial;
 	ncall_drop(br, pk);
+	dbus_front_eavesdrop(c->front, m, fds, c->peer, NULL, false);
 	reply_to_native(br, c, id, &cm, fds, m->h.n_fds);
 	return 0;
 }
@@ -636,6 +637,8 @@ static int signal_to_native(struct dbus_bridge *br, struct dbus_conn *c, const s
 		r = target_get(br, bp, p->unique_name, nc->inbox, &t);
 	if (r == 0)
 		r = msg_send(br, t, &cm, fds, m->h.n_fds);
+	if (r == 0)
+		dbus_front_eavesdrop(c->front, m, fds, c->peer, NULL, false);
 	if (r < 0) {
 		snprintf(text, sizeof(text), "Cannot pass the signal on to %s: %s", dest, strerror(-r));
 		(void)dbus_driver_reply_error(c, m, r == -ENOBUFS || r == -EMSGSIZE ? ERR("LimitsExceeded") : ERR("Failed"),
@@ -703,6 +706,7 @@ int dbus_bridge_route(struct dbus_conn *c, struct dbus_message *m, const int *fd
 					      text);
 		return 0;
 	}
+	dbus_front_eavesdrop(f, m, fds, c->peer, NULL, false);
 	if (m->h.flags & DBUS_FLAG_NO_REPLY_EXPECTED)
 		return 0;
 	k = calloc(1, sizeof(*k));
@@ -840,6 +844,24 @@ static void signal_broadcast(struct dbus_bridge *br, struct bridge_sub *sub, con
  * called, or a unicast SIGNAL. On the call channel of a name a D-Bus
  * connection owns (CHAN_KIND_SERVE): a CALL, to the name's owner.
  */
+/* What the bridge wrote for c, from native peer id: to the eavesdroppers (c is its recipient). */
+static void eavesdrop_written(struct dbus_bridge *br, struct dbus_conn *c, uint64_t id, const void *data,
+			      size_t len, const int *fds, unsigned int n_fds)
+{
+	struct dbus_message m;
+	void *copy;
+
+	if (!br->front->n_eavesdrop)
+		return;
+	copy = malloc(len);
+	if (!copy)
+		return;
+	memcpy(copy, data, len);
+	if (dbus_message_parse(&m, copy, len, n_fds) == 0)
+		dbus_front_eavesdrop(br->front, &m, fds, registry_peer_find(br->bus->registry, id), c, false);
+	dbus_message_deinit(&m);
+}
+
 static void channel_message(struct dbus_bridge *br, struct chan *ch)
 {
 	struct bridge_peer *bp = ch->kind == CHAN_KIND_INBOX ? ch->owner : NULL;
@@ -938,6 +960,7 @@ static void channel_message(struct dbus_bridge *br, struct chan *ch)
 		}
 	}
 	dbus_monitor_written(c->front, data, data_len, fds, n);
+	eavesdrop_written(br, c, info->badge, data, data_len, fds, n);
 	/* Queued, or freed with its fds by dbus_conn_queue(). */
 	(void)dbus_conn_queue(c, data, data_len, n ? TAKE_PTR(fds) : NULL, n);
 	n = 0;

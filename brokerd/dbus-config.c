@@ -732,7 +732,7 @@ static void end_text(struct file_parser *fp, enum element e, unsigned int line)
 		c->servicehelper = strdup(t);
 		r = c->servicehelper ?
 			    add_note(c, fp->file, line,
-				     "<servicehelper>: not used, brokerd activates through systemd only") :
+				     "<servicehelper>: not run; brokerd runs Exec= as User= itself (when root)") :
 			    -ENOMEM;
 		break;
 	case EL_LISTEN:

@@ -608,20 +608,20 @@ bool dbus_conn_replies_full(struct dbus_conn *c, const struct dbus_message *m)
 	return true;
 }
 
-/*
- * A message c sends to t: a copy to every other connection with a matching
- * eavesdrop='true' rule that the policy lets eavesdrop (monitors have
- * theirs already).
- */
-static void eavesdrop(struct dbus_conn *c, struct dbus_conn *t, const struct dbus_message *m, const int *fds)
+void dbus_front_eavesdrop(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender, struct dbus_conn *recipient, bool lossy)
 {
-	struct dbus_front *f = c->front;
 	struct dbus_match_message mm;
+	char why[192];
 
+	if (!f->n_eavesdrop)
+		return;
 	dbus_match_message_of(&mm, m, NULL);
 	for (struct dbus_conn *e = f->conns; e; e = e->next) {
-		if (e == t || e->dead || !e->peer || e->monitor || !conn_matches(f, e, &mm, c->peer, true) ||
-		    !dbus_access_eavesdrop(c, e, m))
+		if (e == recipient || e->dead || !e->peer || e->monitor || !conn_matches(f, e, &mm, sender, true) ||
+		    !dbus_access_eavesdrop(f, sender, e, m))
+			continue;
+		if (lossy && !dbus_conn_out_room(e, m->len, m->h.n_fds, true, why, sizeof(why)))
 			continue;
 		(void)deliver_copy(e, m, fds);
 	}
@@ -702,8 +702,7 @@ static int route_unicast(struct dbus_conn *c, struct dbus_message *m, int **fds)
 		free(rep);
 		break;
 	}
-	if (f->n_eavesdrop)
-		eavesdrop(c, t, m, *fds);
+	dbus_front_eavesdrop(f, m, *fds, c->peer, t, false);
 	/* Queued or, if t cannot take it, freed by dbus_conn_queue(): either way not ours any more. */
 	(void)dbus_conn_queue(t, TAKE_PTR(m->data), m->len, TAKE_PTR(*fds), m->h.n_fds);
 	return 0;

@@ -793,8 +793,10 @@ static int method_add_match(struct call *k)
 	x->next = c->matches;
 	c->matches = x;
 	c->n_matches++;
-	if (x->eavesdrop)
+	if (x->eavesdrop) {
 		c->front->n_eavesdrop++;
+		dbus_monitor_native_update(c->front); /* what native clients send each other */
+	}
 	dbus_bridge_signals_wanted(c->front); /* native signals from now on */
 	return 0;
 }
@@ -820,12 +822,14 @@ static int method_remove_match(struct call *k)
 		if (strcmp(x->text, canon) != 0)
 			continue;
 		*p = x->next;
-		if (x->eavesdrop)
+		c->n_matches--;
+		if (x->eavesdrop) {
 			c->front->n_eavesdrop--;
+			dbus_monitor_native_update(c->front);
+		}
 		dbus_match_rule_deinit(&x->rule);
 		free(x->text);
 		free(x);
-		c->n_matches--;
 		return 0;
 	}
 	return fail(k, ERR("MatchRuleNotFound"), "The match rule '%s' was not added", text);

@@ -157,6 +157,16 @@ void dbus_front_driver_signal(struct dbus_front *f, struct dbus_conn *dest, cons
  */
 void dbus_front_broadcast(struct dbus_front *f, const struct dbus_message *m, const int *fds,
 			  struct registry_peer *sender_peer, const char *sender_name);
+/*
+ * m (stamped), from sender (a D-Bus or a native client; NULL: gone since)
+ * to recipient (NULL: a native client): a copy to every other connection
+ * with a matching eavesdrop='true' rule that the policy lets eavesdrop
+ * (monitors have theirs already). lossy: one whose output cannot take it
+ * as a message it did not ask for misses it (what native clients send
+ * each other, which nobody waits for).
+ */
+void dbus_front_eavesdrop(struct dbus_front *f, const struct dbus_message *m, const int *fds,
+			  struct registry_peer *sender, struct dbus_conn *recipient, bool lossy);
 void dbus_conn_kill(struct dbus_conn *c, const char *why);
 /*
  * A call m of c that wants a reply while c has max_replies_per_connection
@@ -294,9 +304,14 @@ void dbus_monitor_native_copy(struct dbus_front *f, const struct dbus_message *m
 
 /* ---- dbus-monitor-native.c: D-Bus monitors of native traffic ------------- */
 
-/* The first monitor came: brokerd watches the native channels (MONITOR caps) from now on. */
-void dbus_monitor_native_start(struct dbus_front *f);
-/* c goes (monitor or not): what it sent is shown first; the last monitor's end stops the watch. */
+/*
+ * Monitors or eavesdroppers came or went (BecomeMonitor, AddMatch,
+ * RemoveMatch, a restart's rules): brokerd watches the native channels
+ * (MONITOR caps) while there is a monitor or an eavesdrop='true' rule of a
+ * connection the policy may let eavesdrop, and only then.
+ */
+void dbus_monitor_native_update(struct dbus_front *f);
+/* c goes (monitor or not): what it sent is shown first; the last watcher's end stops the watch. */
 void dbus_monitor_native_conn_gone(struct dbus_conn *c);
 void dbus_monitor_native_stop(struct dbus_front *f);
 

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dbus-monitor-native.c - D-Bus monitors (BecomeMonitor) of what native
- * clients send each other on the kernel's channels, which never passes
- * through brokerd. While at least one D-Bus monitor exists, brokerd holds a
+ * dbus-monitor-native.c - D-Bus monitors (BecomeMonitor) and eavesdroppers
+ * (eavesdrop='true' match rules) of what native clients send each other on
+ * the kernel's channels, which never passes through brokerd. While at
+ * least one D-Bus monitor exists, or an eavesdrop rule of a connection the
+ * policy may let eavesdrop (dbus_access_may_eavesdrop()), brokerd holds a
  * MONITOR cap (IOIPC_SUB_MONITOR: sees every message, consumes none, holds
  * no sender back) on the call channel of every well-known name and on the
  * inbox of every native connection, those created meanwhile included,
  * receives there, translates each message to D-Bus as the bridge does (the
  * header; the body and fds as they came) and shows it to the monitors whose
- * rules match. When the last monitor goes the caps go too: native traffic
- * costs brokerd nothing while nobody monitors.
+ * rules match and to the eavesdroppers whose rules match and whom the
+ * policy lets see it. When the last of them goes the caps go too: native
+ * traffic costs brokerd nothing while nobody looks.
  *
  * What the bridge carries (dbus-bridge.c) its monitors have seen already and
  * is skipped here: messages sent by D-Bus clients (their badge is a D-Bus
@@ -17,8 +20,9 @@
  * signals (the bridge receives every signal channel while a monitor exists).
  *
  * Lossy on both sides: the kernel skips a monitor that falls a ring behind
- * (counted), and a D-Bus monitor whose output backs up misses copies
- * (dbus-monitor.c) instead of being dropped as a slow reader.
+ * (counted), and a D-Bus monitor or eavesdropper whose output backs up
+ * misses copies (dbus-monitor.c, dbus_front_eavesdrop()) instead of being
+ * dropped as a slow reader.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 
 #include "brokerd/bus-state.h"
 #include "brokerd/chan-msg.h"
+#include "brokerd/dbus-access.h"
 #include "brokerd/dbus-front.h"
 #include "brokerd/registry.h"
 #include "util/macro.h"
@@ -126,8 +131,10 @@ static void nchan_message(struct dbus_native_monitor *nm, struct nmon_chan *mc)
 	h.n_fds = n;
 	if (dbus_message_write(&h, body, m.body_len, &data, &data_len) < 0)
 		goto drop;
-	if (dbus_message_parse(&dm, data, data_len, n) == 0)
+	if (dbus_message_parse(&dm, data, data_len, n) == 0) {
 		dbus_monitor_native_copy(f, &dm, fds);
+		dbus_front_eavesdrop(f, &dm, fds, registry_peer_find(f->registry, info->badge), NULL, true);
+	}
 	dbus_message_deinit(&dm);
 	goto out;
 drop:
@@ -240,7 +247,27 @@ static void stop(struct dbus_front *f)
 	f->native_monitor = NULL;
 }
 
-void dbus_monitor_native_start(struct dbus_front *f)
+/* Is there anybody to show native traffic to: a monitor, or an eavesdropper the policy may let see? */
+static bool wanted(struct dbus_front *f)
+{
+	if (f->n_monitors)
+		return true;
+	if (!f->n_eavesdrop)
+		return false;
+	for (struct dbus_conn *c = f->conns; c; c = c->next) {
+		if (c->dead || !c->peer || c->monitor)
+			continue;
+		for (struct dbus_match *x = c->matches; x; x = x->next)
+			if (x->eavesdrop) {
+				if (dbus_access_may_eavesdrop(c))
+					return true;
+				break;
+			}
+	}
+	return false;
+}
+
+static void start(struct dbus_front *f)
 {
 	struct bus *b = f->bus;
 	struct dbus_native_monitor *nm;
@@ -269,6 +296,14 @@ void dbus_monitor_native_start(struct dbus_front *f)
 			watch(nm, c->inbox);
 }
 
+void dbus_monitor_native_update(struct dbus_front *f)
+{
+	if (wanted(f))
+		start(f);
+	else
+		stop(f);
+}
+
 void dbus_monitor_native_conn_gone(struct dbus_conn *c)
 {
 	struct dbus_front *f = c->front;
@@ -276,7 +311,7 @@ void dbus_monitor_native_conn_gone(struct dbus_conn *c)
 
 	if (!nm)
 		return;
-	if (!f->n_monitors) {
+	if (!wanted(f)) {
 		stop(f);
 		return;
 	}

@@ -165,5 +165,5 @@ void dbus_monitor_become(struct dbus_conn *c, struct dbus_match *rules)
 		c->n_matches++;
 	c->monitor = true;
 	f->n_monitors++;
-	dbus_monitor_native_start(f); /* messages between native clients too, from the first monitor on */
+	dbus_monitor_native_update(f); /* messages between native clients too, from the first monitor on */
 }

@@ -571,6 +571,8 @@ int dbus_front_restore(struct dbus_front *f, int state_fd, int *fds, size_t n_fd
 	}
 	if (matches)
 		dbus_bridge_signals_wanted(f); /* native signals for their rules again */
+	if (f->n_eavesdrop)
+		dbus_monitor_native_update(f); /* and what native clients send each other, for eavesdroppers */
 	log_info(
 		"restart: took over %zu D-Bus connections (%zu hung up meanwhile), %zu names, %zu waiting calls",
 		back, s.n_conns - back, s.n_names, s.n_replies);

@@ -397,3 +397,16 @@ struct policy_dbus_verdict policy_dbus_msg_check_receive(const struct policy_dbu
 			use(&v, r);
 	return v;
 }
+
+bool policy_dbus_msg_may_eavesdrop(const struct policy_dbus_msg *p, const struct policy_dbus_peer *receiver)
+{
+	struct walk w = { .p = p, .peer = receiver };
+	const struct msg_rule *r;
+
+	if (!p || !receiver)
+		return false;
+	while ((r = walk_next(&w)))
+		if (!r->send && r->allow && r->eavesdrop)
+			return true;
+	return false;
+}

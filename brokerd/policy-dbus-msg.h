@@ -83,4 +83,11 @@ struct policy_dbus_verdict policy_dbus_msg_check_receive(const struct policy_dbu
 							 const struct dbus_header *h, bool requested_reply,
 							 bool eavesdropping);
 
+/*
+ * Could receiver ever eavesdrop: has it a receive rule that allows with
+ * eavesdrop="true"? Whether a message may be seen is still for
+ * policy_dbus_msg_check_receive() to say; this tells whether to look.
+ */
+bool policy_dbus_msg_may_eavesdrop(const struct policy_dbus_msg *p, const struct policy_dbus_peer *receiver);
+
 #endif

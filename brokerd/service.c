@@ -23,8 +23,9 @@ void service_deinit(struct service *s)
 	free(s->name);
 	free(s->unit);
 	free(s->exec);
+	free(s->user);
 	free(s->file);
-	s->name = s->unit = s->exec = s->file = NULL;
+	s->name = s->unit = s->exec = s->user = s->file = NULL;
 }
 
 static bool unit_name_is_valid(const char *u)
@@ -99,8 +100,16 @@ int service_parse_string(struct service *ret, const char *file, const char *text
 				goto fail;
 			}
 			continue;
-		} else if (dbus && (strcmp(l, "User") == 0 || strcmp(l, "AssumedAppArmorLabel") == 0)) {
-			/* dbus-daemon's setuid launcher's: brokerd runs Exec= as itself */
+		} else if (dbus && strcmp(l, "User") == 0) {
+			free(s.user);
+			s.user = strdup(eq);
+			if (!s.user) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			continue;
+		} else if (dbus && strcmp(l, "AssumedAppArmorLabel") == 0) {
+			/* for dbus-daemon's AppArmor mediation, which brokerd does not do */
 			continue;
 		} else {
 			r = line_fail(err, err_len, file, lr.line, "unknown key '%s'", l);

@@ -9,9 +9,10 @@
  * The file name must be NAME.service. D-Bus service files ("[D-BUS Service]",
  * /usr/share/dbus-1/system-services) are read too, with their Exec= line
  * (what the D-Bus front end runs when there is no systemd to start the unit,
- * dbus-activation.c); User= and AssumedAppArmorLabel= are dbus-daemon's
- * setuid launcher's and not used. A native file needs SystemdService=, a
- * D-Bus one SystemdService= or Exec=. Pure parsing, plus reading a directory.
+ * dbus-activation.c) and User= (whom it runs that as, on a system bus);
+ * AssumedAppArmorLabel= is read and not used. A native file needs
+ * SystemdService=, a D-Bus one SystemdService= or Exec=. Pure parsing, plus
+ * reading a directory.
  */
 #ifndef BROKERD_SERVICE_H
 #define BROKERD_SERVICE_H
@@ -25,6 +26,7 @@ struct service {
 	char *name;
 	char *unit; /* NULL: Exec= only (a D-Bus service file) */
 	char *exec; /* the D-Bus file's Exec=, as written; NULL if none */
+	char *user; /* the D-Bus file's User=; NULL if none */
 	char *file;
 };
 

@@ -9,12 +9,14 @@
  * socket, also with XDG_RUNTIME_DIR naming a file. Each bus is used with
  * sd-bus (Hello, ListNames, RequestName) and stopped by SIGTERM to the
  * printed pid, after which its socket and private directory are gone.
- * Last, --systemd-activation with a fake systemd on the bus, as dbus's
- * test-sd-activation drives it.
+ * Then --systemd-activation with a fake systemd on the bus, as dbus's
+ * test-sd-activation drives it, and last the User= of services brokerd
+ * runs itself, on a system and a session bus.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -447,6 +449,151 @@ static void test_systemd_activation(const char *cmd)
 	ASSERT_INT(rmdir(dir), ==, 0);
 }
 
+/* What brokerd runs for test_user()'s names (--activated NAME): takes NAME, stays until the bus goes. */
+static int activated_main(const char *name)
+{
+	const char *a = getenv("DBUS_STARTER_ADDRESS");
+	sd_bus *b = NULL;
+
+	if (!a || sd_bus_new(&b) < 0 || sd_bus_set_address(b, a) < 0 || sd_bus_set_bus_client(b, 1) < 0 ||
+	    sd_bus_start(b) < 0)
+		return 2;
+	if (sd_bus_request_name(b, name, 0) < 0)
+		return 3;
+	for (int i = 0; i < 600; i++) {
+		int r = sd_bus_process(b, NULL);
+
+		if (r < 0)
+			return 0; /* the bus went: so do we */
+		if (r == 0)
+			(void)sd_bus_wait(b, 100000);
+	}
+	return 0;
+}
+
+static void write_user_service(const char *dir, const char *name, const char *user, const char *self)
+{
+	char file[400];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/%s.service", dir, name);
+	f = fopen(file, "we");
+	ASSERT(f);
+	fprintf(f, "[D-BUS Service]\nName=%s\nUser=%s\nExec='%s' --activated %s\n", name, user, self, name);
+	ASSERT_INT(fclose(f), ==, 0);
+}
+
+/* StartServiceByName(name): its answer (1: started), or 0 with e set. */
+static uint32_t start_service(sd_bus *b, const char *name, sd_bus_error *e)
+{
+	sd_bus_message *reply = NULL;
+	uint32_t u = 0;
+
+	if (sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+			       "StartServiceByName", e, &reply, "su", name, 0U) < 0)
+		return 0;
+	ASSERT_INT(sd_bus_message_read(reply, "u", &u), >=, 0);
+	sd_bus_message_unref(reply);
+	return u;
+}
+
+static uid_t owner_uid(sd_bus *b, const char *name)
+{
+	sd_bus_message *reply = NULL;
+	uint32_t uid = 0;
+
+	ASSERT_INT(sd_bus_call_method(b, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+				      "GetConnectionUnixUser", NULL, &reply, "s", name),
+		   >=, 0);
+	ASSERT_INT(sd_bus_message_read(reply, "u", &uid), >=, 0);
+	sd_bus_message_unref(reply);
+	return (uid_t)uid;
+}
+
+#define AS_NOBODY "org.brokerdtest.AsNobody"
+#define NO_USER	  "org.brokerdtest.NoUser"
+
+/*
+ * User= of a service that brokerd runs itself (Exec=, no systemd). On a
+ * system bus (a configuration that names a <servicehelper>, as system.conf
+ * does) root's brokerd runs it as that user, and a user that does not
+ * exist fails the activation with Spawn.SetupFailed, as dbus-daemon's
+ * helper fails it; a brokerd that is not root cannot change users and runs
+ * both as itself. On a session bus (no <servicehelper>) User= means
+ * nothing, as on dbus-daemon: both run as the bus's user.
+ */
+static void test_user(const char *cmd, const char *self)
+{
+	struct passwd *pw = getpwnam("nobody");
+	uid_t nobody;
+
+	ASSERT(pw);
+	nobody = pw->pw_uid;
+	for (int system = 1; system >= 0; system--) {
+		char config[300], dir[300], file[400], address[400], arg[400], abstract[96];
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		bool root = geteuid() == 0;
+		pid_t pid, printed;
+		int status;
+		sd_bus *b;
+		FILE *f;
+
+		snprintf(dir, sizeof(dir), "%s/user-services-%d", tmpdir, system);
+		ASSERT_INT(mkdir(dir, 0755), ==, 0);
+		write_user_service(dir, AS_NOBODY, "nobody", self);
+		write_user_service(dir, NO_USER, "brokerd-test-no-such-user", self);
+		snprintf(config, sizeof(config), "%s/user-%d.conf", tmpdir, system);
+		f = fopen(config, "we");
+		ASSERT(f);
+		fprintf(f,
+			"<busconfig><listen>unix:tmpdir=%s</listen>%s<servicedir>%s</servicedir>"
+			"<policy context=\"default\"><allow send_destination=\"*\"/><allow receive_sender=\"*\"/>"
+			"<allow own=\"*\"/></policy></busconfig>\n",
+			tmpdir,
+			system ? "<servicehelper>/usr/lib/dbus-1.0/dbus-daemon-launch-helper</servicehelper>" : "",
+			dir);
+		ASSERT_INT(fclose(f), ==, 0);
+		snprintf(arg, sizeof(arg), "--config-file=%s", config);
+		/* abstract: the service, maybe another user, reaches it whatever tmpdir's mode */
+		snprintf(abstract, sizeof(abstract), "--address=unix:abstract=test-dbus-daemon-cmd-user-%d-%d",
+			 (int)getpid(), system);
+		pid = start(cmd, address, sizeof(address), &printed,
+			    (const char *const[]){ arg, "--nofork", abstract, NULL });
+		b = connect_to(address);
+
+		ASSERT_INT(start_service(b, AS_NOBODY, &e), ==, 1);
+		ASSERT_INT(owner_uid(b, AS_NOBODY), ==, system && root ? nobody : geteuid());
+		if (system && root) {
+			ASSERT_INT(start_service(b, NO_USER, &e), ==, 0);
+			ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.SetupFailed"));
+			ASSERT(strstr(e.message, "'brokerd-test-no-such-user'"));
+			sd_bus_error_free(&e);
+			ok("system bus (<servicehelper>), brokerd root: the service runs as its User=; "
+			   "a User= nobody has fails the activation with Spawn.SetupFailed");
+		} else {
+			ASSERT_INT(start_service(b, NO_USER, &e), ==, 1);
+			ASSERT_INT(owner_uid(b, NO_USER), ==, geteuid());
+			ok(system ? "system bus, brokerd not root: User= cannot be honoured, the services run "
+				    "as brokerd" :
+				    "session bus (no <servicehelper>): User= means nothing, as on dbus-daemon; "
+				    "the services run as the bus's user");
+		}
+
+		sd_bus_flush_close_unref(b);
+		ASSERT_INT(kill(printed, SIGTERM), ==, 0);
+		ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
+		ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		for (int i = 0; i < 2; i++) {
+			const char *n = i ? NO_USER : AS_NOBODY;
+
+			snprintf(file, sizeof(file), "%s/%s.service", dir, n);
+			ASSERT_INT(unlink(file), ==, 0);
+		}
+		ASSERT_INT(unlink(config), ==, 0);
+		ASSERT_INT(rmdir(dir), ==, 0);
+	}
+}
+
 static unsigned int count_private_dirs(void)
 {
 	DIR *d = opendir(tmpdir);
@@ -480,6 +627,8 @@ int main(int argc, char **argv)
 	int status;
 	FILE *f;
 
+	if (argc == 3 && !strcmp(argv[1], "--activated"))
+		return activated_main(argv[2]);
 	ASSERT(argc == 3);
 	setenv("BROKERD_PATH", argv[2], 0);
 	ASSERT(mkdtemp(tmpdir));
@@ -578,6 +727,12 @@ int main(int argc, char **argv)
 
 	unlink(config);
 	test_systemd_activation(argv[1]);
+	{
+		char self[300] = "";
+
+		ASSERT(readlink("/proc/self/exe", self, sizeof(self) - 1) > 0);
+		test_user(argv[1], self);
+	}
 	ASSERT_INT(rmdir(tmpdir), ==, 0);
 	printf("1..%d\n", n_tests);
 	return 0;

@@ -295,6 +295,9 @@ static void test_verdict(const struct policy_dbus_msg *p)
 	ASSERT(v.file && strstr(v.file, "msg-system.d/org.freedesktop.login1.conf"));
 	ASSERT_INT(v.line, ==, 12);
 	ASSERT(!policy_dbus_msg_uses_console(p));
+	/* system.conf lets nobody eavesdrop, root neither */
+	ASSERT(!policy_dbus_msg_may_eavesdrop(p, &a));
+	ASSERT(!policy_dbus_msg_may_eavesdrop(p, &l));
 }
 
 int main(int argc, char **argv)
@@ -313,6 +316,12 @@ int main(int argc, char **argv)
 	p = load(argv[1], "msg-features.conf");
 	ASSERT(policy_dbus_msg_uses_console(p));
 	failed += run_table(p, feature_rows, ELEMENTSOF(feature_rows));
+	{
+		/* an allow with eavesdrop="true" in the default context: anybody may look */
+		struct policy_dbus_peer a = { .uid = ALICE, .owns = owns, .userdata = (void *)":1.10" };
+
+		ASSERT(policy_dbus_msg_may_eavesdrop(p, &a));
+	}
 	policy_dbus_msg_free(p);
 	ASSERT_INT(failed, ==, 0);
 	printf("test-policy-dbus-msg: ok (%zu messages)\n",

@@ -28,19 +28,19 @@ int main(void)
 	ASSERT(strcmp(s.name, "org.x.Echo") == 0 && strcmp(s.unit, "x-echo.service") == 0);
 	service_deinit(&s);
 
-	/* D-Bus service files: Exec=, User=, AssumedAppArmorLabel= are dbus-daemon's launcher's */
+	/* D-Bus service files: Exec= and User= kept, AssumedAppArmorLabel= read and not used */
 	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service",
 				    "[D-BUS Service]\nName=org.x.Echo\nExec=/bin/false\nUser=root\n"
 				    "AssumedAppArmorLabel=unconfined\nSystemdService=x-echo.service\n",
 				    err, sizeof(err)) == 0);
 	ASSERT(strcmp(s.name, "org.x.Echo") == 0 && strcmp(s.unit, "x-echo.service") == 0);
-	ASSERT(strcmp(s.exec, "/bin/false") == 0);
+	ASSERT(strcmp(s.exec, "/bin/false") == 0 && strcmp(s.user, "root") == 0);
 	service_deinit(&s);
 	/* Exec= alone: run by the D-Bus front end when there is no unit */
 	ASSERT(service_parse_string(&s, "/d/org.x.Echo.service",
 				    "[D-BUS Service]\nName=org.x.Echo\nExec=/bin/echo 'a b'\n", err,
 				    sizeof(err)) == 0);
-	ASSERT(!s.unit && strcmp(s.exec, "/bin/echo 'a b'") == 0);
+	ASSERT(!s.unit && !s.user && strcmp(s.exec, "/bin/echo 'a b'") == 0);
 	service_deinit(&s);
 	bad("[D-BUS Service]\nName=org.x.Echo\nUser=root\n",
 	    "/d/org.x.Echo.service:3: Name= and SystemdService= or Exec= are required");

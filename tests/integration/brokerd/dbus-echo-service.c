@@ -37,6 +37,14 @@
  *                                    bus delivered them ("SENDER MEMBER
  *                                    ARGS..."); exits once NAME lost its
  *                                    owner
+ *
+ *   brokerd-dbus-echo --match ADDRESS RULE...
+ *                                    adds each RULE as it is (AddMatch; an
+ *                                    eavesdropper's with eavesdrop='true'),
+ *                                    prints "matching", then one line per
+ *                                    message it receives but the driver's
+ *                                    ("TYPE SENDER DESTINATION MEMBER
+ *                                    ARGS..."), until killed
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -214,6 +222,48 @@ static int watch(const char *address, const char *name)
 	return 1;
 }
 
+/* --match: every message that came but the driver's, as a line. */
+static int on_matched(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	static const char *const types[] = { "invalid", "method_call", "method_return", "error", "signal" };
+	const char *s, *sender = sd_bus_message_get_sender(m), *dest = sd_bus_message_get_destination(m),
+		       *member = sd_bus_message_get_member(m);
+	uint8_t type = 0;
+
+	if (sd_bus_message_get_type(m, &type) < 0 || type >= 5 || (sender && !strcmp(sender, "org.freedesktop.DBus")))
+		return 0;
+	printf("%s %s %s %s", types[type], sender ? sender : "-", dest ? dest : "-", member ? member : "-");
+	while (sd_bus_message_peek_type(m, NULL, NULL) > 0 && sd_bus_message_read_basic(m, 's', &s) > 0)
+		printf(" '%s'", s);
+	printf("\n");
+	fflush(stdout);
+	return 1; /* handled: sd-bus answers no call meant for somebody else */
+}
+
+static int match(const char *address, char **rules, int n)
+{
+	sd_bus *bus = NULL;
+	int r = connect_bus(address, &bus);
+
+	if (r >= 0)
+		r = sd_bus_add_filter(bus, NULL, on_matched, NULL);
+	/* Sent as they are: sd-bus's own matching would filter what an eavesdropper gets. */
+	for (int i = 0; r >= 0 && i < n; i++)
+		r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+				       "AddMatch", NULL, NULL, "s", rules[i]);
+	if (r < 0) {
+		fprintf(stderr, "brokerd-dbus-echo: match: %s\n", strerror(-r));
+		return 1;
+	}
+	printf("matching\n");
+	fflush(stdout);
+	while ((r = sd_bus_process(bus, NULL)) >= 0)
+		if (r == 0 && (r = sd_bus_wait(bus, UINT64_MAX)) < 0)
+			break;
+	fprintf(stderr, "brokerd-dbus-echo: %s\n", strerror(-r));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	sd_bus *bus = NULL;
@@ -224,6 +274,8 @@ int main(int argc, char **argv)
 		return bench(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "--watch"))
 		return watch(argv[2], argv[3]);
+	if (argc >= 4 && !strcmp(argv[1], "--match"))
+		return match(argv[2], argv + 3, argc - 3);
 	if (argc == 4 && !strcmp(argv[1], "--queue")) {
 		queue = true;
 		argv++;
