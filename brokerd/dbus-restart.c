@@ -502,8 +502,8 @@ static int conn_restore(struct dbus_front *f, struct dst_conn *sc, int fd)
 int dbus_front_state_check(const void *data, size_t size)
 {
 	struct dstate s = { 0 };
-	int r = restart_state_parse_bytes(data, size, "D-Bus state", DSTATE_MAGIC, DSTATE_VERSION, record_types,
-					  ELEMENTSOF(record_types), &s);
+	int r = restart_state_parse_bytes(data, size, "D-Bus state", DSTATE_MAGIC, DSTATE_VERSION,
+					  record_types, ELEMENTSOF(record_types), &s);
 
 	if (r == 0 && (!s.have_front || !dstate_consistent(&s)))
 		r = -EBADMSG;

@@ -203,8 +203,7 @@ static int passed_fds(int *listen_fd, int *dbus_fd, struct restart_fds *store)
 			close(fd);
 			if (!restart_fdname_is_ours(name)) /* restart_load() clears only ours */
 				(void)sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", name);
-		}
-		else if (*listen_fd < 0)
+		} else if (*listen_fd < 0)
 			*listen_fd = fd;
 		else {
 			log_error("expected one socket from systemd, got another (%s)", name ? name : "?");

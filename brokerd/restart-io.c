@@ -201,7 +201,8 @@ void restart_state_write(struct wbuf *w, const char *magic, uint32_t version,
 }
 
 int restart_state_parse_bytes(const void *data, size_t size, const char *what, const char *magic,
-			      uint32_t version, const struct restart_record *types, size_t n_types, void *state)
+			      uint32_t version, const struct restart_record *types, size_t n_types,
+			      void *state)
 {
 	struct rbuf r = { .p = data, .left = size };
 	size_t last = 0; /* the row of the last record: a writer writes them in the rows' order */
@@ -260,7 +261,8 @@ int restart_state_parse_bytes(const void *data, size_t size, const char *what, c
 			ret = -EBADMSG;
 		if (ret < 0) {
 			if (ret != -ENOMEM)
-				log_warning("restart: malformed %s record in the stored %s", types[i].what, what);
+				log_warning("restart: malformed %s record in the stored %s", types[i].what,
+					    what);
 			return ret;
 		}
 	}

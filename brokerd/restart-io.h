@@ -110,7 +110,8 @@ int restart_state_parse(int fd, const char *what, const char *magic, uint32_t ve
 			const struct restart_record *types, size_t n_types, void *state);
 /* The same from size bytes at data (the fuzzers and unit tests read states so). */
 int restart_state_parse_bytes(const void *data, size_t size, const char *what, const char *magic,
-			      uint32_t version, const struct restart_record *types, size_t n_types, void *state);
+			      uint32_t version, const struct restart_record *types, size_t n_types,
+			      void *state);
 
 /* w's bytes in a memfd sealed against any change: its fd, or -errno. */
 int restart_memfd(const char *name, const struct wbuf *w);

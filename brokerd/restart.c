@@ -155,8 +155,12 @@ static bool ring_params_sane(const struct io_uring_params *p)
 {
 	const struct io_sqring_offsets *so = &p->sq_off;
 	const struct io_cqring_offsets *co = &p->cq_off;
-	const uint32_t sq_fields[] = { so->head, so->tail, so->ring_mask, so->ring_entries, so->flags, so->dropped };
-	const uint32_t cq_fields[] = { co->head, co->tail, co->ring_mask, co->ring_entries, co->overflow, co->flags };
+	const uint32_t sq_fields[] = {
+		so->head, so->tail, so->ring_mask, so->ring_entries, so->flags, so->dropped,
+	};
+	const uint32_t cq_fields[] = {
+		co->head, co->tail, co->ring_mask, co->ring_entries, co->overflow, co->flags,
+	};
 
 	if (p->flags != 0 || p->sq_entries == 0 || p->sq_entries > 32768 ||
 	    (p->sq_entries & (p->sq_entries - 1)) || p->cq_entries < p->sq_entries || p->cq_entries > 65536 ||
@@ -888,6 +892,21 @@ static int rebuild(struct bus *b, struct state *s)
 	return 0;
 }
 
+void restart_discard(struct bus *b, struct restart_fds *fds, const char *why)
+{
+	struct state s = { 0 };
+
+	store_clear();
+	keeper_kill(fds->keeper, fds->keeper_watch);
+	fds->keeper = fds->keeper_watch = -1;
+	if (fds->state >= 0)
+		close(fds->state);
+	fds->state = -1;
+	if (why)
+		log_warning("restart: %s", why);
+	fallback(b, &s, fds, false);
+}
+
 int restart_state_check(const void *data, size_t size)
 {
 	struct state s = { 0 };
@@ -909,23 +928,18 @@ int restart_load(struct bus *b, struct restart_fds *fds)
 	bool parsed = false;
 	int r;
 
-	/* First: a crash from here on must not find this state again, it will be stale. */
-	store_clear();
 	if (fds->state < 0 || fds->foreign) {
-		bool unfinished = fds->n_conns > 0 || fds->keeper >= 0;
+		const char *why = NULL;
 
-		keeper_kill(fds->keeper, fds->keeper_watch);
-		fds->keeper = fds->keeper_watch = -1;
-		if (fds->state >= 0)
-			close(fds->state);
-		fds->state = -1;
 		if (fds->foreign)
-			log_warning("restart: the store holds what no single hand-over of ours leaves");
-		else if (unfinished)
-			log_warning("restart: stored fds without a state (an unfinished hand-over)");
-		fallback(b, &s, fds, false);
+			why = "the store holds what no single hand-over of ours leaves";
+		else if (fds->n_conns > 0 || fds->keeper >= 0)
+			why = "stored fds without a state (an unfinished hand-over)";
+		restart_discard(b, fds, why);
 		return 0;
 	}
+	/* First: a crash from here on must not find this state again, it will be stale. */
+	store_clear();
 	r = state_parse(&s, fds->state);
 	close(fds->state);
 	fds->state = -1;

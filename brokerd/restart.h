@@ -74,6 +74,14 @@ int restart_save(struct bus *b);
 int restart_load(struct bus *b, struct restart_fds *fds);
 
 /*
+ * Takes nothing of what fds holds: clears the store, kills the keeper
+ * (its ring and channels go with it), closes every fd; why (or NULL) is
+ * logged. For a start that cannot take a bus over (--no-channels), and
+ * restart_load()'s refusals before a state is read.
+ */
+void restart_discard(struct bus *b, struct restart_fds *fds, const char *why);
+
+/*
  * What restart_load() checks of a state before it touches anything (all
  * but the fds and the ring): 0 usable, -EPROTO or -EBADMSG not, -ENOMEM.
  * For fuzz-restart and the unit tests.

@@ -138,38 +138,45 @@ static void test_sealed_and_whole(void)
 	fd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	ASSERT(fd >= 0 && write(fd, w.data, w.len) == (ssize_t)w.len);
 	ASSERT_INT(restart_state_parse(fd, "test state", MAGIC, RESTART_END_VERSION, types, ELEMENTSOF(types),
-				       &out), ==, -EPROTO);
+				       &out),
+		   ==, -EPROTO);
 	ASSERT_INT(out.n_loaded, ==, 0);
 	/* sealed against writes only: it could still shrink under the mapping (SIGBUS) */
 	ASSERT(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0);
 	ASSERT_INT(restart_state_parse(fd, "test state", MAGIC, RESTART_END_VERSION, types, ELEMENTSOF(types),
-				       &out), ==, -EPROTO);
+				       &out),
+		   ==, -EPROTO);
 	close(fd);
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ASSERT_INT(restart_state_parse(fd, "test state", MAGIC, RESTART_END_VERSION, types, ELEMENTSOF(types),
-				       &out), ==, -EPROTO);
+				       &out),
+		   ==, -EPROTO);
 	close(fd);
 
 	/* whole: two records and the end */
 	ASSERT_INT(restart_state_parse_bytes(w.data, w.len, "test state", MAGIC, RESTART_END_VERSION, types,
-					     ELEMENTSOF(types), &out), ==, 0);
+					     ELEMENTSOF(types), &out),
+		   ==, 0);
 	ASSERT_INT(out.n_loaded, ==, 2);
 	/* cut after the first record: each record whole, the end missing */
 	first = 16 + 8 + 8 + 4 + 1;
 	out.n_loaded = 0;
 	ASSERT_INT(restart_state_parse_bytes(w.data, first, "test state", MAGIC, RESTART_END_VERSION, types,
-					     ELEMENTSOF(types), &out), ==, -EBADMSG);
+					     ELEMENTSOF(types), &out),
+		   ==, -EBADMSG);
 	ASSERT_INT(out.n_loaded, ==, 1);
 	/* the end record not last, or counting other records */
 	w.data[w.len - 4]++;
 	ASSERT_INT(restart_state_parse_bytes(w.data, w.len, "test state", MAGIC, RESTART_END_VERSION, types,
-					     ELEMENTSOF(types), &out), ==, -EBADMSG);
+					     ELEMENTSOF(types), &out),
+		   ==, -EBADMSG);
 	w.data[w.len - 4]--;
 	/* version 1, before the end record: its records alone are the state */
 	w.data[8] = 1;
 	out.n_loaded = 0;
 	ASSERT_INT(restart_state_parse_bytes(w.data, w.len - 12, "test state", MAGIC, RESTART_END_VERSION,
-					     types, ELEMENTSOF(types), &out), ==, 0);
+					     types, ELEMENTSOF(types), &out),
+		   ==, 0);
 	ASSERT_INT(out.n_loaded, ==, 2);
 	free(out.s);
 	free(w.data);

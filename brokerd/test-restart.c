@@ -37,18 +37,18 @@ enum { DREC_FRONT = 1, DREC_CONN, DREC_NAME, DREC_REPLY };
 struct nat {
 	struct io_uring_params params;
 	uint32_t bus_signal;
-	uint32_t kinds[4];	/* channels 1..4: the bus's, the inbox, the name's call and signal */
-	uint32_t grants;	/* of channel 1 (its count, as written) */
+	uint32_t kinds[4]; /* channels 1..4: the bus's, the inbox, the name's call and signal */
+	uint32_t grants;   /* of channel 1 (its count, as written) */
 	uint32_t conn_flags;
-	uint32_t inbox;		/* the connection's inbox channel */
-	uint32_t call, signal;	/* the name's */
+	uint32_t inbox;	       /* the connection's inbox channel */
+	uint32_t call, signal; /* the name's */
 	uint32_t owner_flags;
-	int owners;		/* entries of the queue: the connection, this many times */
-	int names;		/* name records */
-	int rings;		/* ring records */
-	bool conn_last;		/* the connection record after the names */
-	uint32_t version;	/* 1: without the end record */
-	size_t boundaries[16];	/* where records begin, and the end */
+	int owners;	       /* entries of the queue: the connection, this many times */
+	int names;	       /* name records */
+	int rings;	       /* ring records */
+	bool conn_last;	       /* the connection record after the names */
+	uint32_t version;      /* 1: without the end record */
+	size_t boundaries[16]; /* where records begin, and the end */
 	size_t n_boundaries;
 };
 
@@ -56,11 +56,23 @@ static void nat_default(struct nat *n)
 {
 	/* as a 6.12 kernel answers io_uring_setup(64) without flags */
 	*n = (struct nat){
-		.params = { .sq_entries = 64, .cq_entries = 128, .features = 0x3fff,
-			    .sq_off = { .head = 0, .tail = 64, .ring_mask = 256, .ring_entries = 264,
-					.flags = 276, .dropped = 272, .array = 2368 },
-			    .cq_off = { .head = 128, .tail = 192, .ring_mask = 260, .ring_entries = 268,
-					.overflow = 284, .cqes = 320, .flags = 280 } },
+		.params = { .sq_entries = 64,
+			    .cq_entries = 128,
+			    .features = 0x3fff,
+			    .sq_off = { .head = 0,
+					.tail = 64,
+					.ring_mask = 256,
+					.ring_entries = 264,
+					.flags = 276,
+					.dropped = 272,
+					.array = 2368 },
+			    .cq_off = { .head = 128,
+					.tail = 192,
+					.ring_mask = 260,
+					.ring_entries = 268,
+					.overflow = 284,
+					.cqes = 320,
+					.flags = 280 } },
 		.bus_signal = 1,
 		.kinds = { CTRL_CHANNEL_SIGNAL, CTRL_CHANNEL_INBOX, CTRL_CHANNEL_CALL, CTRL_CHANNEL_SIGNAL },
 		.grants = 1,
@@ -92,7 +104,7 @@ static void nat_conn(struct nat *n, struct wbuf *w)
 	wbuf_put_u64(w, 5); /* peer id */
 	wbuf_put_u32(w, n->conn_flags);
 	wbuf_put_u32(w, n->inbox);
-	wbuf_put_u32(w, 3);  /* caps */
+	wbuf_put_u32(w, 3); /* caps */
 	wbuf_put_u64(w, 1); /* subscriptions */
 	wbuf_record_end(w, at);
 }
@@ -334,8 +346,8 @@ static void test_native_inconsistent(void)
 struct dbs {
 	const char *guid;
 	int fronts;
-	uint32_t in_len;	/* as written; the bytes that follow are 4 */
-	uint32_t n_matches;	/* as written; one rule follows */
+	uint32_t in_len;    /* as written; the bytes that follow are 4 */
+	uint32_t n_matches; /* as written; one rule follows */
 	int names;
 	int owners;
 	uint32_t owner_flags;

@@ -37,11 +37,11 @@
 
 #include "tests/integration/client/testlib.h"
 
-#define NAME	  "org.brokerd.test.Corrupt"
-#define DROPIN_D  "/run/systemd/system/brokerd.service.d"
-#define DROPIN	  DROPIN_D "/90-client-restart-corrupt.conf"
-#define MODE_FILE "/run/brokerd-test-corrupt-mode"
-#define DONE_FILE "/run/brokerd-test-corrupt-done"
+#define NAME	    "org.brokerd.test.Corrupt"
+#define DROPIN_D    "/run/systemd/system/brokerd.service.d"
+#define DROPIN	    DROPIN_D "/90-client-restart-corrupt.conf"
+#define MODE_FILE   "/run/brokerd-test-corrupt-mode"
+#define DONE_FILE   "/run/brokerd-test-corrupt-done"
 #define STATE_MEMFD "/memfd:brokerd-state (deleted)"
 
 /* Each damage and the journal line the new brokerd must write for it. */
@@ -410,8 +410,11 @@ int main(int argc, char **argv)
 		CHECK(old > 0);
 		(void)unlink(DONE_FILE);
 		file_write(MODE_FILE, dm->mode);
-		CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 120000000, t_on_reply, &hang), 0);
-		brokerd_msg_unref(t_call_retry(bus, NAME, "Ping", "", 5000)); /* Hang has reached the service */
+		CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 120000000, t_on_reply,
+					       &hang),
+			0);
+		brokerd_msg_unref(
+			t_call_retry(bus, NAME, "Ping", "", 5000)); /* Hang has reached the service */
 
 		CHECK_R(system("systemctl restart brokerd.service"), 0);
 		t0 = now_usec();
@@ -465,7 +468,8 @@ int main(int argc, char **argv)
 			FAIL("%s: brokerd holds a stored state", dm->mode);
 		t_log("%s: refused (\"%s\"), brokerd holds %d fds", dm->mode, dm->logged, fds[i]);
 		if (fds[i] != fds[0])
-			FAIL("%s: brokerd holds %d fds, %d after the first fallback", dm->mode, fds[i], fds[0]);
+			FAIL("%s: brokerd holds %d fds, %d after the first fallback", dm->mode, fds[i],
+			     fds[0]);
 		while (t_lines_read(&seen, 200) == 0)
 			;
 		for (int j = 0; j < seen.n; j++)
