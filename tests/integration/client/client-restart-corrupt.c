@@ -161,14 +161,16 @@ static int store_helper(void)
 		snprintf(done, sizeof(done), "%s: unknown mode", mode);
 		goto out;
 	}
-	if (strcmp(mode, "extra") != 0)
+	/* sd_notify() says 0 without a socket: systemd gives ExecStopPost= one only with NotifyAccess=all */
+	r = getenv("NOTIFY_SOCKET") ? 1 : -ENOTCONN;
+	if (r > 0 && strcmp(mode, "extra") != 0)
 		r = sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=brokerd-state");
-	if (r >= 0 && out >= 0)
+	if (r > 0 && out >= 0)
 		r = sd_pid_notify_with_fds(0, 0, "FDSTORE=1\nFDNAME=brokerd-state", &out, 1);
-	if (r >= 0)
-		r = sd_notify_barrier(0, 5000000);
-	if (r < 0 || (out < 0 && strcmp(mode, "missing") != 0))
-		snprintf(done, sizeof(done), "%s: storing failed: %s", mode, strerror(r < 0 ? -r : EIO));
+	if (r > 0 && sd_notify_barrier(0, 5000000) < 0)
+		r = -ETIMEDOUT;
+	if (r <= 0 || (out < 0 && strcmp(mode, "missing") != 0))
+		snprintf(done, sizeof(done), "%s: storing failed: %s", mode, strerror(r < 0 ? -r : ENOTCONN));
 	else
 		snprintf(done, sizeof(done), "%s: stored, %zu bytes damaged", mode, len);
 out:
