@@ -20,12 +20,16 @@
  * version changed; one bit of its end record flipped; the first channel's
  * grant count made larger than the state; the same bytes in a memfd
  * nobody sealed; no state at all (the connections and the keeper still
- * stored); a second state next to the real one. After each: the call in
+ * stored); a second state next to the real one; last the D-Bus state
+ * (dbus-restart.c) cut to half, the native one whole. After each: the call in
  * flight fails with -ECONNRESET, every bus says DISCONNECTED then
  * CONNECTED, the service has a new unique name, owns its name again and
  * its signals reach the subscriber; brokerd's journal names the damage;
  * no keeper is left; brokerd holds no stored state and the same number of
- * fds after every fallback. Last, without the drop-in, a plain restart
+ * fds after every fallback. With the D-Bus state damaged, the native bus
+ * is taken over (nobody disconnects, the service keeps its unique name),
+ * a D-Bus client's connection is closed and it gets its name again when
+ * it connects again. Last, without the drop-in, a plain restart
  * hands the bus over again (nothing of the damage stays in the store).
  */
 #include <dirent.h>
@@ -33,16 +37,20 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 
 #include "tests/integration/client/testlib.h"
 
-#define NAME	    "org.brokerd.test.Corrupt"
-#define DROPIN_D    "/run/systemd/system/brokerd.service.d"
-#define DROPIN	    DROPIN_D "/90-client-restart-corrupt.conf"
-#define MODE_FILE   "/run/brokerd-test-corrupt-mode"
-#define DONE_FILE   "/run/brokerd-test-corrupt-done"
-#define STATE_MEMFD "/memfd:brokerd-state (deleted)"
+#define NAME	     "org.brokerd.test.Corrupt"
+#define DROPIN_D     "/run/systemd/system/brokerd.service.d"
+#define DROPIN	     DROPIN_D "/90-client-restart-corrupt.conf"
+#define MODE_FILE    "/run/brokerd-test-corrupt-mode"
+#define DONE_FILE    "/run/brokerd-test-corrupt-done"
+#define STATE_MEMFD  "/memfd:brokerd-state (deleted)"
+#define DBUS_MEMFD   "/memfd:brokerd-dbus-state (deleted)"
+#define DBUS_ADDRESS "unix:path=/run/brokerd/dbus_socket"
+#define DBUS_NAME    "org.brokerd.test.CorruptDBus"
 
 /* Each damage and the journal line the new brokerd must write for it. */
 static const struct damage {
@@ -59,8 +67,8 @@ static const struct damage {
 
 /* --- the ExecStopPost= helper ------------------------------------------- */
 
-/* The fd of systemd's copy of the stored state, taken from PID 1; -1 if none. */
-static int stored_state(void)
+/* The fd of systemd's copy of a stored state (its memfd's link), taken from PID 1; -1 if none. */
+static int stored_state(const char *memfd)
 {
 	DIR *d = opendir("/proc/1/fd");
 	struct dirent *e;
@@ -78,7 +86,7 @@ static int stored_state(void)
 		if (n <= 0)
 			continue;
 		link[n] = 0;
-		if (strcmp(link, STATE_MEMFD) == 0)
+		if (strcmp(link, memfd) == 0)
 			fd = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(e->d_name), 0);
 	}
 	closedir(d);
@@ -107,6 +115,47 @@ static uint32_t get_u32(const uint8_t *p)
 	return v;
 }
 
+static void done_write(const char *done)
+{
+	FILE *f = fopen(DONE_FILE, "we");
+
+	if (f) {
+		fprintf(f, "%s\n", done);
+		fclose(f);
+	}
+}
+
+/* The D-Bus state (dbus-restart.c) cut to half; the native one left as it is. */
+static int dbus_helper(void)
+{
+	char done[128] = "dbus-truncated: no stored D-Bus state to damage";
+	int in = stored_state(DBUS_MEMFD), out = -1, r;
+	uint8_t *data = NULL;
+	struct stat st;
+
+	if (in >= 0 && fstat(in, &st) == 0 && st.st_size >= 16 && (data = malloc((size_t)st.st_size)) &&
+	    pread(in, data, (size_t)st.st_size, 0) == st.st_size &&
+	    (out = memfd_with(data, (size_t)st.st_size / 2, true)) >= 0) {
+		r = getenv("NOTIFY_SOCKET") ? sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=brokerd-dbus-state") :
+					      -ENOTCONN;
+		if (r > 0)
+			r = sd_pid_notify_with_fds(0, 0, "FDSTORE=1\nFDNAME=brokerd-dbus-state", &out, 1);
+		if (r > 0 && sd_notify_barrier(0, 5000000) < 0)
+			r = -ETIMEDOUT;
+		snprintf(done, sizeof(done),
+			 r > 0 ? "dbus-truncated: stored, %zu bytes damaged" :
+				 "dbus-truncated: storing failed",
+			 (size_t)st.st_size);
+	}
+	done_write(done);
+	free(data);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return 0;
+}
+
 /*
  * Damages the stored state as mode says. Its outcome goes to DONE_FILE
  * (the test checks that it ran); it always exits 0, so that the restart
@@ -125,7 +174,9 @@ static int store_helper(void)
 		return 0;
 	fclose(f);
 	mode[strcspn(mode, "\n")] = 0;
-	in = stored_state();
+	if (strcmp(mode, "dbus-truncated") == 0)
+		return dbus_helper();
+	in = stored_state(STATE_MEMFD);
 	if (in < 0 || fstat(in, &st) < 0 || st.st_size < 16 || !(data = malloc((size_t)st.st_size)) ||
 	    pread(in, data, (size_t)st.st_size, 0) != st.st_size) {
 		snprintf(done, sizeof(done), "%s: no stored state to damage", mode);
@@ -174,11 +225,7 @@ static int store_helper(void)
 	else
 		snprintf(done, sizeof(done), "%s: stored, %zu bytes damaged", mode, len);
 out:
-	f = fopen(DONE_FILE, "we");
-	if (f) {
-		fprintf(f, "%s\n", done);
-		fclose(f);
-	}
+	done_write(done);
 	free(data);
 	if (in >= 0)
 		close(in);
@@ -361,6 +408,79 @@ static void signals_flow(brokerd_bus *bus, const char *tag)
 	FAIL("the subscriber does not hear the service's signals (%s)", tag);
 }
 
+static sd_bus *dbus_connect(void)
+{
+	sd_bus *d = NULL;
+
+	CHECK(sd_bus_new(&d) >= 0);
+	CHECK(sd_bus_set_address(d, DBUS_ADDRESS) >= 0);
+	CHECK(sd_bus_set_bus_client(d, true) >= 0);
+	CHECK(sd_bus_start(d) >= 0);
+	return d;
+}
+
+/*
+ * The D-Bus state damaged (cut to half), the native one whole: the native
+ * bus is taken over as always (no client notices), the D-Bus connections
+ * are all closed (the state refused as a whole before any is restored),
+ * and a D-Bus client that connects again gets its name back.
+ */
+static void dbus_round(brokerd_bus *bus, const char *service_unique)
+{
+	sd_bus *d = dbus_connect(), *d2;
+	const char *unique = NULL;
+	char done[128], after[64];
+	pid_t old = t_brokerd_pid(), now;
+	int disconnects = n_disconnects, r = 0;
+	uint64_t end;
+	FILE *f;
+
+	CHECK(sd_bus_request_name(d, DBUS_NAME, 0) >= 0);
+	CHECK(sd_bus_get_unique_name(d, &unique) >= 0);
+	t_log("dbus-truncated: D-Bus client %s owns %s", unique, DBUS_NAME);
+	(void)unlink(DONE_FILE);
+	file_write(MODE_FILE, "dbus-truncated");
+	CHECK_R(system("systemctl restart brokerd.service"), 0);
+	now = t_brokerd_pid();
+	CHECK(now > 0 && now != old);
+	f = fopen(DONE_FILE, "re");
+	if (!f || !fgets(done, sizeof(done), f))
+		FAIL("dbus-truncated: the ExecStopPost= helper did not run");
+	fclose(f);
+	done[strcspn(done, "\n")] = 0;
+	t_log("%s", done);
+	if (!strstr(done, ": stored"))
+		FAIL("dbus-truncated: the state was not damaged");
+	/* the D-Bus connection closed */
+	for (end = now_usec() + 10000000; r >= 0 && now_usec() < end;) {
+		r = sd_bus_process(d, NULL);
+		if (r == 0)
+			(void)sd_bus_wait(d, 100000);
+	}
+	if (r >= 0)
+		FAIL("dbus-truncated: the D-Bus connection still open 10 s after the restart");
+	t_log("dbus-truncated: the D-Bus connection ended (%s)", strerror(-r));
+	sd_bus_flush_close_unref(d);
+	/* the native bus taken over: nobody disconnected, the service's unique name kept */
+	{
+		bool never = false;
+
+		(void)t_pump(bus, &never, 1000);
+	}
+	CHECK_R(n_disconnects, disconnects);
+	service_id(bus, after, sizeof(after), 5000);
+	if (strcmp(after, service_unique) != 0)
+		FAIL("dbus-truncated: the service was %s and is %s", service_unique, after);
+	if (!journal_has(now, "restart: the stored D-Bus state is not usable"))
+		FAIL("dbus-truncated: brokerd (pid %d) did not say the D-Bus state is not usable", (int)now);
+	/* the client comes back and gets its name again */
+	d2 = dbus_connect();
+	CHECK(sd_bus_request_name(d2, DBUS_NAME, 0) >= 0);
+	sd_bus_flush_close_unref(d2);
+	t_log("dbus-truncated: refused, its connection closed, the native bus kept (%s), the name owned again",
+	      after);
+}
+
 int main(int argc, char **argv)
 {
 	char self[4096], dropin[4096 + 256], before[64], after[64], want[64], done[128];
@@ -479,6 +599,8 @@ int main(int argc, char **argv)
 				FAIL("%s: all was restored", seen.line[j]);
 		seen.n = 0; /* the next round's lines have the next number */
 	}
+
+	dbus_round(bus, before);
 
 	/* without the drop-in, a restart hands the bus over again: nothing of the damage stayed */
 	cleanup();
