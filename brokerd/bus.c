@@ -220,6 +220,10 @@ int bus_new(struct bus **ret, sd_event *event, const struct bus_config *config)
 		if (r < 0)
 			goto fail;
 		restored = r > 0;
+	} else if (config && config->restore) {
+		/* its sockets would stay open unserved, and the keeper hold the channels for a minute */
+		restart_discard(b, config->restore,
+				"running without channels: the stored bus is not taken over");
 	}
 	if (restored) {
 		for (struct bus_conn *c = b->conns; c; c = c->next) {

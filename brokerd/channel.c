@@ -154,6 +154,17 @@ int chanmgr_adopt(struct chanmgr *m, int fd, const struct io_uring_params *param
 	if (r < 0)
 		return r;
 	/*
+	 * liburing sized the SQE array by the recorded entries but indexes it
+	 * by the kernel's mask: a ring of another size than recorded would
+	 * have us write past the mapping.
+	 */
+	if (m->ring.sq.ring_entries != params->sq_entries || m->ring.sq.ring_mask != params->sq_entries - 1 ||
+	    m->ring.cq.ring_entries != params->cq_entries || m->ring.cq.ring_mask != params->cq_entries - 1) {
+		ring_unmap(&m->ring);
+		memset(m, 0, sizeof(*m));
+		return -EPROTO;
+	}
+	/*
 	 * liburing keeps its own copy of the SQ tail, which starts at 0 in a
 	 * fresh mapping: continue from where the kernel's is, or the next
 	 * flush would move the tail backwards.

@@ -46,7 +46,10 @@ void chanmgr_deinit(struct chanmgr *m);
 /*
  * Takes over ring fd of a previous brokerd (set up with params), probing that
  * this process may mint and revoke on channel probe_id (one of the ring's).
- * 0, or a negative errno and m is left unset (the fd is not closed).
+ * params' offsets are used as they are (restart.c checks them against the
+ * sizes first); a ring whose entries are not params' is refused
+ * (-EPROTO). 0, or a negative errno and m is left unset (the fd is not
+ * closed).
  */
 int chanmgr_adopt(struct chanmgr *m, int fd, const struct io_uring_params *params, uint32_t probe_id);
 /* Waits up to timeout_usec for every send in flight to complete: 0, or -ETIMEDOUT. */

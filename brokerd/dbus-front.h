@@ -343,6 +343,12 @@ int dbus_front_handover(struct dbus_front *f);
  * clients see EOF and reconnect).
  */
 int dbus_front_restore(struct dbus_front *f, int state_fd, int *fds, size_t n_fds);
+/*
+ * What dbus_front_restore() checks of a state before it touches anything
+ * (those of its checks that need no running bus): 0 usable, -EPROTO or
+ * -EBADMSG not, -ENOMEM. For fuzz-restart and the unit tests.
+ */
+int dbus_front_state_check(const void *data, size_t size);
 
 /* ---- the daemon ------------------------------------------------------------ */
 

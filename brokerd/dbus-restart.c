@@ -44,7 +44,7 @@
 #include "util/macro.h"
 
 #define DSTATE_MAGIC   "BRKDDBUS"
-#define DSTATE_VERSION 1u
+#define DSTATE_VERSION RESTART_END_VERSION
 #define FLUSH_USEC     (1000ULL * 1000ULL)
 #define EAVESDROP_TRUE "eavesdrop='true'" /* how dbus-driver.c ends a rule's canonical text */
 #define IN_BYTES_MAX   (256U << 20)	  /* more than a message can be */
@@ -258,9 +258,11 @@ static int load_front(void *state, struct rbuf *r)
 {
 	struct dstate *s = state;
 
+	if (s->have_front)
+		return -EBADMSG; /* one front */
 	s->guid = rbuf_get_str(r);
 	s->serial = rbuf_get_u32(r);
-	if (r->bad || strlen(s->guid) != 32)
+	if (r->bad || strlen(s->guid) != 32 || strspn(s->guid, "0123456789abcdef") != 32)
 		return -EBADMSG;
 	s->have_front = true;
 	return 0;
@@ -395,16 +397,31 @@ static struct dst_conn *dst_conn_find(struct dstate *s, uint64_t id)
 	return NULL;
 }
 
-/* Every peer a name or a reply refers to is there, and no id twice. */
+/*
+ * Every peer a name or a reply refers to is there, no id or name twice, no
+ * peer twice in a queue, only the flags an owner can have.
+ */
 static bool dstate_consistent(struct dstate *s)
 {
 	for (size_t i = 0; i < s->n_conns; i++)
 		if (dst_conn_find(s, s->conns[i].id) != &s->conns[i])
 			return false;
-	for (size_t i = 0; i < s->n_names; i++)
-		for (size_t j = 0; j < s->names[i].n_owners; j++)
-			if (!s->names[i].owners[j].other && !dst_conn_find(s, s->names[i].owners[j].peer_id))
+	for (size_t i = 0; i < s->n_names; i++) {
+		const struct dst_name *n = &s->names[i];
+
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(s->names[k].name, n->name) == 0)
 				return false;
+		for (size_t j = 0; j < n->n_owners; j++) {
+			if (!n->owners[j].peer_id || (n->owners[j].flags & ~CTRL_NAME_FLAGS_ALL))
+				return false;
+			if (!n->owners[j].other && !dst_conn_find(s, n->owners[j].peer_id))
+				return false;
+			for (size_t k = 0; k < j; k++)
+				if (n->owners[k].peer_id == n->owners[j].peer_id)
+					return false;
+		}
+	}
 	for (size_t i = 0; i < s->n_replies; i++)
 		if (!dst_conn_find(s, s->replies[i].caller) || !dst_conn_find(s, s->replies[i].callee))
 			return false;
@@ -482,6 +499,18 @@ static int conn_restore(struct dbus_front *f, struct dst_conn *sc, int fd)
 	return 0;
 }
 
+int dbus_front_state_check(const void *data, size_t size)
+{
+	struct dstate s = { 0 };
+	int r = restart_state_parse_bytes(data, size, "D-Bus state", DSTATE_MAGIC, DSTATE_VERSION,
+					  record_types, ELEMENTSOF(record_types), &s);
+
+	if (r == 0 && (!s.have_front || !dstate_consistent(&s)))
+		r = -EBADMSG;
+	dstate_free(&s);
+	return r;
+}
+
 int dbus_front_restore(struct dbus_front *f, int state_fd, int *fds, size_t n_fds)
 {
 	struct dstate s = { 0 };
@@ -497,6 +526,10 @@ int dbus_front_restore(struct dbus_front *f, int state_fd, int *fds, size_t n_fd
 		r = -EBADMSG;
 	if (r == 0 && !dstate_consistent(&s))
 		r = -EBADMSG;
+	/* the unique ids are the native registry's: one a native peer has is not this state's */
+	for (size_t i = 0; r == 0 && i < s.n_conns; i++)
+		if (registry_peer_find(f->registry, s.conns[i].id))
+			r = -EBADMSG;
 	if (r < 0) {
 		log_warning(
 			"restart: the stored D-Bus state is not usable (%s): its %zu connections are closed",

@@ -195,9 +195,15 @@ static int passed_fds(int *listen_fd, int *dbus_fd, struct restart_fds *store)
 			store->dbus_conns[store->n_dbus_conns++] = fd;
 		else if (name && strcmp(name, "dbus") == 0 && *dbus_fd < 0)
 			*dbus_fd = fd;
-		else if (restart_fdname_is_ours(name))
-			close(fd); /* a second one of a kind: not from one hand-over */
-		else if (*listen_fd < 0)
+		else if (restart_fdname_is_stored(name)) {
+			/* a second one of a kind, or another version's: not from one hand-over of ours */
+			log_warning("restart: %s fd %s in the store: not taking it over",
+				    restart_fdname_is_ours(name) ? "a second" : "an unknown", name);
+			store->foreign = true;
+			close(fd);
+			if (!restart_fdname_is_ours(name)) /* restart_load() clears only ours */
+				(void)sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", name);
+		} else if (*listen_fd < 0)
 			*listen_fd = fd;
 		else {
 			log_error("expected one socket from systemd, got another (%s)", name ? name : "?");

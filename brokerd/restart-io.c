@@ -55,6 +55,7 @@ size_t wbuf_record_begin(struct wbuf *w, uint32_t t)
 	size_t at;
 
 	wbuf_put_u32(w, t);
+	w->records++;
 	at = w->len;
 	wbuf_put_u32(w, 0);
 	return at;
@@ -190,60 +191,114 @@ void restart_state_write(struct wbuf *w, const char *magic, uint32_t version,
 	wbuf_put_u32(w, 1); /* clean: written whole by a stop that went through */
 	for (size_t i = 0; i < n_types; i++)
 		types[i].save(ctx, w);
+	if (version >= RESTART_END_VERSION) {
+		uint32_t n = w->records;
+		size_t at = wbuf_record_begin(w, RESTART_REC_END);
+
+		wbuf_put_u32(w, n);
+		wbuf_record_end(w, at);
+	}
 }
 
-int restart_state_parse(int fd, const char *what, const char *magic, uint32_t version,
-			const struct restart_record *types, size_t n_types, void *state)
+int restart_state_parse_bytes(const void *data, size_t size, const char *what, const char *magic,
+			      uint32_t version, const struct restart_record *types, size_t n_types,
+			      void *state)
 {
-	struct stat st;
-	struct rbuf r;
+	struct rbuf r = { .p = data, .left = size };
+	size_t last = 0; /* the row of the last record: a writer writes them in the rows' order */
+	uint32_t v, records = 0;
+	bool end = false;
 	char m[8];
-	void *map;
-	int ret = 0;
 
-	if (fstat(fd, &st) < 0 || st.st_size < 16 || st.st_size > (1 << 30))
-		return -EBADMSG;
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	r = (struct rbuf){ .p = map, .left = (size_t)st.st_size };
 	rbuf_get(&r, m, sizeof(m));
-	if (memcmp(m, magic, 8) != 0 || rbuf_get_u32(&r) != version) {
+	v = rbuf_get_u32(&r);
+	if (r.bad || memcmp(m, magic, 8) != 0 ||
+	    (v != version && !(version == RESTART_END_VERSION && v == 1))) {
 		log_warning("restart: the stored %s is not of version %u", what, version);
-		ret = -EPROTO;
-		goto out;
+		return -EPROTO;
 	}
 	if (rbuf_get_u32(&r) != 1) {
 		log_warning("restart: the stored %s has no clean mark", what);
-		ret = -EPROTO;
-		goto out;
+		return -EPROTO;
 	}
-	while (r.left > 0 && ret == 0) {
+	while (r.left > 0) {
 		uint32_t type = rbuf_get_u32(&r), len = rbuf_get_u32(&r);
 		struct rbuf rec = { .p = r.p, .left = len };
 		size_t i;
+		int ret;
 
 		if (r.bad || len > r.left) {
-			ret = -EBADMSG;
-			break;
+			log_warning("restart: the stored %s is cut short (%zu bytes)", what, size);
+			return -EBADMSG;
 		}
 		r.p += len;
 		r.left -= len;
+		if (type == RESTART_REC_END && v >= RESTART_END_VERSION) {
+			struct rbuf e = { .p = rec.p, .left = rec.left };
+
+			if (rbuf_get_u32(&e) != records || e.bad || e.left != 0 || r.left != 0) {
+				log_warning("restart: the stored %s does not end as it was written", what);
+				return -EBADMSG;
+			}
+			end = true;
+			break;
+		}
+		records++;
 		for (i = 0; i < n_types; i++)
 			if (types[i].type == type)
 				break;
 		if (i == n_types) {
 			log_warning("restart: unknown record type %u in the stored %s", type, what);
-			ret = -EPROTO;
-			break;
+			return -EPROTO;
 		}
+		if (i < last) {
+			log_warning("restart: %s record out of order in the stored %s", types[i].what, what);
+			return -EBADMSG;
+		}
+		last = i;
 		ret = types[i].load(state, &rec);
-		if (ret == 0 && (rec.bad || rec.left != 0)) {
-			log_warning("restart: malformed %s record in the stored %s", types[i].what, what);
+		if (ret == 0 && (rec.bad || rec.left != 0))
 			ret = -EBADMSG;
+		if (ret < 0) {
+			if (ret != -ENOMEM)
+				log_warning("restart: malformed %s record in the stored %s", types[i].what,
+					    what);
+			return ret;
 		}
 	}
-out:
+	if (v >= RESTART_END_VERSION && !end) {
+		log_warning("restart: the stored %s is cut short (%zu bytes)", what, size);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int restart_state_parse(int fd, const char *what, const char *magic, uint32_t version,
+			const struct restart_record *types, size_t n_types, void *state)
+{
+	const int sealed = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+	struct stat st;
+	void *map;
+	int seals, ret;
+
+	/*
+	 * Only a memfd sealed as restart_memfd() seals it: an fd anyone could
+	 * still write or shrink would change under the reader (a mapping
+	 * shrunk away is a SIGBUS, not an error).
+	 */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & sealed) != sealed) {
+		log_warning("restart: the stored %s is not a sealed memfd", what);
+		return -EPROTO;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 16 || st.st_size > RESTART_STATE_MAX) {
+		log_warning("restart: the stored %s has an impossible size", what);
+		return -EBADMSG;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	ret = restart_state_parse_bytes(map, (size_t)st.st_size, what, magic, version, types, n_types, state);
 	munmap(map, (size_t)st.st_size);
 	return ret;
 }

@@ -20,6 +20,7 @@
 struct wbuf {
 	uint8_t *data;
 	size_t len, alloc;
+	uint32_t records; /* begun so far: the end record counts them */
 	bool oom;
 };
 
@@ -74,8 +75,13 @@ int rbuf_get_queue(struct rbuf *r, struct restart_owner **ret, size_t *n);
 /*
  * One kind of record of a state: save writes every record of the kind
  * (from ctx), load reads one into the reader's state. A state is a header
- * (magic, version, the clean mark) and records of a type and a length.
+ * (magic, version, the clean mark) and records of a type and a length,
+ * then, from version RESTART_END_VERSION on, an end record (type
+ * RESTART_REC_END, which no row may use) with the number of records
+ * before it: a state cut between two records is not a smaller state.
  */
+#define RESTART_REC_END	    0u
+#define RESTART_END_VERSION 2u
 struct restart_record {
 	uint32_t type;
 	const char *what;
@@ -83,16 +89,29 @@ struct restart_record {
 	int (*load)(void *state, struct rbuf *r);
 };
 
-/* The header, then every kind's records in the order of types. */
+/* The header, then every kind's records in the order of types, then the end record. */
 void restart_state_write(struct wbuf *w, const char *magic, uint32_t version,
 			 const struct restart_record *types, size_t n_types, void *ctx);
+/* More than any state brokerd writes: a larger one is not a state. */
+#define RESTART_STATE_MAX (1U << 30)
+
 /*
  * Reads the state in fd into state, each record by the load of its type's
- * row; what names the state in the log. -EPROTO: another magic or version,
- * no clean mark, or a type no row has; -EBADMSG: a record malformed.
+ * row; what names the state in the log. fd must be a memfd sealed as
+ * restart_memfd() seals it. version is the one written; when it is
+ * RESTART_END_VERSION, a state of version 1 (the same records without
+ * the end record, from a brokerd before it) is read too. -EPROTO: not
+ * sealed, another magic or version, no clean mark, or a type no row has;
+ * -EBADMSG: cut short (also between records), a record malformed or out
+ * of the rows' order; -ENOMEM. What the loads read before a failure stays
+ * in state for its owner to free.
  */
 int restart_state_parse(int fd, const char *what, const char *magic, uint32_t version,
 			const struct restart_record *types, size_t n_types, void *state);
+/* The same from size bytes at data (the fuzzers and unit tests read states so). */
+int restart_state_parse_bytes(const void *data, size_t size, const char *what, const char *magic,
+			      uint32_t version, const struct restart_record *types, size_t n_types,
+			      void *state);
 
 /* w's bytes in a memfd sealed against any change: its fd, or -errno. */
 int restart_memfd(const char *name, const struct wbuf *w);

@@ -50,7 +50,7 @@
 #include "util/macro.h"
 
 #define STATE_MAGIC	     "BRKDSTAT"
-#define STATE_VERSION	     1u
+#define STATE_VERSION	     RESTART_END_VERSION
 #define FLUSH_USEC	     (1000ULL * 1000ULL)	 /* for queued replies and signals to go out */
 #define DRAIN_USEC	     (1000ULL * 1000ULL)	 /* for the bus's own sends in flight */
 #define KEEPER_USEC	     (60ULL * 1000ULL * 1000ULL) /* for the next brokerd to take the ring */
@@ -61,6 +61,7 @@
 #define CONN_F_WATCH_SIGNALS 0x8u	/* watch.c: names owned later are handed over too */
 #define CONN_F_SIZES	     0x10u	/* HELLO's SIZES: inbox sizes told in its replies and signals */
 #define CONN_F_ENDED_PID     0x20u	/* OPEN_CALL asked ENDED_PID: CallReceiverEnded with the pid */
+#define CONN_F_ALL	     0x3fu
 #define CHANNEL_NONE	     UINT32_MAX /* no channel (ids are the kernel's, 0 included) */
 
 enum record_tag {
@@ -144,12 +145,47 @@ static void save_ring(void *ctx, struct wbuf *w)
 	wbuf_record_end(w, at);
 }
 
+/*
+ * Could the kernel have told brokerd's ring these parameters? Set up
+ * without flags, entries a power of two, and every offset inside the
+ * rings they size: chanmgr_adopt() maps the ring by them and liburing
+ * reads at them, so one pointing elsewhere is a read outside the mapping.
+ */
+static bool ring_params_sane(const struct io_uring_params *p)
+{
+	const struct io_sqring_offsets *so = &p->sq_off;
+	const struct io_cqring_offsets *co = &p->cq_off;
+	const uint32_t sq_fields[] = {
+		so->head, so->tail, so->ring_mask, so->ring_entries, so->flags, so->dropped,
+	};
+	const uint32_t cq_fields[] = {
+		co->head, co->tail, co->ring_mask, co->ring_entries, co->overflow, co->flags,
+	};
+
+	if (p->flags != 0 || p->sq_entries == 0 || p->sq_entries > 32768 ||
+	    (p->sq_entries & (p->sq_entries - 1)) || p->cq_entries < p->sq_entries || p->cq_entries > 65536 ||
+	    (p->cq_entries & (p->cq_entries - 1)) || so->array % 4 || co->cqes % 8 ||
+	    so->array > (1U << 24) || co->cqes > (1U << 24))
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(sq_fields); i++)
+		if (sq_fields[i] % 4 || (uint64_t)sq_fields[i] + 4 > so->array)
+			return false;
+	for (size_t i = 0; i < ELEMENTSOF(cq_fields); i++)
+		if (cq_fields[i] % 4 || (uint64_t)cq_fields[i] + 4 > co->cqes)
+			return false;
+	return true;
+}
+
 static int load_ring(void *state, struct rbuf *r)
 {
 	struct state *s = state;
 
+	if (s->have_ring)
+		return -EBADMSG; /* one ring */
 	rbuf_get(r, &s->params, sizeof(s->params));
 	s->ring_fd = rbuf_get_u32(r);
+	if (r->bad || !ring_params_sane(&s->params))
+		return -EBADMSG;
 	s->have_ring = true;
 	return 0;
 }
@@ -169,6 +205,8 @@ static int load_bus(void *state, struct rbuf *r)
 {
 	struct state *s = state;
 
+	if (s->have_bus)
+		return -EBADMSG;
 	s->next_id = rbuf_get_u64(r);
 	s->lossy = rbuf_get_u32(r);
 	s->bus_signal = rbuf_get_u32(r);
@@ -223,7 +261,7 @@ static int load_channel(void *state, struct rbuf *r)
 	ch->uid = rbuf_get_u32(r);
 	ch->name = rbuf_get_str(r);
 	n = rbuf_get_u32(r);
-	if (r->bad || ch->kind > CTRL_CHANNEL_SIGNAL || n > r->left / 12)
+	if (r->bad || ch->kind < CTRL_CHANNEL_INBOX || ch->kind > CTRL_CHANNEL_SIGNAL || n > r->left / 12)
 		return -EBADMSG;
 	ch->grants = calloc(n ? n : 1, sizeof(*ch->grants));
 	if (!ch->grants)
@@ -271,7 +309,7 @@ static int load_conn(void *state, struct rbuf *r)
 	c->inbox = rbuf_get_u32(r);
 	c->n_caps = rbuf_get_u32(r);
 	c->n_subscriptions = rbuf_get_u64(r);
-	return r->bad ? -EBADMSG : 0;
+	return r->bad || (c->flags & ~CONN_F_ALL) ? -EBADMSG : 0;
 }
 
 static void save_names(void *ctx, struct wbuf *w)
@@ -328,6 +366,11 @@ bool restart_fdname_is_ours(const char *name)
 	       (strcmp(name, RESTART_FDNAME_STATE) == 0 || strcmp(name, RESTART_FDNAME_KEEPER) == 0 ||
 		strcmp(name, RESTART_FDNAME_KEEPER_WATCH) == 0 || strcmp(name, RESTART_FDNAME_CONN) == 0 ||
 		strcmp(name, RESTART_FDNAME_DBUS_CONN) == 0 || strcmp(name, RESTART_FDNAME_DBUS_STATE) == 0);
+}
+
+bool restart_fdname_is_stored(const char *name)
+{
+	return name && strncmp(name, "brokerd-", 8) == 0;
 }
 
 static void store_clear(void)
@@ -615,13 +658,61 @@ static struct st_conn *st_conn_find(struct state *s, uint64_t peer_id)
 	return NULL;
 }
 
-/* Every channel and peer a record refers to is there too, and no peer id is there twice. */
+/*
+ * Marks the channel id as used by one holder of kind: false if it is not
+ * there, of another kind, or held already. Each channel has one holder
+ * (the bus, a name, a connection's inbox), which frees it: two would free
+ * it twice.
+ */
+static bool st_channel_hold(struct state *s, uint32_t id, uint32_t kind, uint8_t *held)
+{
+	struct st_channel *ch;
+
+	if (id == CHANNEL_NONE)
+		return true;
+	ch = st_channel_find(s, id);
+	if (!ch || ch->kind != kind || held[ch - s->channels])
+		return false;
+	held[ch - s->channels] = 1;
+	return true;
+}
+
+/* Is the queue of n well-formed: no peer twice, known flags, our own entries' peers there? */
+static bool st_name_consistent(struct state *s, const struct st_name *n)
+{
+	for (size_t j = 0; j < n->n_owners; j++) {
+		const struct restart_owner *o = &n->owners[j];
+
+		if (!o->peer_id || (o->flags & ~CTRL_NAME_FLAGS_ALL))
+			return false;
+		if (!o->other && !st_conn_find(s, o->peer_id))
+			return false;
+		for (size_t k = 0; k < j; k++)
+			if (n->owners[k].peer_id == o->peer_id)
+				return false;
+	}
+	return true;
+}
+
+/*
+ * What rebuild() takes for granted, checked before anything is touched:
+ * every channel and peer a record refers to is there, each channel has
+ * one holder of its kind and none is left without one, no channel id,
+ * peer id or name is there twice, every queue is well-formed.
+ */
 static bool state_consistent(struct state *s)
 {
-	if (s->bus_signal != CHANNEL_NONE && !st_channel_find(s, s->bus_signal))
+	_cleanup_free_ uint8_t *held = calloc(s->n_channels ? s->n_channels : 1, 1);
+
+	if (!held)
+		return false;
+	for (size_t i = 0; i < s->n_channels; i++)
+		if (st_channel_find(s, s->channels[i].id) != &s->channels[i])
+			return false;
+	if (!st_channel_hold(s, s->bus_signal, CTRL_CHANNEL_SIGNAL, held))
 		return false;
 	for (size_t i = 0; i < s->n_conns; i++) {
-		if (s->conns[i].inbox != CHANNEL_NONE && !st_channel_find(s, s->conns[i].inbox))
+		if (!st_channel_hold(s, s->conns[i].inbox, CTRL_CHANNEL_INBOX, held))
 			return false;
 		if (s->conns[i].peer_id && st_conn_find(s, s->conns[i].peer_id) != &s->conns[i])
 			return false;
@@ -631,13 +722,16 @@ static bool state_consistent(struct state *s)
 	for (size_t i = 0; i < s->n_names; i++) {
 		struct st_name *n = &s->names[i];
 
-		if ((n->call != CHANNEL_NONE && !st_channel_find(s, n->call)) ||
-		    (n->signal != CHANNEL_NONE && !st_channel_find(s, n->signal)))
+		if (!st_channel_hold(s, n->call, CTRL_CHANNEL_CALL, held) ||
+		    !st_channel_hold(s, n->signal, CTRL_CHANNEL_SIGNAL, held) || !st_name_consistent(s, n))
 			return false;
-		for (size_t j = 0; j < n->n_owners; j++)
-			if (!n->owners[j].other && !st_conn_find(s, n->owners[j].peer_id))
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(s->names[k].name, n->name) == 0)
 				return false;
 	}
+	for (size_t i = 0; i < s->n_channels; i++)
+		if (!held[i])
+			return false;
 	return true;
 }
 
@@ -798,6 +892,35 @@ static int rebuild(struct bus *b, struct state *s)
 	return 0;
 }
 
+void restart_discard(struct bus *b, struct restart_fds *fds, const char *why)
+{
+	struct state s = { 0 };
+
+	store_clear();
+	keeper_kill(fds->keeper, fds->keeper_watch);
+	fds->keeper = fds->keeper_watch = -1;
+	if (fds->state >= 0)
+		close(fds->state);
+	fds->state = -1;
+	if (why)
+		log_warning("restart: %s", why);
+	fallback(b, &s, fds, false);
+}
+
+int restart_state_check(const void *data, size_t size)
+{
+	struct state s = { 0 };
+	int r = restart_state_parse_bytes(data, size, "state", STATE_MAGIC, STATE_VERSION, record_types,
+					  ELEMENTSOF(record_types), &s);
+
+	if (r == 0 && (!s.have_ring || !s.have_bus))
+		r = -EBADMSG;
+	if (r == 0 && !state_consistent(&s))
+		r = -EBADMSG;
+	state_free(&s);
+	return r;
+}
+
 int restart_load(struct bus *b, struct restart_fds *fds)
 {
 	struct state s = { 0 };
@@ -805,16 +928,18 @@ int restart_load(struct bus *b, struct restart_fds *fds)
 	bool parsed = false;
 	int r;
 
-	/* First: a crash from here on must not find this state again, it will be stale. */
-	store_clear();
-	if (fds->state < 0) {
-		keeper_kill(fds->keeper, fds->keeper_watch);
-		fds->keeper = fds->keeper_watch = -1;
-		if (fds->n_conns > 0)
-			log_warning("restart: stored fds without a state (an unfinished hand-over)");
-		fallback(b, &s, fds, false);
+	if (fds->state < 0 || fds->foreign) {
+		const char *why = NULL;
+
+		if (fds->foreign)
+			why = "the store holds what no single hand-over of ours leaves";
+		else if (fds->n_conns > 0 || fds->keeper >= 0)
+			why = "stored fds without a state (an unfinished hand-over)";
+		restart_discard(b, fds, why);
 		return 0;
 	}
+	/* First: a crash from here on must not find this state again, it will be stale. */
+	store_clear();
 	r = state_parse(&s, fds->state);
 	close(fds->state);
 	fds->state = -1;

@@ -38,10 +38,18 @@ struct restart_fds {
 	int *dbus_conns;
 	size_t n_dbus_conns;
 	bool restored; /* restart_load() took the bus over: the D-Bus connections may follow */
+	/*
+	 * A second fd of a kind that comes once (two states, two keepers) or
+	 * a "brokerd-" name this brokerd does not know (another version's):
+	 * not what one hand-over of ours stores, so none of it is taken.
+	 */
+	bool foreign;
 };
 
 /* Is name one of ours (not the listening socket)? */
 bool restart_fdname_is_ours(const char *name);
+/* Is name in our namespace of fd names ("brokerd-"), known or not? */
+bool restart_fdname_is_stored(const char *name);
 
 /*
  * Hands the bus over for the next brokerd: stops reading, fails pending
@@ -64,5 +72,20 @@ int restart_save(struct bus *b);
  * errno: out of memory half-way (the bus cannot run).
  */
 int restart_load(struct bus *b, struct restart_fds *fds);
+
+/*
+ * Takes nothing of what fds holds: clears the store, kills the keeper
+ * (its ring and channels go with it), closes every fd; why (or NULL) is
+ * logged. For a start that cannot take a bus over (--no-channels), and
+ * restart_load()'s refusals before a state is read.
+ */
+void restart_discard(struct bus *b, struct restart_fds *fds, const char *why);
+
+/*
+ * What restart_load() checks of a state before it touches anything (all
+ * but the fds and the ring): 0 usable, -EPROTO or -EBADMSG not, -ENOMEM.
+ * For fuzz-restart and the unit tests.
+ */
+int restart_state_check(const void *data, size_t size);
 
 #endif

@@ -5,13 +5,18 @@
  * a temp dir with its own policy and activation dirs, runs the control-plane
  * tests (test-daemon-control.c), then what only a brokerd of its own allows:
  * SIGHUP, more names than a reply holds, activation through a fake
- * activator (NO_WAIT included), a start-up with a broken policy, a restart. The data plane is tested in the guest
- * (test-daemon-guest.c).
+ * activator (NO_WAIT included), a start-up with a broken policy, a start
+ * over a store it cannot take, a restart. The data plane is tested in the
+ * guest (test-daemon-guest.c).
  *
  *   test-daemon BROKERD-BINARY
  *
  * Must run as root (clients run as uids 2001 and 2002): otherwise skipped.
  */
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/un.h>
+
 #include "brokerd/test-daemon.h"
 
 static char activator_path[256], tmpdir[64];
@@ -102,6 +107,73 @@ static void test_restart(void)
 	tc_close(&a);
 	tc_close(&b);
 	printf("# restart: clients see EOF, unique names not reused: ok\n");
+}
+
+/*
+ * A start over fds it cannot take (brokerd/README.md, "Restart"): as
+ * systemd passes a store, brokerd.socket's listening socket ("control"),
+ * a stored connection ("brokerd-conn") and an fd under a "brokerd-" name
+ * this brokerd does not know (another version's). It must start and serve
+ * on the listening socket, not take the unknown fd for a second socket,
+ * and close the stored connection (its client sees EOF and reconnects)
+ * rather than keep it open unserved, as it did without channels.
+ */
+static void test_store_discarded(void)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)], state[300], buf[8];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd, sp[2], other;
+	bool eof, serves;
+	struct pollfd p;
+	struct tc c;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/socket-store", tmpdir);
+	snprintf(state, sizeof(state), "%s/next-id-store", tmpdir);
+	memcpy(sa.sun_path, path, sizeof(path));
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	TC_ASSERT(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 16) == 0);
+	TC_ASSERT(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+	other = memfd_create("future", MFD_CLOEXEC);
+	TC_ASSERT(other >= 0);
+	pid = fork();
+	TC_ASSERT(pid >= 0);
+	if (pid == 0) {
+		const char *args[] = { daemon_binary, "--state",       state,	      "--policy-dir",
+				       policy_dir,    "--service-dir", service_dir, "--no-channels",
+				       NULL };
+		char lpid[32];
+
+		/* fds 3, 4, 5 as sd_listen_fds() expects them, without CLOEXEC */
+		if (dup2(lfd, 10) < 0 || dup2(sp[0], 11) < 0 || dup2(other, 12) < 0 || dup2(10, 3) < 0 ||
+		    dup2(11, 4) < 0 || dup2(12, 5) < 0 || close(10) < 0 || close(11) < 0 || close(12) < 0)
+			_exit(127);
+		snprintf(lpid, sizeof(lpid), "%d", (int)getpid());
+		setenv("LISTEN_PID", lpid, 1);
+		setenv("LISTEN_FDS", "3", 1);
+		setenv("LISTEN_FDNAMES", "control:brokerd-conn:brokerd-future", 1);
+		unsetenv("NOTIFY_SOCKET");
+		execv(daemon_binary, (char **)args);
+		_exit(127);
+	}
+	close(lfd);
+	close(sp[0]);
+	close(other);
+	/* the stored connection closed: its client sees the end */
+	p = (struct pollfd){ .fd = sp[1], .events = POLLIN };
+	eof = poll(&p, 1, 5000) == 1 && read(sp[1], buf, sizeof(buf)) == 0;
+	close(sp[1]);
+	/* and brokerd serves on the listening socket it was given */
+	serves = tc_connect_hello(&c, path, 0) == 0;
+	if (serves)
+		tc_close(&c);
+	serves = serves && waitpid(pid, NULL, WNOHANG) == 0;
+	kill(pid, SIGTERM);
+	TC_ASSERT(waitpid(pid, NULL, 0) == pid);
+	TC_ASSERT(eof);
+	TC_ASSERT(serves);
+	printf("# a store it cannot take (without channels, an unknown brokerd- fd): the stored connection "
+	       "closed, brokerd serves: ok\n");
 }
 
 /*
@@ -402,6 +474,7 @@ int main(int argc, char **argv)
 	test_list_pages_large();
 	test_activation();
 	test_builtin_policy();
+	test_store_discarded();
 	test_restart();
 	printf("ok\n");
 	return 0;

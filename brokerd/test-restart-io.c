@@ -2,13 +2,15 @@
 /*
  * test-restart-io.c - the state of a restart hand-over (restart-io.c): a
  * state written and read back record by record, every way a stored state
- * can be refused, the memfd sealed, owner queues, and a stored socket
+ * can be refused (an fd that is not a sealed memfd, a state cut between
+ * two records), the memfd sealed, owner queues, and a stored socket
  * found again only while its peer is the one recorded.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -122,6 +124,66 @@ static void test_round_trip(void)
 	printf("# a state read back; other versions, unknown and malformed records refused: ok\n");
 }
 
+/* Only a sealed memfd is a state; a cut between two records is not a smaller state. */
+static void test_sealed_and_whole(void)
+{
+	struct thing in = { .a = 1, .s = (char *)"x" }, out = { 0 };
+	struct wbuf w = { 0 };
+	size_t first;
+	int fd;
+
+	restart_state_write(&w, MAGIC, RESTART_END_VERSION, types, ELEMENTSOF(types), &in);
+	ASSERT(!w.oom);
+	/* the same bytes in a memfd nobody sealed, and in a file */
+	fd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ASSERT(fd >= 0 && write(fd, w.data, w.len) == (ssize_t)w.len);
+	ASSERT_INT(restart_state_parse(fd, "test state", MAGIC, RESTART_END_VERSION, types, ELEMENTSOF(types),
+				       &out),
+		   ==, -EPROTO);
+	ASSERT_INT(out.n_loaded, ==, 0);
+	/* sealed against writes only: it could still shrink under the mapping (SIGBUS) */
+	ASSERT(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0);
+	ASSERT_INT(restart_state_parse(fd, "test state", MAGIC, RESTART_END_VERSION, types, ELEMENTSOF(types),
+				       &out),
+		   ==, -EPROTO);
+	close(fd);
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_INT(restart_state_parse(fd, "test state", MAGIC, RESTART_END_VERSION, types, ELEMENTSOF(types),
+				       &out),
+		   ==, -EPROTO);
+	close(fd);
+
+	/* whole: two records and the end */
+	ASSERT_INT(restart_state_parse_bytes(w.data, w.len, "test state", MAGIC, RESTART_END_VERSION, types,
+					     ELEMENTSOF(types), &out),
+		   ==, 0);
+	ASSERT_INT(out.n_loaded, ==, 2);
+	/* cut after the first record: each record whole, the end missing */
+	first = 16 + 8 + 8 + 4 + 1;
+	out.n_loaded = 0;
+	ASSERT_INT(restart_state_parse_bytes(w.data, first, "test state", MAGIC, RESTART_END_VERSION, types,
+					     ELEMENTSOF(types), &out),
+		   ==, -EBADMSG);
+	ASSERT_INT(out.n_loaded, ==, 1);
+	/* the end record not last, or counting other records */
+	w.data[w.len - 4]++;
+	ASSERT_INT(restart_state_parse_bytes(w.data, w.len, "test state", MAGIC, RESTART_END_VERSION, types,
+					     ELEMENTSOF(types), &out),
+		   ==, -EBADMSG);
+	w.data[w.len - 4]--;
+	/* version 1, before the end record: its records alone are the state */
+	w.data[8] = 1;
+	out.n_loaded = 0;
+	ASSERT_INT(restart_state_parse_bytes(w.data, w.len - 12, "test state", MAGIC, RESTART_END_VERSION,
+					     types, ELEMENTSOF(types), &out),
+		   ==, 0);
+	ASSERT_INT(out.n_loaded, ==, 2);
+	free(out.s);
+	free(w.data);
+	printf("# a state in an unsealed memfd or a file refused; cut between records, or not ending with "
+	       "its end record, refused; version 1 read without one: ok\n");
+}
+
 static void test_strings(void)
 {
 	static const uint8_t nul[] = { 3, 0, 0, 0, 'a', 0, 'b' }, longer[] = { 9, 0, 0, 0, 'a', 'b' };
@@ -227,6 +289,7 @@ static void test_socket(void)
 int main(void)
 {
 	test_round_trip();
+	test_sealed_and_whole();
 	test_strings();
 	test_queue();
 	test_socket();
