@@ -111,6 +111,8 @@ struct bname {
 	/* an OPEN_CALL is on its way (bus-call.c): calls wait in their slots */
 	bool opening;
 	bool flushing; /* the waiting calls are going out: b must stay */
+	/* subscribers that lost a signal to our emits, not yet told to the handler (bus-name.c) */
+	uint64_t emit_lost;
 };
 
 /*
@@ -335,6 +337,10 @@ struct brokerd_bus {
 	 */
 	uint8_t *send_buf;
 	struct bus_batch *batch; /* NULL until the first brokerd_bus_batch_begin() */
+	/* what emits cost subscribers, told to this handler (bus_emit_lost_notify()) */
+	brokerd_emit_lost_handler_t emit_lost_handler;
+	void *emit_lost_userdata;
+	uint64_t emit_lost_unowned; /* not yet told, for names no longer ours */
 
 	/* a received message's struct, kept for the next (msg.c) */
 	struct brokerd_msg *msg_cache;

@@ -17,6 +17,7 @@
 #include "client/bus-connect.h"
 #include "client/bus-control.h"
 #include "client/bus-dispatch.h"
+#include "client/bus-name.h"
 #include "client/bus-taker.h"
 
 static void bus_update_timer(brokerd_bus *bus)
@@ -162,6 +163,9 @@ static int bus_process_internal(brokerd_bus *bus)
 			bus_kick(bus); /* come back for the rest */
 	}
 	n += bus_process_timeouts(bus);
+	/* sends of a batch this pass's reaps completed, or one whose end did not get to tell */
+	if (!bus->closed)
+		bus_emit_lost_notify(bus);
 	if (!bus->closed)
 		bus_update_timer(bus);
 	return n;

@@ -53,6 +53,7 @@ void bname_gc(brokerd_bus *bus, struct bname *b)
 		if (s->bname == b)
 			return;
 	bus_retired_close(bus, NULL, b);
+	bus->emit_lost_unowned += b->emit_lost; /* still to be told, without a name */
 	for (struct bname **p = &bus->names; *p; p = &(*p)->next)
 		if (*p == b) {
 			*p = b->next;
@@ -224,6 +225,46 @@ int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait)
 }
 
 /* --- Public API ----------------------------------------------------------------- */
+
+void bname_emit_lost(void *userdata, uint32_t sub_id, uint32_t n)
+{
+	brokerd_bus *bus = userdata;
+
+	bus->counters[BROKERD_COUNTER_EMIT_LOST] += n;
+	/* by the sending subscriber: the chan itself may be gone by the time its send completes */
+	for (struct bname *b = bus->names; b; b = b->next)
+		if (b->sig_send && b->sig_send->sub_id == sub_id) {
+			b->emit_lost += n;
+			return;
+		}
+	bus->emit_lost_unowned += n;
+}
+
+void bus_emit_lost_notify(brokerd_bus *bus)
+{
+	uint64_t n;
+
+	if (!bus->emit_lost_handler || (bus->batch && bus->batch->open))
+		return;
+	/* one name at a time, from the start: the handler may emit, release names, close the bus's names */
+	for (;;) {
+		struct bname *b = bus->names;
+
+		while (b && !b->emit_lost)
+			b = b->next;
+		if (!b)
+			break;
+		n = b->emit_lost;
+		b->emit_lost = 0;
+		bus->emit_lost_handler(bus, b->name, n, bus->emit_lost_userdata);
+		if (bus->closed || !bus->emit_lost_handler)
+			return;
+	}
+	n = bus->emit_lost_unowned;
+	bus->emit_lost_unowned = 0;
+	if (n)
+		bus->emit_lost_handler(bus, NULL, n, bus->emit_lost_userdata);
+}
 
 _public_ int brokerd_bus_request_name(brokerd_bus *bus, const char *name, unsigned int flags)
 {

@@ -28,5 +28,12 @@ int bname_unsubscribe(brokerd_bus *bus, struct bname *b, bool wait);
 int bname_request(brokerd_bus *bus, struct bname *b, unsigned int flags);
 /* Opens b's call chan; wait: let brokerd activate the name first. */
 int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait);
+/*
+ * The ring's on_lost: a send of ours on chan sub_id (a name's signal chan)
+ * made n subscribers lose a signal; counted, and kept for the handler.
+ */
+void bname_emit_lost(void *userdata, uint32_t sub_id, uint32_t n);
+/* Tells the emit-lost handler what it was not told yet (not while a send batch is open). */
+void bus_emit_lost_notify(brokerd_bus *bus);
 
 #endif

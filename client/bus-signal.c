@@ -18,6 +18,7 @@
 static int emit(brokerd_bus *bus, const char *name, struct chmsg *m)
 {
 	struct bname *b;
+	int k;
 
 	if (!bus || bus->closed || !ctrl_name_is_valid_wellknown(name))
 		return -EINVAL;
@@ -29,9 +30,15 @@ static int emit(brokerd_bus *bus, const char *name, struct chmsg *m)
 	if (!b || !b->sig_send)
 		return -EPERM; /* only the name's owner may emit its signals */
 	m->serial = bus_next_serial(bus);
+	/* what the emit costs subscribers, where the kernel tells (asked once per ring) */
+	bus->ring.on_lost = bname_emit_lost;
+	bus->ring.lost_userdata = bus;
+	(void)chan_count_lost(&bus->ring, b->sig_send);
 	if (bus->batch && bus->batch->open)
 		return bus_batch_send(bus, b->sig_send, m);
-	return bus_chan_send(bus, b->sig_send, m);
+	k = bus_chan_send(bus, b->sig_send, m);
+	bus_emit_lost_notify(bus);
+	return k;
 }
 
 _public_ int brokerd_bus_batch_begin(brokerd_bus *bus)
@@ -68,7 +75,20 @@ _public_ int brokerd_bus_batch_end(brokerd_bus *bus)
 	b = bus->batch;
 	k = bus_batch_flush(bus);
 	b->open = false;
+	bus_emit_lost_notify(bus);
 	return k < 0 ? k : b->error;
+}
+
+_public_ int brokerd_bus_set_emit_lost_handler(brokerd_bus *bus, brokerd_emit_lost_handler_t handler,
+					       void *userdata)
+{
+	if (!bus || bus->closed)
+		return -EINVAL;
+	if (!ring_send_lost(&bus->ring))
+		return -EOPNOTSUPP;
+	bus->emit_lost_handler = handler;
+	bus->emit_lost_userdata = userdata;
+	return 0;
 }
 
 _public_ int brokerd_bus_emit_signal(brokerd_bus *bus, const char *name, const char *member, const void *body,

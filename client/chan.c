@@ -504,6 +504,12 @@ int ring_reap(struct ring *r)
 
 			op->res = cqe->res;
 			op->done = true;
+			if (op->count_lost && cqe->res >= 0) {
+				/* IOIPC_SEND_LOST: res is what the send cost the receivers, not its length */
+				if (cqe->res > 0 && r->on_lost)
+					r->on_lost(r->lost_userdata, op->sub_id, (uint32_t)cqe->res);
+				op->res = (int)op->len;
+			}
 		} else if (tag == TAG_RECV && p && ((struct chan *)p)->multishot) {
 			multishot_complete(r, p, cqe->res, cqe->flags);
 		} else if (tag == TAG_RECV && p) {
@@ -677,6 +683,17 @@ static int send_prep(struct ring *r, struct chan *c, const void *buf, size_t len
 	return 0;
 }
 
+/* Asks for the send's losses where c counts them (chan_count_lost()). */
+static void send_count_lost(struct chan *c, struct io_uring_sqe *sqe, size_t len, struct chan_send_op *op)
+{
+	if (!c->count_lost)
+		return;
+	sqe->ioprio |= IOIPC_SEND_LOST;
+	op->count_lost = true;
+	op->sub_id = c->sub_id;
+	op->len = (uint32_t)len;
+}
+
 int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds, unsigned int n)
 {
 	struct chan_send_op op = { 0 };
@@ -686,6 +703,7 @@ int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, c
 	k = send_prep(r, c, buf, len, fds, n, &sqe);
 	if (k < 0)
 		return k;
+	send_count_lost(c, sqe, len, &op);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)&op | TAG_SEND);
 	/* a send never waits in the kernel: its completion comes right away */
 	while (!op.done) {
@@ -707,6 +725,7 @@ int chan_send_queue(struct ring *r, struct chan *c, const void *buf, size_t len,
 	if (k < 0)
 		return k;
 	*op = (struct chan_send_op){ 0 };
+	send_count_lost(c, sqe, len, op);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)op | TAG_SEND);
 	return 0;
 }
@@ -763,6 +782,45 @@ static bool ring_receipts(struct ring *r)
 	ioipc_prep_send(sqe, 0, "", 0, 0);
 	r->receipts = send_receipt_wait(r, sqe, 0) == -ENOENT ? 1 : -1;
 	return r->receipts > 0;
+}
+
+bool ring_send_lost(struct ring *r)
+{
+	struct io_uring_sqe *sqe;
+	int k;
+
+	if (r->send_lost || !r->initialized)
+		return r->send_lost > 0;
+	if (!r->lost_probing) {
+		sqe = ring_get_sqe(r);
+		if (!sqe)
+			return false; /* ask again next time */
+		ioipc_prep_send(sqe, 0, "", 0, 0);
+		sqe->ioprio = IOIPC_SEND_LOST;
+		/* the ring's own op: reaped whenever its CQE comes, even after we gave up waiting */
+		r->lost_probe = (struct chan_send_op){ 0 };
+		io_uring_sqe_set_data64(sqe, (uintptr_t)&r->lost_probe | TAG_SEND);
+		r->lost_probing = true;
+	}
+	while (!r->lost_probe.done) {
+		k = io_uring_submit_and_wait(&r->uring, 1);
+		if (k < 0 && k != -EINTR && k != -EAGAIN && k != -ETIME)
+			return false; /* ask again next time */
+		(void)ring_reap(r);
+	}
+	r->lost_probing = false;
+	r->send_lost = r->lost_probe.res == -ENOENT ? 1 : -1;
+	return r->send_lost > 0;
+}
+
+int chan_count_lost(struct ring *r, struct chan *c)
+{
+	if (!c)
+		return -EINVAL;
+	if (!c->count_lost && !ring_send_lost(r))
+		return -EOPNOTSUPP;
+	c->count_lost = true;
+	return 0;
 }
 
 int chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,

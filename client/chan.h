@@ -27,6 +27,7 @@ struct chan {
 	bool fds_taken;	     /* the received fds are someone else's to close */
 	unsigned int kind;   /* owner's tag */
 	uint32_t msg_max;    /* largest message its channel takes, as brokerd told; 0: not told */
+	bool count_lost;     /* sends ask what receivers lost to them (chan_count_lost()) */
 	void *owner;	     /* owner's object */
 	struct chan *ready_next;
 	size_t buf_size;
@@ -56,6 +57,16 @@ struct chan {
 	unsigned int holds; /* buffers taken by chan_hold(): c is freed only when all are back */
 };
 
+/* A send queued by chan_send_queue(): done and its result (bytes sent or -errno) once its CQE came. */
+struct chan_send_op {
+	int res;
+	bool done;
+	/* a send of a chan that counts losses: the CQE's res is the count, reported to on_lost */
+	bool count_lost;
+	uint32_t sub_id;
+	uint32_t len;
+};
+
 struct ring {
 	struct io_uring uring;
 	bool initialized;
@@ -68,6 +79,16 @@ struct ring {
 	int receipts;		/* the kernel posts them: 1 yes, -1 no, 0 not asked yet */
 	uintptr_t receipt_wait; /* the receipt send waiting for its own CQE */
 	int receipt_res;
+	/*
+	 * Losses told to sends (chan_count_lost()): the owner's, called from
+	 * ring_reap() with the sending subscriber and how many receivers lost
+	 * a message to one send (n > 0); it must not send or reap.
+	 */
+	void (*on_lost)(void *userdata, uint32_t sub_id, uint32_t n);
+	void *lost_userdata;
+	int send_lost; /* the kernel tells sends (IOIPC_SEND_LOST): 1 yes, -1 no, 0 not asked yet */
+	bool lost_probing; /* the probe's send is in the ring; its CQE fills lost_probe */
+	struct chan_send_op lost_probe __attribute__((aligned(8)));
 	uint64_t bgid_used[1024]; /* provided buffer group ids in use, a bit each */
 };
 
@@ -110,11 +131,6 @@ int chan_set_multishot(struct ring *r, struct chan *c, unsigned int nbufs);
 int chan_arm(struct ring *r, struct chan *c);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
-/* A send queued by chan_send_queue(): done and its result (bytes sent or -errno) once its CQE came. */
-struct chan_send_op {
-	int res;
-	bool done;
-};
 /*
  * Queues a send of buf (and n fds) on c without submitting it: it goes to
  * the kernel with the ring's next submit (ring_submit_sends(), or any other
@@ -141,6 +157,19 @@ int chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, c
  */
 int chan_send_receipt(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
 		      unsigned int n, uint64_t cookie, bool *ret_receipt);
+/*
+ * Whether the kernel tells a send how many receivers lost a message to it
+ * (IOIPC_SEND_LOST), asked once per ring: a send to id 0 with the flag
+ * fails -ENOENT if it knows it, -EINVAL if not.
+ */
+bool ring_send_lost(struct ring *r);
+/*
+ * From now on every send of c (chan_send*(), chan_send_queue(); not those
+ * with a receipt) asks the kernel how many receivers lost a message to it,
+ * and ring_reap() hands each count above 0 to the ring's on_lost; the sends
+ * still return their length. 0, or -EOPNOTSUPP: the kernel cannot tell.
+ */
+int chan_count_lost(struct ring *r, struct chan *c);
 /* Cancels a parked receive and waits (briefly) for its completion: after it
  * the channel is either idle or ready with a message it had already taken. */
 void chan_cancel_wait(struct ring *r, struct chan *c);

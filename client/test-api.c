@@ -276,6 +276,7 @@ static void test_arguments(void)
 	ASSERT(brokerd_bus_is_connected(NULL) == -EINVAL);
 	ASSERT(brokerd_bus_set_reconnect(NULL, 1) == -EINVAL);
 	ASSERT(brokerd_bus_set_spin(NULL, 10) == -EINVAL);
+	ASSERT(brokerd_bus_set_emit_lost_handler(NULL, NULL, NULL) == -EINVAL);
 	ASSERT(brokerd_slot_get_lost(NULL, &u64) == -EINVAL);
 	ASSERT(brokerd_slot_set_lost_handler(NULL, NULL) == -EINVAL);
 	ASSERT(brokerd_bus_set_state_handler(NULL, NULL, NULL) == -EINVAL);

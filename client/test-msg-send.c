@@ -14,6 +14,11 @@
  * are only queued, their bytes intact in the batch's buffer until the one
  * submit of the whole batch at its end (or of every 32), the kernel's
  * error of one send comes from the batch's end, and no emit allocates.
+ * What emits cost subscribers (IOIPC_SEND_LOST), as the wrapped sends
+ * report it through the ring's on_lost as ring_reap() would: counted in
+ * BROKERD_COUNTER_EMIT_LOST, told to the handler with the name before an
+ * emit returns, in a batch only at its end, for a name gone without it;
+ * nothing asked of a kernel that cannot tell.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -75,6 +80,8 @@ static struct {
 
 /* What the next send returns instead of its length (0: none), once. */
 static int send_error;
+/* What the kernel tells a send of a chan that counts losses (chan_count_lost()) */
+static uint32_t lost_next;
 
 int __wrap_chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t len, const int *fds,
 			 unsigned int n)
@@ -89,6 +96,9 @@ int __wrap_chan_send_fds(struct ring *r, struct chan *c, const void *buf, size_t
 	sent.buf = buf;
 	sent.len = len;
 	memcpy(sent.bytes, buf, len);
+	/* as ring_reap() does with the CQE of a send that asked */
+	if (c->count_lost && lost_next && r->on_lost)
+		r->on_lost(r->lost_userdata, c->sub_id, lost_next);
 	return (int)len;
 }
 
@@ -124,7 +134,7 @@ int __wrap_chan_send_queue(struct ring *r, struct chan *c, const void *buf, size
 	batch.buf[batch.queued] = buf;
 	batch.len[batch.queued] = len;
 	batch.queued++;
-	*op = (struct chan_send_op){ .res = (int)len };
+	*op = (struct chan_send_op){ .res = (int)len, .count_lost = c->count_lost, .sub_id = c->sub_id };
 	return 0;
 }
 
@@ -136,6 +146,8 @@ int __wrap_ring_submit_sends(struct ring *r, struct chan_send_op *ops, unsigned 
 		ops[i].done = true;
 		if (batch.queued - n + i + 1 == fail_queued)
 			ops[i].res = -ENOBUFS;
+		else if (ops[i].count_lost && lost_next && r->on_lost)
+			r->on_lost(r->lost_userdata, ops[i].sub_id, lost_next);
 	}
 	return 0;
 }
@@ -481,12 +493,108 @@ static void test_batch(void)
 	ASSERT_INT(brokerd_bus_batch_end(NULL), ==, -EINVAL);
 }
 
+/* What the emit-lost handler heard. */
+static struct {
+	unsigned int calls, unnamed;
+	uint64_t total;
+	bool in_emit; /* an emit of an open batch is running: no call may come */
+} heard;
+
+static void on_emit_lost(brokerd_bus *bus, const char *name, uint64_t n, void *userdata)
+{
+	ASSERT(userdata == &heard);
+	ASSERT(!heard.in_emit);
+	ASSERT(n > 0);
+	if (name)
+		ASSERT_STR(name, EMITTER);
+	else
+		heard.unnamed++;
+	heard.calls++;
+	heard.total += n;
+}
+
+static void emit_in_batch(brokerd_bus *bus)
+{
+	uint8_t body[16] = { 0 };
+
+	heard.in_emit = true;
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	heard.in_emit = false;
+}
+
+static void test_emit_lost(void)
+{
+	brokerd_bus *bus = bus_new();
+	uint8_t body[16] = { 0 };
+
+	/* a kernel that cannot tell: nothing set, nothing asked, nothing counted */
+	bus->ring.send_lost = -1;
+	ASSERT_INT(brokerd_bus_set_emit_lost_handler(bus, on_emit_lost, &heard), ==, -EOPNOTSUPP);
+	lost_next = 2;
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT(!sig_send.count_lost);
+	ASSERT_INT(brokerd_bus_get_counter(bus, BROKERD_COUNTER_EMIT_LOST), ==, 0);
+	ASSERT(brokerd_bus_close(bus) == NULL);
+
+	/* one that tells */
+	bus = bus_new();
+	bus->ring.send_lost = 1;
+	sig_send.sub_id = 7;
+	batch.queued = batch.submits = 0;
+	ASSERT_INT(brokerd_bus_set_emit_lost_handler(bus, on_emit_lost, &heard), ==, 0);
+	/* outside a batch: told before the emit returns; a send that cost nothing is not told */
+	lost_next = 3;
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT(sig_send.count_lost);
+	ASSERT_INT(heard.calls, ==, 1);
+	ASSERT_INT(heard.total, ==, 3);
+	lost_next = 0;
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT_INT(heard.calls, ==, 1);
+	ASSERT_INT(brokerd_bus_get_counter(bus, BROKERD_COUNTER_EMIT_LOST), ==, 3);
+
+	/* forty in a batch (a submit at 32 on the way): counted as they complete, told once, at the end */
+	lost_next = 2;
+	ASSERT_INT(brokerd_bus_batch_begin(bus), ==, 0);
+	for (int i = 0; i < 40; i++)
+		emit_in_batch(bus);
+	ASSERT_INT(batch.submits, ==, 1);
+	ASSERT_INT(heard.calls, ==, 1);
+	ASSERT_INT(brokerd_bus_get_counter(bus, BROKERD_COUNTER_EMIT_LOST), ==, 3 + 2 * BUS_BATCH_MAX);
+	ASSERT_INT(brokerd_bus_batch_end(bus), ==, 0);
+	ASSERT_INT(batch.submits, ==, 2);
+	ASSERT_INT(heard.calls, ==, 2);
+	ASSERT_INT(heard.total, ==, 3 + 2 * 40);
+	ASSERT_INT(brokerd_bus_get_counter(bus, BROKERD_COUNTER_EMIT_LOST), ==, 3 + 2 * 40);
+
+	/* a send that completed after its name's chan went: told without a name, with the next emit */
+	bus->ring.on_lost(bus->ring.lost_userdata, 99, 5);
+	ASSERT_INT(heard.calls, ==, 2);
+	lost_next = 0;
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT_INT(heard.calls, ==, 3);
+	ASSERT_INT(heard.unnamed, ==, 1);
+	ASSERT_INT(heard.total, ==, 3 + 2 * 40 + 5);
+	ASSERT_INT(brokerd_bus_get_counter(bus, BROKERD_COUNTER_EMIT_LOST), ==, 3 + 2 * 40 + 5);
+
+	/* cleared: counted still, told to nobody */
+	lost_next = 2;
+	ASSERT_INT(brokerd_bus_set_emit_lost_handler(bus, NULL, NULL), ==, 0);
+	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
+	ASSERT_INT(heard.calls, ==, 3);
+	ASSERT_INT(brokerd_bus_get_counter(bus, BROKERD_COUNTER_EMIT_LOST), ==, 3 + 2 * 40 + 5 + 2);
+	lost_next = 0;
+	sig_send.count_lost = false;
+	ASSERT(brokerd_bus_close(bus) == NULL);
+}
+
 int main(void)
 {
 	test_bytes_now();
 	test_typed_now();
 	test_queued();
 	test_batch();
+	test_emit_lost();
 	printf("test-msg-send: ok\n");
 	return 0;
 }

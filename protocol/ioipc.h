@@ -125,6 +125,17 @@ _Static_assert(offsetof(struct ioipc_channel_attach, mmap_offset_out) == 24, "at
  * with them fails a send to id 0 with -ENOENT: the probe.
  */
 #define IOIPC_SEND_RECEIPT (1U << 1)
+/*
+ * Loss told to the sender ("Lossy broadcast" in io_uring_ipc.rst, kernel
+ * patch 0023). IPC_SEND with IOIPC_SEND_LOST completes, when it succeeds,
+ * with cqe->res = the number of receivers that lost a message to this send
+ * (on a lossy channel: those that had not read the message whose slot it
+ * reused; monitors not counted; 0 on other channels) instead of the
+ * length. Every loss a receiver is told of in ioipc_msg_info.lost was
+ * counted by exactly one send. A kernel without it fails the flag with
+ * -EINVAL in the prep; one with it fails a send to id 0 with -ENOENT.
+ */
+#define IOIPC_SEND_LOST (1U << 2)
 #define IOIPC_FDS_TRUNC (1U << 0)
 
 struct ioipc_fds_hdr { /* struct io_uring_ipc_fds_hdr */

@@ -106,6 +106,23 @@ typedef void (*brokerd_lost_handler_t)(brokerd_slot *slot, uint64_t n, void *use
 int brokerd_slot_get_lost(brokerd_slot *slot, uint64_t *ret);
 int brokerd_slot_set_lost_handler(brokerd_slot *slot, brokerd_lost_handler_t handler);
 
+/*
+ * The emitter's side of the same: an emit is never failed nor held back
+ * because subscribers lag; instead, on a kernel that tells senders
+ * (IOIPC_SEND_LOST), each emit learns how many subscribers lost a signal to
+ * it (those that had not read the signal whose place in the ring it took).
+ * The bus counts them (BROKERD_COUNTER_EMIT_LOST: every signal a subscriber
+ * was told it lost was counted by exactly one emit of its name's owner) and
+ * calls the handler, if set, with the name emitted on (NULL when the bus no
+ * longer owns it) and the number since the last call: at the end of the
+ * emit outside a send batch, at the end of brokerd_bus_batch_end() for a
+ * batch, or from brokerd_bus_process(). The handler may emit.
+ * brokerd_bus_set_emit_lost_handler() returns -EOPNOTSUPP (and sets
+ * nothing) where the kernel does not tell: the counter then stays 0.
+ */
+typedef void (*brokerd_emit_lost_handler_t)(brokerd_bus *bus, const char *name, uint64_t n, void *userdata);
+int brokerd_bus_set_emit_lost_handler(brokerd_bus *bus, brokerd_emit_lost_handler_t handler, void *userdata);
+
 /* --- Names ----------------------------------------------------------------- */
 
 #define BROKERD_NAME_ALLOW_REPLACEMENT (1U << 0)
@@ -503,6 +520,7 @@ enum {
 	BROKERD_COUNTER_CONTROL_REQUESTS,
 	BROKERD_COUNTER_FDS_LOST,
 	BROKERD_COUNTER_LOST, /* signals and monitor copies the kernel dropped before we received them */
+	BROKERD_COUNTER_EMIT_LOST, /* signals subscribers lost to our emits (brokerd_bus_set_emit_lost_handler()) */
 	_BROKERD_COUNTER_MAX,
 };
 uint64_t brokerd_bus_get_counter(brokerd_bus *bus, int counter);

@@ -13,6 +13,15 @@
  * receive buffers), and it still receives the last signals in order. A
  * monitor of the name that stalls the same way accounts for every signal
  * too, its loss counted on its monitor slot.
+ *
+ * The emitter learns the same loss from its side: the kernel tells each
+ * emit how many subscribers had not read the signal whose place in the
+ * ring it took (IOIPC_SEND_LOST), and the library counts it
+ * (BROKERD_COUNTER_EMIT_LOST) and tells the emit-lost handler, after each
+ * emit outside a batch and only at the end of a batch. Every signal a
+ * subscriber is told it lost was counted by exactly one emit, and the two
+ * subscribers are the name's only ones (the monitor is not counted): the
+ * emitter's count must equal the two subscribers' lost counts added up.
  */
 #include "client/bus-introspect.h"
 #include "tests/integration/client/testlib.h"
@@ -123,7 +132,23 @@ static int monitor(void *arg)
 	return brokerd_bus_run(bus) < 0;
 }
 
-static void check_sub(struct sub *s, const char *what, bool must_lose)
+/* What the emitter's handler heard. */
+static struct {
+	bool emitting_in_batch; /* inside an emit of an open batch: no call may come */
+	uint64_t total, calls;
+} told;
+
+static void on_emit_lost(brokerd_bus *bus, const char *name, uint64_t n, void *u)
+{
+	if (u != &told || !name || strcmp(name, NAME) != 0 || n == 0)
+		FAIL("emit-lost handler called with name %s, n %" PRIu64, name ?: "(null)", n);
+	if (told.emitting_in_batch)
+		FAIL("emit-lost handler called inside a batch's emit");
+	told.total += n;
+	told.calls++;
+}
+
+static uint64_t check_sub(struct sub *s, const char *what, bool must_lose)
 {
 	char line[128];
 	uint64_t received, lost, calls;
@@ -136,14 +161,21 @@ static void check_sub(struct sub *s, const char *what, bool must_lose)
 		FAIL("%s: %" PRIu64 " received + %" PRIu64 " lost != %d emitted", what, received, lost, N);
 	if (must_lose && (lost == 0 || calls == 0))
 		FAIL("%s: stalled for %d signals and lost none", what, N);
+	return lost;
 }
 
 int main(void)
 {
 	brokerd_bus *bus = t_open();
 	struct sub fast = { 0 }, slow = { .stall = true }, mon = { .stall = true };
+	uint64_t sub_lost, emit_lost;
 	pid_t pf, ps, pm;
+	int r;
 
+	r = brokerd_bus_set_emit_lost_handler(bus, on_emit_lost, &told);
+	if (r == -EOPNOTSUPP)
+		SKIP("the kernel does not tell an emitter what it overwrote (IOIPC_SEND_LOST)");
+	CHECK_R(r, 0);
 	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
 	t_pipe(fast.ready), t_pipe(fast.out), t_pipe(fast.go);
 	t_pipe(slow.ready), t_pipe(slow.out), t_pipe(slow.go);
@@ -156,11 +188,11 @@ int main(void)
 	t_expect(mon.ready[0], "ready", 10000);
 	/* the first half one by one, the second in send batches of BATCH (one submit each) */
 	for (uint64_t i = 0; i < N; i++) {
-		int r = 0;
-
 		if (i >= N / 2 && (i - N / 2) % BATCH == 0)
 			CHECK_R(brokerd_bus_batch_begin(bus), 0);
+		told.emitting_in_batch = i >= N / 2;
 		r = brokerd_bus_emit_signal(bus, NAME, "Seq", &i, sizeof(i));
+		told.emitting_in_batch = false;
 		if (r != 0)
 			FAIL("emit %" PRIu64 " of %d: %s", i, N, strerror(-r));
 		if (i >= N / 2 && ((i - N / 2) % BATCH == BATCH - 1 || i == N - 1) &&
@@ -169,9 +201,17 @@ int main(void)
 	}
 	t_say(slow.go[1], "go");
 	t_say(mon.go[1], "go");
-	check_sub(&fast, "running subscriber", false);
-	check_sub(&slow, "stalled subscriber", true);
-	check_sub(&mon, "stalled monitor", true);
+	sub_lost = check_sub(&fast, "running subscriber", false);
+	sub_lost += check_sub(&slow, "stalled subscriber", true);
+	(void)check_sub(&mon, "stalled monitor", true);
+	emit_lost = brokerd_bus_get_counter(bus, BROKERD_COUNTER_EMIT_LOST);
+	t_log("emitter: told of %" PRIu64 " lost (%" PRIu64 " handler calls, counter %" PRIu64 ")", told.total,
+	      told.calls, emit_lost);
+	if (told.total != emit_lost)
+		FAIL("emit-lost handler heard %" PRIu64 ", BROKERD_COUNTER_EMIT_LOST says %" PRIu64, told.total,
+		     emit_lost);
+	if (emit_lost != sub_lost)
+		FAIL("emitter told of %" PRIu64 " lost, the subscribers lost %" PRIu64, emit_lost, sub_lost);
 	CHECK_R(t_wait(pf, 5000), 0);
 	CHECK_R(t_wait(ps, 5000), 0);
 	CHECK_R(t_wait(pm, 5000), 0);
