@@ -381,7 +381,8 @@ struct exec_user {
  * configuration, or one that names a <servicehelper>), when it is root; not
  * root, it cannot, and the service runs as brokerd (logged). Resolved here,
  * in brokerd, so that a user that does not exist fails the activation at
- * once. -ESRCH (err set): no such user; -ENOMEM.
+ * once. -ESRCH (err set): no such user; -ENOKEY: no User= where one is
+ * needed; -ENOMEM.
  */
 static int exec_user_get(struct dbus_activation_state *st, const struct service *svc, struct exec_user *ret,
 			 char *err, size_t err_len)
@@ -390,7 +391,22 @@ static int exec_user_get(struct dbus_activation_state *st, const struct service 
 	int n = 32;
 
 	*ret = (struct exec_user){ 0 };
-	if (!svc->user || (st->front->bus->dbus_config && st->session))
+	if (st->front->bus->dbus_config && st->session)
+		return 0;
+	/*
+	 * dbus-daemon's helper reads User= as compulsory and exits 1 without
+	 * it, which dbus-daemon answers with Spawn.ChildExited ("unknown
+	 * return code 1"): on an XML system bus brokerd refuses the file
+	 * likewise, rather than running a system service as itself. brokerd's
+	 * own bus (no XML) keeps running such a file as brokerd.
+	 */
+	if (!svc->user && st->front->bus->dbus_config) {
+		snprintf(err, err_len,
+			 "Cannot run %s: %s has no User=, which a system bus (<servicehelper>) needs to run Exec=",
+			 svc->name, svc->file);
+		return -ENOKEY;
+	}
+	if (!svc->user)
 		return 0;
 	if (geteuid() != 0) {
 		log_info("D-Bus activation of %s: User=%s not used, brokerd (uid %u) cannot change users",
@@ -513,7 +529,7 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 	r = exec_user_get(st, svc, &user, err, err_len);
 	if (r < 0) {
 		strv_free(argv);
-		*error = ERR("Spawn.SetupFailed");
+		*error = r == -ENOKEY ? ERR("Spawn.ChildExited") : ERR("Spawn.SetupFailed");
 		return r;
 	}
 	/*
