@@ -192,6 +192,12 @@ struct bus {
 	 */
 	void (*dbus_owner_changed)(void *front, const char *name, struct registry_peer *old,
 				   struct registry_peer *new);
+	/*
+	 * A reload (SIGHUP, ReloadConfig) applied a new policy: who may
+	 * eavesdrop may have changed, and with it whether brokerd watches
+	 * native traffic (dbus-monitor-native.c). Set with dbus_front.
+	 */
+	void (*dbus_reloaded)(void *front);
 
 	/* Connection floods (admission.c) */
 	unsigned int n_conns;	 /* admitted, with or without HELLO */

@@ -381,7 +381,8 @@ struct exec_user {
  * configuration, or one that names a <servicehelper>), when it is root; not
  * root, it cannot, and the service runs as brokerd (logged). Resolved here,
  * in brokerd, so that a user that does not exist fails the activation at
- * once. -ESRCH (err set): no such user; -ENOMEM.
+ * once. -ESRCH (err set): no such user; -ENOKEY: no User= where one is
+ * needed; -ENOMEM.
  */
 static int exec_user_get(struct dbus_activation_state *st, const struct service *svc, struct exec_user *ret,
 			 char *err, size_t err_len)
@@ -390,7 +391,22 @@ static int exec_user_get(struct dbus_activation_state *st, const struct service 
 	int n = 32;
 
 	*ret = (struct exec_user){ 0 };
-	if (!svc->user || (st->front->bus->dbus_config && st->session))
+	if (st->front->bus->dbus_config && st->session)
+		return 0;
+	/*
+	 * dbus-daemon's helper reads User= as compulsory and exits 1 without
+	 * it, which dbus-daemon answers with Spawn.ChildExited ("unknown
+	 * return code 1"): on an XML system bus brokerd refuses the file
+	 * likewise, rather than running a system service as itself. brokerd's
+	 * own bus (no XML) keeps running such a file as brokerd.
+	 */
+	if (!svc->user && st->front->bus->dbus_config) {
+		snprintf(err, err_len,
+			 "Cannot run %s: %s has no User=, which a system bus (<servicehelper>) needs to run Exec=",
+			 svc->name, svc->file);
+		return -ENOKEY;
+	}
+	if (!svc->user)
 		return 0;
 	if (geteuid() != 0) {
 		log_info("D-Bus activation of %s: User=%s not used, brokerd (uid %u) cannot change users",
@@ -429,6 +445,14 @@ static int exec_user_get(struct dbus_activation_state *st, const struct service 
 	return -ENOMEM;
 }
 
+/*
+ * What the child writes on the report pipe when it gets no further than
+ * its execve(): the first byte says which step failed, the parent answers
+ * with that step's error (dbus-daemon's babysitter tells the two apart too).
+ */
+#define EXEC_REPORT_USER 'u' /* then the text: cannot become its User= */
+#define EXEC_REPORT_EXEC 'x' /* then the execve()'s errno, an int */
+
 /* The child, before its execve(): becomes u. On failure why goes to fd, and it exits. */
 static void exec_child_user(const struct exec_user *u, int fd)
 {
@@ -446,14 +470,14 @@ static void exec_child_user(const struct exec_user *u, int fd)
 		what = "setuid";
 	if (!what)
 		return;
-	n = snprintf(msg, sizeof(msg), "%s(%u): %s", what,
+	n = snprintf(msg, sizeof(msg), "%c%s(%u): %s", EXEC_REPORT_USER, what,
 		     (unsigned int)(!strcmp(what, "setuid") ? u->uid : u->gid), strerror(errno));
 	if (n > 0)
 		(void)!write(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 	_exit(127);
 }
 
-/* What the child said before its execve() (nothing: it got that far); blocks until then. */
+/* What the child said before or of its execve() (nothing: it succeeded); blocks until then. */
 static ssize_t exec_child_report(int fd, char *buf, size_t size)
 {
 	size_t n = 0;
@@ -475,7 +499,7 @@ static ssize_t exec_child_report(int fd, char *buf, size_t size)
  * Runs svc's Exec= line; the process is watched until it exits. *error is
  * the D-Bus error when it cannot be run: Spawn.SetupFailed when it cannot
  * be run as its User= (as dbus-daemon's helper fails), else
- * Spawn.ExecFailed.
+ * Spawn.ExecFailed (also when its execve() fails).
  */
 static int exec_start(struct dbus_activation_state *st, const struct service *svc, pid_t *ret_pid,
 		      const char **error, char *err, size_t err_len)
@@ -486,6 +510,7 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 	char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", said[200];
 	struct exec_user user = { 0 };
 	size_t n_environ = 0, n = 0;
+	ssize_t said_len;
 	struct child *ch = NULL;
 	int pidfd = -1, report[2] = { -1, -1 }, r;
 	pid_t pid;
@@ -504,7 +529,7 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 	r = exec_user_get(st, svc, &user, err, err_len);
 	if (r < 0) {
 		strv_free(argv);
-		*error = ERR("Spawn.SetupFailed");
+		*error = r == -ENOKEY ? ERR("Spawn.ChildExited") : ERR("Spawn.SetupFailed");
 		return r;
 	}
 	/*
@@ -573,16 +598,38 @@ static int exec_start(struct dbus_activation_state *st, const struct service *sv
 		(void)syscall(SYS_close_range, 4U, ~0U, 0U);
 		exec_child_user(&user, 3);
 		execve(argv[0], argv, envp);
-		fprintf(stderr, "brokerd: cannot run %s for %s: %s\n", argv[0], svc->name, strerror(errno));
+		{
+			char msg[1 + sizeof(int)] = { EXEC_REPORT_EXEC };
+			int e = errno;
+
+			memcpy(msg + 1, &e, sizeof(e));
+			(void)!write(3, msg, sizeof(msg));
+		}
 		_exit(127);
 	}
 	close(report[1]);
 	report[1] = -1;
-	if (exec_child_report(report[0], said, sizeof(said)) > 0) {
+	/*
+	 * Exec= that cannot be run (missing, not executable) is told apart
+	 * from a service that ran and exited: Spawn.ExecFailed at once, as
+	 * dbus-daemon answers, not Spawn.ChildExited when its exit is seen.
+	 */
+	said_len = exec_child_report(report[0], said, sizeof(said));
+	if (said_len > 0) {
 		(void)waitpid(pid, NULL, 0);
-		*error = ERR("Spawn.SetupFailed");
-		snprintf(err, err_len, "Cannot run %s as user '%s': %s", svc->name, svc->user, said);
-		r = -EPERM;
+		if (said[0] == EXEC_REPORT_EXEC && (size_t)said_len == 1 + sizeof(int)) {
+			int e;
+
+			memcpy(&e, said + 1, sizeof(e));
+			*error = ERR("Spawn.ExecFailed");
+			snprintf(err, err_len, "Failed to execute program %s (%s): %s", svc->name, argv[0],
+				 strerror(e));
+			r = -e;
+		} else {
+			*error = ERR("Spawn.SetupFailed");
+			snprintf(err, err_len, "Cannot run %s as user '%s': %s", svc->name, svc->user, said + 1);
+			r = -EPERM;
+		}
 		goto out;
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

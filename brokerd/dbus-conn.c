@@ -1321,6 +1321,7 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	bus->dbus_front = f;
 	bus->dbus_peer_creds = dbus_driver_peer_creds;
 	bus->dbus_owner_changed = dbus_driver_owner_changed;
+	bus->dbus_reloaded = dbus_monitor_native_reloaded;
 	r = dbus_bridge_new(&f->bridge, f);
 	if (r < 0) {
 		dbus_front_free(f);
@@ -1360,6 +1361,7 @@ struct dbus_front *dbus_front_free(struct dbus_front *f)
 		f->bus->dbus_front = NULL;
 		f->bus->dbus_peer_creds = NULL;
 		f->bus->dbus_owner_changed = NULL;
+		f->bus->dbus_reloaded = NULL;
 	}
 	while (f->conns) {
 		struct dbus_conn *c = f->conns;

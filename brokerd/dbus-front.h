@@ -311,6 +311,8 @@ void dbus_monitor_native_copy(struct dbus_front *f, const struct dbus_message *m
  * connection the policy may let eavesdrop, and only then.
  */
 void dbus_monitor_native_update(struct dbus_front *f);
+/* The policy was reloaded (struct bus's dbus_reloaded): who may eavesdrop is judged again. */
+void dbus_monitor_native_reloaded(void *front);
 /* c goes (monitor or not): what it sent is shown first; the last watcher's end stops the watch. */
 void dbus_monitor_native_conn_gone(struct dbus_conn *c);
 void dbus_monitor_native_stop(struct dbus_front *f);

@@ -304,6 +304,16 @@ void dbus_monitor_native_update(struct dbus_front *f)
 		stop(f);
 }
 
+/*
+ * An eavesdrop rule is kept whatever the policy says when it is added;
+ * whether it lets its connection see anything is the policy's, so a reload
+ * that grants or takes eavesdropping starts or stops the watch.
+ */
+void dbus_monitor_native_reloaded(void *front)
+{
+	dbus_monitor_native_update(front);
+}
+
 void dbus_monitor_native_conn_gone(struct dbus_conn *c)
 {
 	struct dbus_front *f = c->front;

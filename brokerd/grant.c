@@ -730,6 +730,13 @@ static int grant_reload_dbus(struct bus *b, char *err, size_t err_len)
 	return 0;
 }
 
+/* A new policy applies: the D-Bus front end judges its eavesdroppers again (dbus-monitor-native.c). */
+static void reloaded(struct bus *b)
+{
+	if (b->dbus_front && b->dbus_reloaded)
+		b->dbus_reloaded(b->dbus_front);
+}
+
 int grant_reload(struct bus *b, char *err, size_t err_len)
 {
 	struct policy *p = NULL;
@@ -738,8 +745,12 @@ int grant_reload(struct bus *b, char *err, size_t err_len)
 	unsigned int bad = 0;
 	int r;
 
-	if (b->dbus_config)
-		return grant_reload_dbus(b, err, err_len);
+	if (b->dbus_config) {
+		r = grant_reload_dbus(b, err, err_len);
+		if (r >= 0)
+			reloaded(b);
+		return r;
+	}
 	r = policy_load(&p, b->policy_dirs, err, err_len);
 	if (r < 0) {
 		log_error("policy not reloaded, keeping the previous one: %s", err);
@@ -757,5 +768,6 @@ int grant_reload(struct bus *b, char *err, size_t err_len)
 			log_warning("%u activation file(s) ignored, last error: %s", bad, serr);
 	}
 	bus_revoke(b);
+	reloaded(b);
 	return 0;
 }

@@ -479,7 +479,10 @@ static void write_user_service(const char *dir, const char *name, const char *us
 	snprintf(file, sizeof(file), "%s/%s.service", dir, name);
 	f = fopen(file, "we");
 	ASSERT(f);
-	fprintf(f, "[D-BUS Service]\nName=%s\nUser=%s\nExec='%s' --activated %s\n", name, user, self, name);
+	if (user)
+		fprintf(f, "[D-BUS Service]\nName=%s\nUser=%s\nExec='%s' --activated %s\n", name, user, self, name);
+	else
+		fprintf(f, "[D-BUS Service]\nName=%s\nExec='%s' --activated %s\n", name, self, name);
 	ASSERT_INT(fclose(f), ==, 0);
 }
 
@@ -512,6 +515,38 @@ static uid_t owner_uid(sd_bus *b, const char *name)
 
 #define AS_NOBODY "org.brokerdtest.AsNobody"
 #define NO_USER	  "org.brokerdtest.NoUser"
+#define NO_USER_KEY "org.brokerdtest.NoUserKey"
+#define MISSING	  "org.brokerdtest.Missing"
+#define NOT_EXEC  "org.brokerdtest.NotExecutable"
+
+static void write_exec_service(const char *dir, const char *name, const char *exec)
+{
+	char file[400];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/%s.service", dir, name);
+	f = fopen(file, "we");
+	ASSERT(f);
+	fprintf(f, "[D-BUS Service]\nName=%s\nUser=nobody\nExec=%s --activated %s\n", name, exec, name);
+	ASSERT_INT(fclose(f), ==, 0);
+}
+
+/*
+ * An Exec= that cannot be executed (no such file; a file without x
+ * permission) fails the activation with Spawn.ExecFailed and the execve()'s
+ * reason, as dbus-daemon answers, not with Spawn.ChildExited.
+ */
+static void check_exec_failed(sd_bus *b, const char *name, const char *reason)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	ASSERT_INT(start_service(b, name, &e), ==, 0);
+	if (!sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.ExecFailed"))
+		fprintf(stderr, "# %s: %s: %s\n", name, e.name, e.message);
+	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.ExecFailed"));
+	ASSERT(strstr(e.message, reason));
+	sd_bus_error_free(&e);
+}
 
 /*
  * User= of a service that brokerd runs itself (Exec=, no systemd). On a
@@ -542,6 +577,15 @@ static void test_user(const char *cmd, const char *self)
 		ASSERT_INT(mkdir(dir, 0755), ==, 0);
 		write_user_service(dir, AS_NOBODY, "nobody", self);
 		write_user_service(dir, NO_USER, "brokerd-test-no-such-user", self);
+		write_user_service(dir, NO_USER_KEY, NULL, self);
+		write_exec_service(dir, MISSING, "/nonexistent/brokerd-test-missing");
+		snprintf(file, sizeof(file), "%s/not-executable", dir);
+		f = fopen(file, "we");
+		ASSERT(f);
+		fputs("#!/bin/sh\nexit 0\n", f);
+		ASSERT_INT(fclose(f), ==, 0);
+		ASSERT_INT(chmod(file, 0644), ==, 0);
+		write_exec_service(dir, NOT_EXEC, file);
 		snprintf(config, sizeof(config), "%s/user-%d.conf", tmpdir, system);
 		f = fopen(config, "we");
 		ASSERT(f);
@@ -579,16 +623,42 @@ static void test_user(const char *cmd, const char *self)
 				    "the services run as the bus's user");
 		}
 
+		/*
+		 * No User=: dbus-daemon's launch helper exits 1 for that
+		 * ("No "User" key"), answered as Spawn.ChildExited; on a
+		 * session bus the file is fine.
+		 */
+		if (system) {
+			ASSERT_INT(start_service(b, NO_USER_KEY, &e), ==, 0);
+			if (!sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.ChildExited"))
+				fprintf(stderr, "# %s: %s: %s\n", NO_USER_KEY, e.name, e.message);
+			ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.ChildExited"));
+			ASSERT(strstr(e.message, "no User="));
+			sd_bus_error_free(&e);
+			ok("system bus (<servicehelper>): a service file with Exec= and no User= is refused with "
+			   "Spawn.ChildExited, as dbus-daemon's launch helper refuses it");
+		} else {
+			ASSERT_INT(start_service(b, NO_USER_KEY, &e), ==, 1);
+			ASSERT_INT(owner_uid(b, NO_USER_KEY), ==, geteuid());
+			ok("session bus: a service file without User= runs as the bus's user");
+		}
+		check_exec_failed(b, MISSING, strerror(ENOENT));
+		check_exec_failed(b, NOT_EXEC, strerror(EACCES));
+		ok(system ? "system bus: an Exec= missing or not executable fails with Spawn.ExecFailed" :
+			    "session bus: an Exec= missing or not executable fails with Spawn.ExecFailed");
+
 		sd_bus_flush_close_unref(b);
 		ASSERT_INT(kill(printed, SIGTERM), ==, 0);
 		ASSERT_INT(waitpid(pid, &status, 0), ==, pid);
 		ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-		for (int i = 0; i < 2; i++) {
-			const char *n = i ? NO_USER : AS_NOBODY;
+		for (int i = 0; i < 5; i++) {
+			const char *n = (const char *[]){ AS_NOBODY, NO_USER, NO_USER_KEY, MISSING, NOT_EXEC }[i];
 
 			snprintf(file, sizeof(file), "%s/%s.service", dir, n);
 			ASSERT_INT(unlink(file), ==, 0);
 		}
+		snprintf(file, sizeof(file), "%s/not-executable", dir);
+		ASSERT_INT(unlink(file), ==, 0);
 		ASSERT_INT(unlink(config), ==, 0);
 		ASSERT_INT(rmdir(dir), ==, 0);
 	}

@@ -1633,7 +1633,8 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	write_service(services, ACT_NAME, exec);
 	snprintf(exec, sizeof(exec), "'%s' --activated " AUTO_NAME, self);
 	write_service(services, AUTO_NAME, exec);
-	write_service(services, BROKEN_NAME, "/nonexistent/program");
+	/* runs and fails (an Exec= that cannot be executed: Spawn.ExecFailed, brokerd-dbus-daemon's test) */
+	write_service(services, BROKEN_NAME, "/bin/false");
 	snprintf(exec, sizeof(exec), "'%s' --activated-fork " FORK_NAME, self);
 	write_service(services, FORK_NAME, exec);
 	ASSERT_INT(sd_bus_call_method(b, DBUS_DRIVER_NAME, DBUS_DRIVER_PATH, DBUS_DRIVER_INTERFACE,
@@ -1678,7 +1679,7 @@ static void test_activation(sd_bus *b, const char *services, const char *self)
 	reply = sd_bus_message_unref(reply);
 	ok("a call to an activatable name nobody owns starts it and is answered (not with NO_AUTO_START)");
 
-	/* an Exec= that cannot run: the call fails with the child's exit */
+	/* an Exec= that exits 1 before its name is owned: the call fails with the child's exit */
 	ASSERT_INT(sd_bus_call_method(b, BROKEN_NAME, PATH, IFACE, "Echo", &e, NULL, "s", "x"), <, 0);
 	ASSERT(sd_bus_error_has_name(&e, "org.freedesktop.DBus.Error.Spawn.ChildExited"));
 	sd_bus_error_free(&e);

@@ -16,6 +16,12 @@
  * GetId is the bus id of before, Release lets the service answer the Late()
  * call made before the restart (the reply is still expected), and neither
  * client saw its connection close.
+ *
+ * A third connection has an eavesdrop='true' rule (root may eavesdrop) on
+ * calls to org.brokerdtest.RestartEav: the rule is carried over with the
+ * connection, and brokerd watches native traffic again after the restart
+ * (dbus-monitor-native.c): a native call from brokerctl to a native
+ * service that takes that name after the restart reaches the eavesdropper.
  */
 #include <errno.h>
 #include <poll.h>
@@ -215,6 +221,26 @@ static char *call_s(sd_bus *bus, const char *member, const char *sig, const char
 	return out;
 }
 
+#define EAV_NAME "org.brokerdtest.RestartEav"
+#define HELPER	 "/usr/libexec/brokerd-integration/brokerd-test-helper"
+
+static volatile bool eav_seen;
+
+/* Everything the eavesdropper gets: sd-bus's own matching would drop calls not for it. */
+static int on_eav(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	uint8_t type = 0;
+
+	(void)sd_bus_message_get_type(m, &type);
+	if (type == SD_BUS_MESSAGE_METHOD_CALL && sd_bus_message_get_destination(m) &&
+	    !strcmp(sd_bus_message_get_destination(m), EAV_NAME) && sd_bus_message_get_member(m) &&
+	    !strcmp(sd_bus_message_get_member(m), "AfterRestart")) {
+		printf("the eavesdropper saw %s's call %s.AfterRestart\n", sd_bus_message_get_sender(m), EAV_NAME);
+		eav_seen = true;
+	}
+	return 0;
+}
+
 static pid_t brokerd_pid(void)
 {
 	char buf[32] = "";
@@ -228,9 +254,9 @@ static pid_t brokerd_pid(void)
 int main(void)
 {
 	char unique[128] = "", *id0, *id1, *owner;
-	sd_bus *bus;
+	sd_bus *bus, *eav;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	pid_t svc, before, after;
+	pid_t svc, before, after, helper;
 	int ready[2], status;
 	uint64_t t0;
 	ssize_t n;
@@ -254,6 +280,12 @@ int main(void)
 	bus = connect_bus();
 	ASSERT_INT(sd_bus_add_match(bus, NULL, "type='signal',interface='" POKE "',member='Poked'", on_poked,
 				    NULL),
+		   >=, 0);
+	eav = connect_bus();
+	ASSERT_INT(sd_bus_add_filter(eav, NULL, on_eav, NULL), >=, 0);
+	ASSERT_INT(sd_bus_call_method(eav, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+				      "AddMatch", &e, NULL, "s",
+				      "eavesdrop='true',type='method_call',destination='" EAV_NAME "'"),
 		   >=, 0);
 	echo(bus, "before");
 	poke(bus, "p1");
@@ -287,6 +319,25 @@ int main(void)
 	ASSERT_STR(late_reply, "late");
 	ASSERT(sd_bus_is_open(bus) > 0);
 	ASSERT(waitpid(svc, &status, WNOHANG) == 0); /* the service's connection did not end either */
+
+	/* the eavesdrop rule came through the restart, and with it the watch of native traffic */
+	helper = fork();
+	ASSERT(helper >= 0);
+	if (helper == 0) {
+		execl(HELPER, HELPER, "--own", EAV_NAME, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100 && system("brokerctl list 2>/dev/null | grep -q '^" EAV_NAME " '") != 0; i++)
+		usleep(100000);
+	(void)!system("timeout 20 brokerctl -t 1 call " EAV_NAME " AfterRestart >/dev/null 2>&1");
+	if (!pump(eav, &eav_seen, 10000)) {
+		fprintf(stderr, "FAIL: the eavesdropper did not see a native call after the restart\n");
+		kill(helper, SIGKILL);
+		return 1;
+	}
+	kill(helper, SIGKILL);
+	waitpid(helper, &status, 0);
+	sd_bus_flush_close_unref(eav);
 
 	kill(svc, SIGKILL);
 	waitpid(svc, &status, 0);
