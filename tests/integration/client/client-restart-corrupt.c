@@ -502,6 +502,8 @@ int main(int argc, char **argv)
 	CHECK(mkdir(DROPIN_D, 0755) == 0 || errno == EEXIST);
 	snprintf(dropin, sizeof(dropin),
 		 "# client-restart-corrupt: damage the stored state between the stop and the start\n"
+		 "# nine restarts in a row: past systemd's start limit (5 in 10 s) unless it is off\n"
+		 "[Unit]\nStartLimitIntervalSec=0\n"
 		 "[Service]\nNotifyAccess=all\nExecStopPost=-+%s --store-helper\n",
 		 self);
 	file_write(DROPIN, dropin);
