@@ -136,13 +136,24 @@ static struct dbus_activation_state *state_get(struct dbus_front *f)
 			if (c->type)
 				st->bus_type = strdup(c->type);
 			st->session = !c->servicehelper;
-		}
+		} else
+			log_warning("D-Bus activation: %s", err);
 		dbus_config_free(c);
 	}
 	f->bus->activation_failed = on_unit_failed;
 	f->bus->activation_failed_userdata = f;
 	f->activation = st;
 	return st;
+}
+
+/*
+ * Read once, when the front is made: the configuration file may be gone by
+ * the first activation (GLib's GTestDBus removes its generated one once the
+ * bus is up), and what it says decides whether User= is needed.
+ */
+int dbus_activation_init(struct dbus_front *f)
+{
+	return state_get(f) ? 0 : -ENOMEM;
 }
 
 static void pending_free(struct pending *p)

@@ -1322,7 +1322,9 @@ int dbus_front_new(struct dbus_front **ret, struct bus *bus, sd_event *event)
 	bus->dbus_peer_creds = dbus_driver_peer_creds;
 	bus->dbus_owner_changed = dbus_driver_owner_changed;
 	bus->dbus_reloaded = dbus_monitor_native_reloaded;
-	r = dbus_bridge_new(&f->bridge, f);
+	r = dbus_activation_init(f);
+	if (r >= 0)
+		r = dbus_bridge_new(&f->bridge, f);
 	if (r < 0) {
 		dbus_front_free(f);
 		return r;

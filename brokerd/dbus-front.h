@@ -274,6 +274,8 @@ int dbus_activation_setenv(struct dbus_front *f, const char *key, const char *va
  * SetEnvironment to systemd (kept until org.freedesktop.systemd1 is owned).
  */
 int dbus_activation_env_forward(struct dbus_front *f, char *const *kv, size_t n);
+/* The activation state, the XML configuration read for it (at the front's start). */
+int dbus_activation_init(struct dbus_front *f);
 void dbus_activation_free(struct dbus_front *f);
 /* The XML configuration says <type>system</type>. */
 bool dbus_activation_system_bus(struct dbus_front *f);
