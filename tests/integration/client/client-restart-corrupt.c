@@ -290,34 +290,6 @@ static void on_main_state(brokerd_bus *bus, int state, void *u)
 		FAIL("main bus: state %d (all was restored)", state);
 }
 
-/* The pid of a process named brokerd-keeper, 0 if none. */
-static pid_t keeper_find(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t found = 0;
-
-	CHECK(d);
-	while (!found && (e = readdir(d))) {
-		char path[300], comm[32] = "";
-		int fd;
-		ssize_t n;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		if (n == 15 && strncmp(comm, "brokerd-keeper\n", 15) == 0)
-			found = (pid_t)atoi(e->d_name);
-	}
-	closedir(d);
-	return found;
-}
-
 /* How many fds pid holds, and whether one of them is a stored state. */
 static int fds_of(pid_t pid, bool *state)
 {
@@ -496,7 +468,7 @@ int main(int argc, char **argv)
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	CHECK(n > 0);
 	self[n] = 0;
-	CHECK_R(keeper_find(), 0);
+	CHECK_R(t_keeper_pid(), 0);
 
 	t_atexit(cleanup);
 	CHECK(mkdir(DROPIN_D, 0755) == 0 || errno == EEXIST);
@@ -586,7 +558,7 @@ int main(int argc, char **argv)
 			FAIL("%s: brokerd (pid %d) did not log \"%s\"", dm->mode, (int)now, dm->logged);
 		if (!journal_has(now, "restart: starting with an empty bus"))
 			FAIL("%s: brokerd (pid %d) did not say it starts empty", dm->mode, (int)now);
-		CHECK_R(keeper_find(), 0);
+		CHECK_R(t_keeper_pid(), 0);
 		fds[i] = fds_of(now, &stored);
 		if (stored)
 			FAIL("%s: brokerd holds a stored state", dm->mode);

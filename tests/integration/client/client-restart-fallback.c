@@ -22,7 +22,6 @@
  * before the kill, the restart succeeded (no disconnect) and the test
  * tries again, up to ATTEMPTS times.
  */
-#include <dirent.h>
 #include <fcntl.h>
 
 #include "tests/integration/client/testlib.h"
@@ -64,34 +63,6 @@ static int subscriber(void *arg)
 	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_say_body, (void *)(intptr_t)ticks[1]), 0);
 	t_say(ready[1], "subscriber");
 	return brokerd_bus_run(bus) < 0;
-}
-
-/* The pid of a process named brokerd-keeper, 0 if none. */
-static pid_t keeper_find(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t found = 0;
-
-	CHECK(d);
-	while (!found && (e = readdir(d))) {
-		char path[300], comm[32] = "";
-		int fd;
-		ssize_t n;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		if (n > 0 && strncmp(comm, "brokerd-keeper\n", (size_t)n) == 0 && n == 15)
-			found = (pid_t)atoi(e->d_name);
-	}
-	closedir(d);
-	return found;
 }
 
 static volatile bool disconnected, reconnected;
@@ -142,7 +113,7 @@ int main(void)
 
 	if (system("systemctl --version >/dev/null 2>&1") != 0)
 		SKIP("no systemctl");
-	CHECK_R(keeper_find(), 0); /* no keeper left over from other tests */
+	CHECK_R(t_keeper_pid(), 0); /* no keeper left over from other tests */
 	t_pipe(ready);
 	t_pipe(ticks);
 	t_pipe(states);
@@ -165,7 +136,7 @@ int main(void)
 
 		CHECK(old > 0);
 		CHECK_R(system("systemctl restart --no-block brokerd.service"), 0);
-		for (end = now_usec() + 20000000; !(keeper = keeper_find()) && now_usec() < end;)
+		for (end = now_usec() + 20000000; !(keeper = t_keeper_pid()) && now_usec() < end;)
 			usleep(1000);
 		if (!keeper)
 			FAIL("attempt %d: no brokerd-keeper within 20 s of the restart", attempt);

@@ -9,6 +9,7 @@
 #ifndef BROKERD_TESTS_CLIENT_TESTLIB_H
 #define BROKERD_TESTS_CLIENT_TESTLIB_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -475,6 +476,34 @@ static inline pid_t t_brokerd_pid(void)
 		FAIL("systemctl show MainPID");
 	pclose(f);
 	return (pid_t)atoi(buf);
+}
+
+/* The pid of brokerd's ring keeper (a process named brokerd-keeper), 0 if none runs. */
+static inline pid_t t_keeper_pid(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	CHECK(d);
+	while (!found && (e = readdir(d))) {
+		char path[300], comm[32] = "";
+		int fd;
+		ssize_t n;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n == 15 && strncmp(comm, "brokerd-keeper\n", 15) == 0)
+			found = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	return found;
 }
 
 /* The outcome of an asynchronous call: pass with t_on_reply, then t_pump(&done). */
