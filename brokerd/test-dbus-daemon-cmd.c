@@ -604,6 +604,12 @@ static void test_user(const char *cmd, const char *self)
 		pid = start(cmd, address, sizeof(address), &printed,
 			    (const char *const[]){ arg, "--nofork", abstract, NULL });
 		b = connect_to(address);
+		/*
+		 * Gone before the first activation, as GTestDBus removes its
+		 * configuration once the bus is up: what it said (a
+		 * <servicehelper> or not) must still decide User=.
+		 */
+		ASSERT_INT(unlink(config), ==, 0);
 
 		ASSERT_INT(start_service(b, AS_NOBODY, &e), ==, 1);
 		ASSERT_INT(owner_uid(b, AS_NOBODY), ==, system && root ? nobody : geteuid());
@@ -659,7 +665,6 @@ static void test_user(const char *cmd, const char *self)
 		}
 		snprintf(file, sizeof(file), "%s/not-executable", dir);
 		ASSERT_INT(unlink(file), ==, 0);
-		ASSERT_INT(unlink(config), ==, 0);
 		ASSERT_INT(rmdir(dir), ==, 0);
 	}
 }
