@@ -304,42 +304,51 @@ bool conn_allowed(struct bus_conn *c, enum policy_action a, const char *name, ch
 	return policy_check(c->bus->policy, c->cred.uid, c->gids, c->n_gids, a, name, why, why_len);
 }
 
-void conn_creds_read(struct bus_conn *c)
+void peer_creds_read(int fd, struct ucred *cred, gid_t **gids, size_t *n_gids, int *pidfd)
 {
-	socklen_t l = sizeof(c->cred);
-	char label[4096];
+	socklen_t l = sizeof(*cred);
 
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &l) < 0) {
-		c->cred.uid = (uid_t)-1; /* never matches a rule but "default" */
-		c->cred.gid = (gid_t)-1;
+	*gids = NULL;
+	*n_gids = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &l) < 0) {
+		cred->uid = (uid_t)-1; /* never matches a rule but "default" */
+		cred->gid = (gid_t)-1;
 	}
+	/* the group list's length is not known before: grow until it fits */
 	for (size_t ng = 32; ng <= 65536; ng *= 4) {
 		gid_t *g = calloc(ng, sizeof(*g));
 
 		if (!g)
 			break;
 		l = (socklen_t)(ng * sizeof(*g));
-		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) == 0) {
-			c->gids = g;
-			c->n_gids = l / sizeof(*g);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) == 0) {
+			*gids = g;
+			*n_gids = l / sizeof(*g);
 			break;
 		}
 		free(g);
 		if (errno != ERANGE)
 			break;
 	}
-	if (!c->gids) {
-		/* At least the primary group, for group rules. */
-		c->gids = calloc(1, sizeof(*c->gids));
-		if (c->gids) {
-			c->gids[0] = c->cred.gid;
-			c->n_gids = 1;
+	if (!*gids) {
+		/* The groups unknown: at least the primary group, for group rules. */
+		*gids = calloc(1, sizeof(gid_t));
+		if (*gids) {
+			(*gids)[0] = cred->gid;
+			*n_gids = 1;
 		}
 	}
-	l = sizeof(c->pidfd);
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &l) < 0)
-		c->pidfd = -1;
-	l = sizeof(label) - 1;
+	l = sizeof(*pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, pidfd, &l) < 0)
+		*pidfd = -1;
+}
+
+void conn_creds_read(struct bus_conn *c)
+{
+	char label[4096];
+	socklen_t l = sizeof(label) - 1;
+
+	peer_creds_read(c->fd, &c->cred, &c->gids, &c->n_gids, &c->pidfd);
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERSEC, label, &l) == 0 && l > 0) {
 		label[l] = 0;
 		c->label = strdup(label);

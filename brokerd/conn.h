@@ -55,7 +55,16 @@ void conn_signal(struct bus_conn *c, struct ctrl_writer *w);
 /* A signal whose body is one name (NameLost, NameAcquired without caps). */
 void conn_signal_name(struct bus_conn *c, enum ctrl_signal s, const char *name);
 
-/* Reads the peer's credentials (SO_PEERCRED, SO_PEERGROUPS, SO_PEERPIDFD, SO_PEERSEC). */
+/*
+ * The credentials of the peer on socket fd, for native and D-Bus
+ * connections alike: SO_PEERCRED (uid and gid -1 when unknown, matching
+ * only "default" rules), the supplementary groups from SO_PEERGROUPS
+ * (*n_gids may be 0; when they cannot be read, the primary group alone;
+ * *gids NULL only when out of memory; room for one at least otherwise),
+ * SO_PEERPIDFD (-1 when the kernel has none).
+ */
+void peer_creds_read(int fd, struct ucred *cred, gid_t **gids, size_t *n_gids, int *pidfd);
+/* peer_creds_read() for c, and its security label (SO_PEERSEC). */
 void conn_creds_read(struct bus_conn *c);
 /*
  * The pid of the process that connected, as long as its pidfd says it is

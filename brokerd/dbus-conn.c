@@ -22,6 +22,7 @@
 
 #include "brokerd/admission.h"
 #include "brokerd/bus-state.h"
+#include "brokerd/conn.h"
 #include "brokerd/dbus-access.h"
 #include "brokerd/dbus-bridge.h"
 #include "brokerd/dbus-front.h"
@@ -1163,43 +1164,6 @@ static void schedule_reap(struct dbus_front *f)
 	sd_event_source_unref(s);
 }
 
-static void conn_creds(struct dbus_conn *c)
-{
-	socklen_t l = sizeof(c->cred);
-
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &l) < 0) {
-		c->cred.uid = (uid_t)-1;
-		c->cred.gid = (gid_t)-1;
-	}
-	for (size_t ng = 32; ng <= 65536; ng *= 4) {
-		gid_t *g = calloc(ng, sizeof(*g));
-
-		if (!g)
-			break;
-		l = (socklen_t)(ng * sizeof(*g));
-		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) == 0) {
-			c->gids = g;
-			c->n_gids = l / sizeof(*g);
-			break;
-		}
-		free(g);
-		if (errno != ERANGE)
-			break;
-	}
-	/* At least the primary group (a process may have no supplementary ones). */
-	if (!c->n_gids) {
-		free(c->gids);
-		c->gids = calloc(1, sizeof(gid_t));
-	}
-	if (!c->n_gids && c->gids) {
-		c->gids[0] = c->cred.gid;
-		c->n_gids = 1;
-	}
-	l = sizeof(c->pidfd);
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &l) < 0)
-		c->pidfd = -1;
-}
-
 /*
  * A connection on socket cfd (taken), counted against its uid's quota; one
  * over it comes back with refused set (its Hello is refused), or dead (and
@@ -1218,7 +1182,12 @@ static struct dbus_conn *conn_new(struct dbus_front *f, int cfd)
 	c->fd = cfd;
 	c->pidfd = -1;
 	c->name = "(no hello)";
-	conn_creds(c);
+	peer_creds_read(c->fd, &c->cred, &c->gids, &c->n_gids, &c->pidfd);
+	/* D-Bus policy takes every group, the primary one included, also without supplementary ones */
+	if (c->gids && !c->n_gids) {
+		c->gids[0] = c->cred.gid;
+		c->n_gids = 1;
+	}
 	c->next = f->conns;
 	if (f->conns)
 		f->conns->prev = c;
