@@ -40,24 +40,6 @@ __attribute__((format(printf, 2, 3))) static int args_error(struct args *a, cons
 	return -EINVAL;
 }
 
-/*
- * Length of the complete type at t. dbus_signature_next() takes a dict
- * entry only as an array's element, but an array's contents are handed on
- * alone: read as a struct, whose rules the dict entry's are a subset of
- * (the array around it was checked with the whole signature).
- */
-static int complete_len(const char *t)
-{
-	char buf[DBUS_SIGNATURE_MAX + 1];
-	size_t n = strnlen(t, DBUS_SIGNATURE_MAX + 1);
-
-	if (n > DBUS_SIGNATURE_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		buf[i] = t[i] == '{' ? '(' : t[i] == '}' ? ')' : t[i];
-	return dbus_signature_next(buf, n);
-}
-
 static const char *next_arg(struct args *a, char type)
 {
 	if (a->i >= a->n) {
@@ -265,7 +247,7 @@ static int append_types(struct args *a, const char *types, size_t len)
 	memcpy(buf, types, len);
 	buf[len] = 0;
 	for (size_t i = 0; i < len; i += (size_t)n) {
-		n = complete_len(buf + i);
+		n = dbus_signature_next_element(buf + i);
 		if (n < 0)
 			return args_error(a, "invalid signature \"%s\"", buf);
 		k = append_one(a, buf + i, (size_t)n);

@@ -211,25 +211,7 @@ _public_ int brokerd_msg_close_container(brokerd_msg *m)
 	return dbus_writer_close(m->writer);
 }
 
-/*
- * Length of the complete type at t in a type string of append or read,
- * where a dict entry may stand alone (an array's elements are appended and
- * read one by one): checked as a struct, the writer or reader then checks
- * the rest. -EINVAL if there is none.
- */
-static int type_len(const char *t)
-{
-	char buf[DBUS_SIGNATURE_MAX + 1];
-	size_t n = strnlen(t, DBUS_SIGNATURE_MAX + 1);
-
-	if (n > DBUS_SIGNATURE_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		buf[i] = t[i] == '{' ? '(' : t[i] == '}' ? ')' : t[i];
-	return dbus_signature_next(buf, n);
-}
-
-/* Whether types is a sequence of complete types as type_len() sees them. */
+/* Whether types is a sequence of complete types as dbus_signature_next_element() sees them. */
 static bool types_are_valid(const char *types)
 {
 	int n;
@@ -237,7 +219,7 @@ static bool types_are_valid(const char *types)
 	if (!types)
 		return false;
 	for (; *types; types += n) {
-		n = type_len(types);
+		n = dbus_signature_next_element(types);
 		if (n < 0)
 			return false;
 	}
@@ -281,7 +263,7 @@ static int append_one(brokerd_msg *m, const char **types, va_list *ap)
 {
 	const char *t = *types;
 	char contents[DBUS_SIGNATURE_MAX + 1];
-	int n = type_len(t), k;
+	int n = dbus_signature_next_element(t), k;
 
 	if (n < 0)
 		return -EINVAL;
@@ -575,7 +557,7 @@ static int read_contents(brokerd_msg *m, const char *contents, size_t len, va_li
 static int read_one(brokerd_msg *m, const char **types, va_list *ap)
 {
 	const char *t = *types;
-	int n = type_len(t), k;
+	int n = dbus_signature_next_element(t), k;
 
 	if (n < 0)
 		return -EINVAL;

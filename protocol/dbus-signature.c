@@ -125,6 +125,21 @@ int dbus_signature_next(const char *sig, size_t len)
 	return signature_next(sig, len, 0, 0);
 }
 
+int dbus_signature_next_element(const char *t)
+{
+	char buf[DBUS_SIGNATURE_MAX + 1];
+	size_t n;
+
+	if (!t)
+		return -EINVAL;
+	n = strnlen(t, DBUS_SIGNATURE_MAX + 1);
+	if (n > DBUS_SIGNATURE_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = t[i] == '{' ? '(' : t[i] == '}' ? ')' : t[i];
+	return dbus_signature_next(buf, n);
+}
+
 int dbus_signature_validate(const char *sig, size_t len)
 {
 	size_t i;

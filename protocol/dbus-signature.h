@@ -58,6 +58,14 @@ unsigned int dbus_type_fixed_size(char type);
  * no empty struct, the nesting limits). Returns a length ≥ 1, or -EINVAL.
  */
 int dbus_signature_next(const char *sig, size_t len);
+/*
+ * As dbus_signature_next() for the NUL-terminated t, but a dict entry may
+ * stand alone, as an array's element does where the elements are appended,
+ * read or handed on one by one: it is checked as a struct, whose rules a
+ * dict entry's are a subset of (the array around it is checked with the
+ * whole signature). -EINVAL if t starts with no complete type.
+ */
+int dbus_signature_next_element(const char *t);
 
 /* 0 if the len bytes at sig are a valid signature (any number of complete
  * types, ≤ DBUS_SIGNATURE_MAX bytes), else -EINVAL. */

@@ -73,6 +73,14 @@ static void test_single(void)
 	ASSERT(!dbus_signature_is_single("ii"));
 	ASSERT(!dbus_signature_is_single("aiai"));
 	ASSERT(!dbus_signature_is_single(""));
+	/* a dict entry standing alone, as an array's element handed on alone */
+	ASSERT_INT(dbus_signature_next("{sv}i", 5), ==, -EINVAL);
+	ASSERT_INT(dbus_signature_next_element("{sv}i"), ==, 4);
+	ASSERT_INT(dbus_signature_next_element("a{sv}i"), ==, 5);
+	ASSERT_INT(dbus_signature_next_element("{}"), ==, -EINVAL);
+	ASSERT_INT(dbus_signature_next_element("{sv"), ==, -EINVAL);
+	ASSERT_INT(dbus_signature_next_element(""), ==, -EINVAL);
+	ASSERT_INT(dbus_signature_next_element(NULL), ==, -EINVAL);
 }
 
 static void test_limits(void)
