@@ -318,21 +318,24 @@ static void format_double(char *buf, size_t size, double d)
 	}
 }
 
+/* Room for any basic value brokerd_msg_read_basic() reads. */
+union basic_value {
+	uint8_t y;
+	int b;
+	int16_t n;
+	uint16_t q;
+	int32_t i;
+	uint32_t u;
+	int64_t x;
+	uint64_t t;
+	double d;
+	const char *s;
+};
+
 /* Reads one basic value of type and prints it after a space. */
 static int print_basic(brokerd_msg *m, char type, FILE *f)
 {
-	union {
-		uint8_t y;
-		int b;
-		int16_t n;
-		uint16_t q;
-		int32_t i;
-		uint32_t u;
-		int64_t x;
-		uint64_t t;
-		double d;
-		const char *s;
-	} v;
+	union basic_value v;
 	int k = brokerd_msg_read_basic(m, type, &v);
 
 	if (k < 0)
@@ -558,18 +561,7 @@ static int json_values(brokerd_msg *m, struct jw *w);
 /* A basic value as JSON, or (as_key) as the string a JSON object's key is. */
 static int json_basic(brokerd_msg *m, char type, struct jw *w, bool as_key)
 {
-	union {
-		uint8_t y;
-		int b;
-		int16_t n;
-		uint16_t q;
-		int32_t i;
-		uint32_t u;
-		int64_t x;
-		uint64_t t;
-		double d;
-		const char *s;
-	} v;
+	union basic_value v;
 	char num[64];
 	int k = brokerd_msg_read_basic(m, type, &v);
 
