@@ -849,15 +849,10 @@ static void eavesdrop_written(struct dbus_bridge *br, struct dbus_conn *c, uint6
 			      size_t len, const int *fds, unsigned int n_fds)
 {
 	struct dbus_message m;
-	void *copy;
 
 	if (!br->front->n_eavesdrop)
 		return;
-	copy = malloc(len);
-	if (!copy)
-		return;
-	memcpy(copy, data, len);
-	if (dbus_message_parse(&m, copy, len, n_fds) == 0)
+	if (dbus_message_parse_copy(&m, data, len, n_fds) == 0)
 		dbus_front_eavesdrop(br->front, &m, fds, registry_peer_find(br->bus->registry, id), c, false);
 	dbus_message_deinit(&m);
 }

@@ -127,15 +127,10 @@ void dbus_monitor_native_copy(struct dbus_front *f, const struct dbus_message *m
 void dbus_monitor_written(struct dbus_front *f, const void *data, size_t len, const int *fds, unsigned int n_fds)
 {
 	struct dbus_message m;
-	void *copy;
 
 	if (!f->n_monitors)
 		return;
-	copy = malloc(len);
-	if (!copy)
-		return;
-	memcpy(copy, data, len);
-	if (dbus_message_parse(&m, copy, len, n_fds) == 0)
+	if (dbus_message_parse_copy(&m, data, len, n_fds) == 0)
 		monitor_copy(f, &m, fds, NULL, false);
 	dbus_message_deinit(&m);
 }

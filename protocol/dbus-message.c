@@ -198,6 +198,18 @@ void dbus_message_deinit(struct dbus_message *m)
 	memset(m, 0, sizeof(*m));
 }
 
+int dbus_message_parse_copy(struct dbus_message *m, const void *data, size_t len, uint32_t n_fds)
+{
+	void *copy = malloc(len ? len : 1);
+
+	if (!copy) {
+		memset(m, 0, sizeof(*m));
+		return -ENOMEM;
+	}
+	memcpy(copy, data, len);
+	return dbus_message_parse(m, copy, len, n_fds);
+}
+
 int dbus_message_parse(struct dbus_message *m, void *data, size_t len, uint32_t n_fds)
 {
 	struct dbus_reader r;

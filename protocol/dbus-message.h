@@ -84,6 +84,12 @@ int dbus_message_frame_size(const void *data, size_t len, size_t *size);
  * Returns 0 or -EBADMSG.
  */
 int dbus_message_parse(struct dbus_message *m, void *data, size_t len, uint32_t n_fds);
+/*
+ * dbus_message_parse() of a copy of the len bytes at data (which stay the
+ * caller's): for a message already written on, seen again by monitors.
+ * -ENOMEM, -EBADMSG or 0; dbus_message_deinit() m in every case.
+ */
+int dbus_message_parse_copy(struct dbus_message *m, const void *data, size_t len, uint32_t n_fds);
 void dbus_message_deinit(struct dbus_message *m);
 
 /*
