@@ -53,27 +53,6 @@ static int alice(void *arg)
 	return brokerd_bus_run(bus) < 0;
 }
 
-static int service(void *arg)
-{
-	brokerd_bus *bus = t_open();
-
-	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, "service"), 0);
-	for (const struct t_method *m = methods; m->member; m++)
-		CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, m->member, m->handler, bus), 0);
-	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
-	t_say(ready[1], "service");
-	return brokerd_bus_run(bus) < 0;
-}
-
-static int subscriber(void *arg)
-{
-	brokerd_bus *bus = t_open();
-
-	CHECK_R(brokerd_bus_set_state_handler(bus, on_state, "subscriber"), 0);
-	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_say_body, (void *)(intptr_t)ticks[1]), 0);
-	t_say(ready[1], "subscriber");
-	return brokerd_bus_run(bus) < 0;
-}
 
 /* Calls Ping until stop closes; reports how the calls ended. */
 static int caller(void *arg)
@@ -158,9 +137,17 @@ int main(void)
 	CHECK(f);
 	fputs("# client-brokerd-kill: nothing for alice\n", f);
 	fclose(f);
-	ps = t_fork(service, NULL);
+	ps = t_fork(t_service_run, &(struct t_service){ .name = NAME,
+							.methods = methods,
+							.ready_fd = ready[1],
+							.who = "service",
+							.state = on_state });
 	t_expect(ready[0], "service", 10000);
-	pu = t_fork(subscriber, NULL);
+	pu = t_fork(t_subscriber_run, &(struct t_service){ .name = NAME,
+							   .ready_fd = ready[1],
+							   .ticks_fd = ticks[1],
+							   .who = "subscriber",
+							   .state = on_state });
 	t_expect(ready[0], "subscriber", 10000);
 	CHECK(pipe2(stop, O_CLOEXEC | O_NONBLOCK) == 0);
 	for (int i = 0; i < CALLERS; i++) {

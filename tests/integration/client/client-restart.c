@@ -67,17 +67,6 @@ static brokerd_bus *open_watched(const char *who)
 	return bus;
 }
 
-static int service(void *arg)
-{
-	brokerd_bus *bus = open_watched("service");
-
-	for (const struct t_method *m = methods; m->member; m++)
-		CHECK_R(brokerd_bus_add_method(bus, NULL, NAME, m->member, m->handler, bus), 0);
-	CHECK_R(brokerd_bus_request_name(bus, NAME, 0), BROKERD_NAME_PRIMARY_OWNER);
-	t_say(ready[1], "service");
-	return brokerd_bus_run(bus) < 0;
-}
-
 static int worker(void *arg)
 {
 	brokerd_bus *bus = open_watched("worker");
@@ -87,15 +76,6 @@ static int worker(void *arg)
 	r = brokerd_bus_request_name(bus, POOL, BROKERD_NAME_POOL);
 	CHECK(r == BROKERD_NAME_PRIMARY_OWNER || r == BROKERD_NAME_IN_QUEUE);
 	t_say(ready[1], "worker");
-	return brokerd_bus_run(bus) < 0;
-}
-
-static int subscriber(void *arg)
-{
-	brokerd_bus *bus = open_watched("subscriber");
-
-	CHECK_R(brokerd_bus_subscribe(bus, NULL, NAME, "Tick", t_on_say_body, (void *)(intptr_t)ticks[1]), 0);
-	t_say(ready[1], "subscriber");
 	return brokerd_bus_run(bus) < 0;
 }
 
@@ -235,13 +215,21 @@ int main(void)
 	t_pipe(states);
 	t_pipe(report);
 	bus = open_watched("main");
-	ps = t_fork(service, NULL);
+	ps = t_fork(t_service_run, &(struct t_service){ .name = NAME,
+							.methods = methods,
+							.ready_fd = ready[1],
+							.who = "service",
+							.state = on_state });
 	t_expect(ready[0], "service", 10000);
 	for (int i = 0; i < 2; i++) {
 		pw[i] = t_fork(worker, NULL);
 		t_expect(ready[0], "worker", 10000);
 	}
-	pu = t_fork(subscriber, NULL);
+	pu = t_fork(t_subscriber_run, &(struct t_service){ .name = NAME,
+							   .ready_fd = ready[1],
+							   .ticks_fd = ticks[1],
+							   .who = "subscriber",
+							   .state = on_state });
 	t_expect(ready[0], "subscriber", 10000);
 	(void)unlink(mon_path);
 	mon = fork();

@@ -301,21 +301,54 @@ struct t_method {
 	brokerd_msg_handler_t handler;
 };
 
+/*
+ * A child (t_fork()) that serves methods owning name (t_service_run) or
+ * says the body of each of name's Tick signals as a line on ticks_fd
+ * (t_subscriber_run), until it is killed. Once set up it says who (or
+ * "ready" when who is NULL) on ready_fd. state, if set, is its bus's state
+ * handler, with who as its userdata: the tests that restart or kill
+ * brokerd watch their children's connections through it.
+ */
 struct t_service {
 	const char *name;
 	const struct t_method *methods;
 	int ready_fd;
+	int ticks_fd;
+	const char *who;
+	brokerd_state_handler_t state;
 };
+
+static inline brokerd_bus *t_service_open(const struct t_service *s)
+{
+	brokerd_bus *bus = t_open();
+
+	if (s->state)
+		CHECK_R(brokerd_bus_set_state_handler(bus, s->state, (void *)s->who), 0);
+	return bus;
+}
 
 static inline int t_service_run(void *arg)
 {
 	const struct t_service *s = arg;
-	brokerd_bus *bus = t_open();
+	brokerd_bus *bus = t_service_open(s);
 
 	for (const struct t_method *m = s->methods; m->member; m++)
 		CHECK_R(brokerd_bus_add_method(bus, NULL, s->name, m->member, m->handler, bus), 0);
 	CHECK_R(brokerd_bus_request_name(bus, s->name, 0), BROKERD_NAME_PRIMARY_OWNER);
-	t_say(s->ready_fd, "ready");
+	t_say(s->ready_fd, "%s", s->who ? s->who : "ready");
+	return brokerd_bus_run(bus) < 0;
+}
+
+static inline int t_on_say_body(brokerd_msg *m, void *u);
+
+static inline int t_subscriber_run(void *arg)
+{
+	const struct t_service *s = arg;
+	brokerd_bus *bus = t_service_open(s);
+
+	CHECK_R(brokerd_bus_subscribe(bus, NULL, s->name, "Tick", t_on_say_body, (void *)(intptr_t)s->ticks_fd),
+		0);
+	t_say(s->ready_fd, "%s", s->who ? s->who : "ready");
 	return brokerd_bus_run(bus) < 0;
 }
 
