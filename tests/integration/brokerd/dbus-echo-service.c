@@ -193,33 +193,43 @@ static int on_watched(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	return 0;
 }
 
-static int watch(const char *address, const char *name)
+/*
+ * Connects, adds the match rules as they are (sd-bus's own matching would
+ * filter by sender itself, and what an eavesdropper gets), says ready and
+ * hands every message to filter until the bus goes.
+ */
+static int filter_run(const char *address, sd_bus_message_handler_t filter, void *u, char **rules, int n,
+		      const char *ready)
 {
-	char rule[2][512];
 	sd_bus *bus = NULL;
-	int r;
+	int r = connect_bus(address, &bus);
 
-	snprintf(rule[0], sizeof(rule[0]), "type='signal',sender='%s'", name);
-	snprintf(rule[1], sizeof(rule[1]),
-		 "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='%s'", name);
-	r = connect_bus(address, &bus);
 	if (r >= 0)
-		r = sd_bus_add_filter(bus, NULL, on_watched, (void *)name);
-	/* Sent as they are, not through sd-bus's own matching, which filters by sender itself. */
-	for (int i = 0; r >= 0 && i < 2; i++)
+		r = sd_bus_add_filter(bus, NULL, filter, u);
+	for (int i = 0; r >= 0 && i < n; i++)
 		r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-				       "AddMatch", NULL, NULL, "s", rule[i]);
+				       "AddMatch", NULL, NULL, "s", rules[i]);
 	if (r < 0) {
-		fprintf(stderr, "brokerd-dbus-echo: watch %s: %s\n", name, strerror(-r));
+		fprintf(stderr, "brokerd-dbus-echo: %s: %s\n", ready, strerror(-r));
 		return 1;
 	}
-	printf("watching\n");
+	printf("%s\n", ready);
 	fflush(stdout);
 	while ((r = sd_bus_process(bus, NULL)) >= 0)
 		if (r == 0 && (r = sd_bus_wait(bus, UINT64_MAX)) < 0)
 			break;
 	fprintf(stderr, "brokerd-dbus-echo: %s\n", strerror(-r));
 	return 1;
+}
+
+static int watch(const char *address, const char *name)
+{
+	char rule[2][512];
+
+	snprintf(rule[0], sizeof(rule[0]), "type='signal',sender='%s'", name);
+	snprintf(rule[1], sizeof(rule[1]),
+		 "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='%s'", name);
+	return filter_run(address, on_watched, (void *)name, (char *[]){ rule[0], rule[1] }, 2, "watching");
 }
 
 /* --match: every message that came but the driver's, as a line. */
@@ -240,30 +250,6 @@ static int on_matched(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	return 1; /* handled: sd-bus answers no call meant for somebody else */
 }
 
-static int match(const char *address, char **rules, int n)
-{
-	sd_bus *bus = NULL;
-	int r = connect_bus(address, &bus);
-
-	if (r >= 0)
-		r = sd_bus_add_filter(bus, NULL, on_matched, NULL);
-	/* Sent as they are: sd-bus's own matching would filter what an eavesdropper gets. */
-	for (int i = 0; r >= 0 && i < n; i++)
-		r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-				       "AddMatch", NULL, NULL, "s", rules[i]);
-	if (r < 0) {
-		fprintf(stderr, "brokerd-dbus-echo: match: %s\n", strerror(-r));
-		return 1;
-	}
-	printf("matching\n");
-	fflush(stdout);
-	while ((r = sd_bus_process(bus, NULL)) >= 0)
-		if (r == 0 && (r = sd_bus_wait(bus, UINT64_MAX)) < 0)
-			break;
-	fprintf(stderr, "brokerd-dbus-echo: %s\n", strerror(-r));
-	return 1;
-}
-
 int main(int argc, char **argv)
 {
 	sd_bus *bus = NULL;
@@ -275,7 +261,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "--watch"))
 		return watch(argv[2], argv[3]);
 	if (argc >= 4 && !strcmp(argv[1], "--match"))
-		return match(argv[2], argv + 3, argc - 3);
+		return filter_run(argv[2], on_matched, NULL, argv + 3, argc - 3, "matching");
 	if (argc == 4 && !strcmp(argv[1], "--queue")) {
 		queue = true;
 		argv++;
