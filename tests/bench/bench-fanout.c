@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-fanout - bus-bench's signal fan-out table (fanout).
+ * bench-fanout - bus-bench's signal fan-out table (fanout), and its floor:
+ * the row shm-ring, the same emitter and subscribers on a shared-memory
+ * broadcast ring instead of a bus.
  */
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
 #include "tests/bench/bus-bench.h"
 
 /* ---- Signal fan-out -------------------------------------------------------------- */
@@ -25,6 +31,9 @@ static struct {
 	uint64_t signals;
 	size_t size;
 	bool unbatched;
+	/* row shm-ring: the ring's control block, then its slots */
+	unsigned char *ring;
+	size_t ring_len, slot_len;
 } fan;
 
 /* The first 16 bytes of a signal: its sequence number and when it was sent. */
@@ -66,9 +75,127 @@ static int on_sdbus_tick(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	return 0;
 }
 
+/* ---- The shared-memory ring floor (row shm-ring) ---------------------------------- */
+
+/*
+ * What a bus's fan-out is held against: one writer broadcasting into a
+ * memfd mapped by every subscriber, each reading at its own position; no
+ * broker, no system call per signal unless a reader sleeps. As many slots
+ * as brokerd's channels, so the window keeps the writer from lapping a
+ * reader; if it did (a window timed out) the reader's stamp check says
+ * so and the signal counts as lost. A reader with nothing to read sleeps
+ * on a futex on the published count, as every bus's subscriber sleeps;
+ * the writer makes the wake-up system call only when one sleeps.
+ */
+#define RING_SLOTS 32
+
+struct ring_ctl {
+	uint32_t head;	   /* signals published: the futex word */
+	uint32_t sleepers; /* readers about to sleep on head, or sleeping */
+};
+
+/* A slot: its stamp, then the signal's bytes inline. */
+struct ring_slot {
+	uint64_t stamp; /* signal number + 1 once written; 0 while being written */
+	unsigned char data[];
+};
+
+#define RING_CTL_LEN 64 /* the control block on a cache line of its own */
+
+static struct ring_ctl *ring_ctl(void)
+{
+	return (struct ring_ctl *)fan.ring;
+}
+
+static struct ring_slot *ring_slot(uint64_t n)
+{
+	return (struct ring_slot *)(fan.ring + RING_CTL_LEN + (n % RING_SLOTS) * fan.slot_len);
+}
+
+static long ring_futex(uint32_t *word, int op, uint32_t val)
+{
+	/* shared, not FUTEX_PRIVATE_FLAG: the word is in a mapping of several processes */
+	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+/* The ring for signals of fan.size bytes, mapped before the fork so every process shares it. */
+static int ring_map(void)
+{
+	int fd = memfd_create("bus-bench-ring", MFD_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	fan.slot_len = (sizeof(struct ring_slot) + fan.size + 63) / 64 * 64;
+	fan.ring_len = RING_CTL_LEN + RING_SLOTS * fan.slot_len;
+	if (ftruncate(fd, (off_t)fan.ring_len) < 0)
+		r = -errno;
+	if (r == 0) {
+		fan.ring = mmap(NULL, fan.ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (fan.ring == MAP_FAILED) {
+			fan.ring = NULL;
+			r = -errno;
+		}
+	}
+	close(fd);
+	return r;
+}
+
+/* Signal n into its slot (a seqlock: stamp 0, the bytes, the stamp), then the count, then a wake-up if needed. */
+static void ring_publish(uint64_t n, const void *body)
+{
+	struct ring_slot *s = ring_slot(n);
+	struct ring_ctl *c = ring_ctl();
+
+	__atomic_store_n(&s->stamp, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(s->data, body, fan.size);
+	__atomic_store_n(&s->stamp, n + 1, __ATOMIC_RELEASE);
+	/* sequentially consistent with the reader's sleepers then head: one of the two sees the other */
+	__atomic_store_n(&c->head, (uint32_t)(n + 1), __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST))
+		ring_futex(&c->head, FUTEX_WAKE, INT_MAX);
+}
+
+/* A subscriber of the ring: copies each signal out of its slot, as a bus's receiver gets its own copy, then handles it. */
+static void ring_subscriber(struct sub_stats *st, int ready)
+{
+	struct ring_ctl *c = ring_ctl();
+	unsigned char *buf = malloc(fan.size);
+	uint64_t pos = 0;
+
+	if (!buf)
+		_exit(1);
+	(void)!write(ready, "r", 1);
+	for (;;) {
+		uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+
+		if (head == (uint32_t)pos) {
+			__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+			/* the kernel compares head again: a signal published meanwhile is no lost wake-up */
+			if (__atomic_load_n(&c->head, __ATOMIC_SEQ_CST) == head)
+				ring_futex(&c->head, FUTEX_WAIT, head);
+			__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+			continue;
+		}
+		for (; (uint32_t)pos != head; pos++) {
+			struct ring_slot *s = ring_slot(pos);
+			uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
+
+			memcpy(buf, s->data, fan.size);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			/* overwritten before or while it was copied: lost */
+			if (stamp != pos + 1 || __atomic_load_n(&s->stamp, __ATOMIC_RELAXED) != stamp)
+				continue;
+			fan_received(st, buf, fan.size);
+		}
+	}
+}
+
 static void subscriber(enum bus_kind k, struct sub_stats *st, int ready)
 {
-	if (k == BUS_BROKERD) {
+	if (k == BUS_SHM_RING) {
+		ring_subscriber(st, ready);
+	} else if (k == BUS_BROKERD) {
 		brokerd_bus *bus = NULL;
 
 		if (brokerd_bus_open_system(&bus) < 0 ||
@@ -90,13 +217,16 @@ static void subscriber(enum bus_kind k, struct sub_stats *st, int ready)
 }
 
 /*
- * Sends one signal; brokerd's -ENOBUFS (ring full, only on a kernel without
+ * Sends one signal (on the ring: into its slot); brokerd's -ENOBUFS (ring full, only on a kernel without
  * lossy channels, and never inside a batch: its end would say) is retried,
  * and counted.
  */
 static int emit_one(enum bus_kind k, brokerd_bus *bbus, sd_bus *sbus, const void *body)
 {
-	if (k == BUS_BROKERD) {
+	if (k == BUS_SHM_RING) {
+		ring_publish(fan.res->sent, body);
+		return 0;
+	} else if (k == BUS_BROKERD) {
 		for (int tries = 0;; tries++) {
 			int r = brokerd_bus_emit_signal(bbus, FAN_NAME, "Tick", body, fan.size);
 
@@ -130,7 +260,7 @@ static void emitter(enum bus_kind k, int nsubs, int ready, int go, int done)
 		if (brokerd_bus_open_system(&bbus) < 0 ||
 		    brokerd_bus_request_name(bbus, FAN_NAME, 0) != BROKERD_NAME_PRIMARY_OWNER)
 			_exit(1);
-	} else if (sdbus_connect(k, &sbus) < 0) {
+	} else if (k != BUS_SHM_RING && sdbus_connect(k, &sbus) < 0) {
 		_exit(1);
 	}
 	(void)!write(ready, "r", 1);
@@ -210,6 +340,12 @@ void bench_fanout(enum bus_kind k, int nsubs, size_t size, uint64_t signals, boo
 	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0 ||
 	    pipe2(fan.ack, O_CLOEXEC) < 0)
 		die("pipe", errno);
+	if (k == BUS_SHM_RING) {
+		int r = ring_map();
+
+		if (r < 0)
+			die("the ring's memfd", -r);
+	}
 
 	/* the emitter first: on brokerd it owns the name the subscribers ask for */
 	pids[nsubs] = fork();
@@ -310,6 +446,10 @@ out:
 	close(fan.ack[0]);
 	close(fan.ack[1]);
 	munmap(shm, shm_size);
+	if (fan.ring) {
+		munmap(fan.ring, fan.ring_len);
+		fan.ring = NULL;
+	}
 	free(lat);
 	free(pids);
 }

@@ -13,6 +13,7 @@ const char *const bus_label[N_BUSES] = {
 	[BUS_DBUS_DAEMON] = "dbus-daemon",
 	[BUS_P2P] = "sd-bus-p2p",
 	[BUS_PIPE] = "pipe",
+	[BUS_SHM_RING] = "shm-ring",
 };
 const char *const bus_address[N_BUSES] = {
 	[BUS_BROKERD_DBUS] = "unix:path=" BROKERD_DBUS_SOCKET,

@@ -28,6 +28,11 @@
  *           code does, not a measurement: see client/README.md).
  * rtt also has the row brokerd-spin: brokerd with libbrokerd's low-latency
  * mode (brokerd_bus_set_spin(), SPIN_USEC) in the caller and the server.
+ * fanout also has the row brokerd-unbatched (one submit per signal) and
+ * the row shm-ring: no bus, the floor, the same emitter and subscribers
+ * with the same window on a shared-memory broadcast ring (a memfd of 32
+ * slots, a futex to sleep on), each subscriber copying a signal out of
+ * its slot before its handler sees it.
  * CPU columns are user+system time of every process involved (client,
  * server or emitter and subscribers, the broker) from /proc/PID/stat, per
  * call or per delivered signal. A size that a bus cannot carry is reported
@@ -72,6 +77,21 @@ static void print_copies(void)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		printf("@copies,brokerd,%s,ok,%d,%d,%d,%d\n", rows[i].path, rows[i].send_library,
 		       rows[i].send_kernel, rows[i].recv_kernel, rows[i].recv_library);
+}
+
+/* ---- Fan-out --------------------------------------------------------------------------- */
+
+/* Every fanout row of one subscriber count and size, one after the other, the floor last. */
+static void fanout_rows(int subs, size_t size)
+{
+	uint64_t signals = fan_signals(subs);
+
+	for (int k = 0; k <= BUS_DBUS_DAEMON; k++) {
+		bench_fanout((enum bus_kind)k, subs, size, signals, false);
+		if (k == BUS_BROKERD)
+			bench_fanout(BUS_BROKERD, subs, size, signals, true);
+	}
+	bench_fanout(BUS_SHM_RING, subs, size, signals, false);
 }
 
 /* ---- Main ---------------------------------------------------------------------------- */
@@ -135,13 +155,7 @@ int main(int argc, char **argv)
 	if (n_only_subs) {
 		for (int n = 0; n < n_only_subs; n++)
 			for (int s = 0; s < n_only_sizes; s++)
-				for (int k = 0; k <= BUS_DBUS_DAEMON; k++) {
-					bench_fanout((enum bus_kind)k, only_subs[n], only_sizes[s],
-						     fan_signals(only_subs[n]), false);
-					if (k == BUS_BROKERD)
-						bench_fanout(BUS_BROKERD, only_subs[n], only_sizes[s],
-							     fan_signals(only_subs[n]), true);
-				}
+				fanout_rows(only_subs[n], only_sizes[s]);
 		stop_brokers();
 		return 0;
 	}
@@ -158,20 +172,13 @@ int main(int argc, char **argv)
 			    rtt_sizes[s] >= 16384   ? (short_mode ? 30 : 1000) :
 						      (short_mode ? 50 : 2000);
 
-		for (int k = 0; k < N_BUSES; k++)
+		for (int k = 0; k <= BUS_PIPE; k++)
 			bench_rtt((enum bus_kind)k, rtt_sizes[s], calls, 0);
 		bench_rtt(BUS_BROKERD, rtt_sizes[s], calls, SPIN_USEC);
 	}
 	for (int n = 0; n < nsubs; n++)
-		for (size_t s = 0; s < sizeof(fan_sizes) / sizeof(fan_sizes[0]); s++) {
-			uint64_t signals = fan_signals(subs[n]);
-
-			for (int k = 0; k <= BUS_DBUS_DAEMON; k++) {
-				bench_fanout((enum bus_kind)k, subs[n], fan_sizes[s], signals, false);
-				if (k == BUS_BROKERD)
-					bench_fanout(BUS_BROKERD, subs[n], fan_sizes[s], signals, true);
-			}
-		}
+		for (size_t s = 0; s < sizeof(fan_sizes) / sizeof(fan_sizes[0]); s++)
+			fanout_rows(subs[n], fan_sizes[s]);
 	for (int op = 0; op < N_OPS; op++)
 		for (int k = 0; k <= BUS_DBUS_DAEMON; k++)
 			bench_ctrl((enum bus_kind)k, (enum bench_op)op, short_mode ? 20 : 300);

@@ -52,9 +52,19 @@
 /*
  * BUS_BROKERD_DBUS is the system brokerd again, through its D-Bus socket
  * with sd-bus clients: the compatibility path, reported apart from the
- * native one.
+ * native one. BUS_SHM_RING is no bus: the fanout table's floor, a
+ * shared-memory broadcast ring between the same processes (bench-fanout.c).
  */
-enum bus_kind { BUS_BROKERD, BUS_BROKERD_DBUS, BUS_DBUS_BROKER, BUS_DBUS_DAEMON, BUS_P2P, BUS_PIPE, N_BUSES };
+enum bus_kind {
+	BUS_BROKERD,
+	BUS_BROKERD_DBUS,
+	BUS_DBUS_BROKER,
+	BUS_DBUS_DAEMON,
+	BUS_P2P,
+	BUS_PIPE,
+	BUS_SHM_RING,
+	N_BUSES
+};
 enum bench_op { OP_CONNECT, OP_NAME, OP_SUBSCRIBE, OP_REACH, N_OPS };
 
 extern const char *const bus_label[N_BUSES];
@@ -89,7 +99,10 @@ void start_dbus_broker(void);
 void stop_brokers(void);
 /* spin_usec: libbrokerd's low-latency mode in caller and server (BUS_BROKERD only; row brokerd-spin) */
 void bench_rtt(enum bus_kind k, size_t size, int calls, uint64_t spin_usec);
-/* unbatched: brokerd's emitter sends each signal on its own (BUS_BROKERD only; row brokerd-unbatched) */
+/*
+ * k: a D-Bus bus, BUS_BROKERD or BUS_SHM_RING; unbatched: brokerd's emitter
+ * sends each signal on its own (BUS_BROKERD only; row brokerd-unbatched)
+ */
 void bench_fanout(enum bus_kind k, int nsubs, size_t size, uint64_t signals, bool unbatched);
 void bench_ctrl(enum bus_kind k, enum bench_op op, int n);
 void bench_mem(enum bus_kind k, int n);

@@ -1,7 +1,8 @@
 # bus-plots.gp - the plots of tests/bench/run-bus from the data files that
 # bus-report.awk writes: round-trip p50 by payload size, and delivered
 # signals per second by subscriber count at each signal size; one line per
-# bus (a bus that cannot carry a size has no point there).
+# bus (a bus that cannot carry a size has no point there), and on the
+# fan-out plots the floor, the shared-memory ring (shm-ring), dashed.
 # gnuplot -e "dir='build/bench/...'" bus-plots.gp
 
 set terminal pngcairo size 900,560 noenhanced
@@ -31,5 +32,8 @@ do for [s in "64 1024 16384"] {
 	if (lines(dir."/fanout-".s.".dat") <= 1) { continue }
 	set output dir."/fanout-".s.".png"
 	set title "Signal fan-out, ".s." B signals (median over boots)"
-	plot for [c=2:6] dir."/fanout-".s.".dat" using 1:c title columnhead(c) lw 2
+	f = dir."/fanout-".s.".dat"
+	hdr = system("head -n1 '".f."'")
+	# every row of the table, the floor among them; a data file without it plots as before
+	plot for [c=2:words(hdr)] f using 1:c title columnhead(c) lw 2 dt 1 + (word(hdr, c) eq "shm-ring")
 }

@@ -118,8 +118,8 @@ END {
 	printf "%s\n%s", hdr, dat > (outdir "/rtt-p50.dat")
 
 	ns = split(subs_l, subs, " "); nz = split(fsize_l, fz, " "); nf = split(fbus_l, fb, " ")
-	printf "\n## Signal fan-out\n\nOne emitter, N subscribers; the emitter waits for every subscriber's acknowledgement every %s signals (the same window on every bus). Rate: delivered signals per second (all subscribers together); latency from emit to the subscriber's handler, µs; lost: signals emitted and never delivered, summed over the boots; context switches (voluntary and not: a wake-up each when voluntary) of the emitter per signal sent and of the subscribers per signal delivered (empty in boots from before they were counted).\n\n%s", envv["window"], cond
-	printf "| subscribers | size | bus | signals | delivered/s | latency p50 | latency p99 | lost | CPU µs/delivered | emitter csw/signal | subscriber csw/delivered | brokerd's rate / this, per boot |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
+	printf "\n## Signal fan-out\n\nOne emitter, N subscribers; the emitter waits for every subscriber's acknowledgement every %s signals (the same window on every bus). Rate: delivered signals per second (all subscribers together); latency from emit to the subscriber's handler, µs; lost: signals emitted and never delivered, summed over the boots; context switches (voluntary and not: a wake-up each when voluntary) of the emitter per signal sent and of the subscribers per signal delivered (empty in boots from before they were counted). The row shm-ring is no bus but the floor: the same processes and window on a shared-memory broadcast ring (a memfd of 32 slots, a futex to sleep on); the last column is its rate over this row's in the same boot, how many times slower than the floor the bus is (- where a boot has no shm-ring row).\n\n%s", envv["window"], cond
+	printf "| subscribers | size | bus | signals | delivered/s | latency p50 | latency p99 | lost | CPU µs/delivered | emitter csw/signal | subscriber csw/delivered | brokerd's rate / this, per boot | shm-ring's rate / this, per boot |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n"
 	for (z = 1; z <= nz; z++) {
 		dat = ""
 		for (i = 1; i <= ns; i++) {
@@ -127,17 +127,18 @@ END {
 			for (j = 1; j <= nf; j++) {
 				key = subs[i] SUBSEP fz[z] SUBSEP fb[j]; s = state("fanout", key)
 				if (s != "ok") {
-					printf "| %s | %s | %s | %s | %s | | | | | | | |\n", subs[i], fz[z], fb[j], count["fanout", key], s
+					printf "| %s | %s | %s | %s | %s | | | | | | | | |\n", subs[i], fz[z], fb[j], count["fanout", key], s
 					line = line " NaN"
 					continue
 				}
 				lost = 0
 				for (b = 1; b <= boots; b++) lost += val["fanout", key, b, 2]
-				printf "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", subs[i], fz[z], fb[j],
+				printf "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", subs[i], fz[z], fb[j],
 					count["fanout", key], fmt(med("fanout", key, 3)), fmt(med("fanout", key, 4)),
 					fmt(med("fanout", key, 5)), lost, sprintf("%.2f", med("fanout", key, 6)),
 					sprintf("%.2f", med("fanout", key, 8)), sprintf("%.2f", med("fanout", key, 9)),
-					fb[j] == "brokerd" ? "1" : ratios("fanout", key, subs[i] SUBSEP fz[z] SUBSEP "brokerd", 3, -1)
+					fb[j] == "brokerd" ? "1" : ratios("fanout", key, subs[i] SUBSEP fz[z] SUBSEP "brokerd", 3, -1),
+					fb[j] == "shm-ring" ? "1" : ratios("fanout", key, subs[i] SUBSEP fz[z] SUBSEP "shm-ring", 3, -1)
 				line = line " " med("fanout", key, 3)
 			}
 			dat = dat line "\n"
