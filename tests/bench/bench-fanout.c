@@ -85,7 +85,9 @@ static int on_sdbus_tick(sd_bus_message *m, void *userdata, sd_bus_error *error)
  * reader; if it did (a window timed out) the reader's stamp check says
  * so and the signal counts as lost. A reader with nothing to read sleeps
  * on a futex on the published count, as every bus's subscriber sleeps;
- * the writer makes the wake-up system call only when one sleeps.
+ * the writer publishes a window's signals and then wakes the sleepers
+ * with one system call, if one sleeps, as brokerd's emitter sends a
+ * window in one batch: the floor is the cheapest this layout allows.
  */
 #define RING_SLOTS 32
 
@@ -140,7 +142,7 @@ static int ring_map(void)
 	return r;
 }
 
-/* Signal n into its slot (a seqlock: stamp 0, the bytes, the stamp), then the count, then a wake-up if needed. */
+/* Signal n into its slot (a seqlock: stamp 0, the bytes, the stamp), then the count; ring_wake() wakes. */
 static void ring_publish(uint64_t n, const void *body)
 {
 	struct ring_slot *s = ring_slot(n);
@@ -152,6 +154,13 @@ static void ring_publish(uint64_t n, const void *body)
 	__atomic_store_n(&s->stamp, n + 1, __ATOMIC_RELEASE);
 	/* sequentially consistent with the reader's sleepers then head: one of the two sees the other */
 	__atomic_store_n(&c->head, (uint32_t)(n + 1), __ATOMIC_SEQ_CST);
+}
+
+/* After a window's signals: every sleeping reader woken with one system call, none if none sleeps. */
+static void ring_wake(void)
+{
+	struct ring_ctl *c = ring_ctl();
+
 	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST))
 		ring_futex(&c->head, FUTEX_WAKE, INT_MAX);
 }
@@ -283,6 +292,8 @@ static void emitter(enum bus_kind k, int nsubs, int ready, int go, int done)
 				break;
 			if (bbus && !fan.unbatched && (r = brokerd_bus_batch_end(bbus)) < 0)
 				break;
+			if (k == BUS_SHM_RING)
+				ring_wake();
 			r = 0;
 			/* every subscriber's acknowledgement, as many as are there in one read */
 			for (int got = 0; got < nsubs;) {
