@@ -3,7 +3,10 @@
  * message.c - encoder and decoder of version 2 channel messages (see
  * message.h). The fixed header and the header fields are themselves a
  * dbus1 value of signature "yyyyuua(yv)", so the one-pass validator and
- * the reader of dbus-marshal.c check and read them as they do bodies.
+ * the reader of dbus-marshal.c check and read them as they do bodies;
+ * chmsg_decode() reads the fields every sender writes straight from the
+ * bytes first (the generic way cost a 64-byte signal's receiver about
+ * 9,000 instructions of its 14,000), and leaves the rest to them.
  * chmsg_decode() is what every receiver runs on bytes from another process.
  */
 #include <endian.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "protocol/ctrl.h"
+#include "protocol/dbus-marshal-internal.h"
 #include "protocol/dbus-marshal.h"
 #include "protocol/message.h"
 #include "util/macro.h"
@@ -230,6 +234,21 @@ static char field_type(uint8_t code)
 	return code < ELEMENTSOF(t) ? t[code] : 0;
 }
 
+/* What both ways of reading the fields check once they are read. */
+static int fields_done(struct chmsg *m, uint32_t seen, uint32_t body_fd)
+{
+	/* an empty string field is the field's absence to the rules, not a value */
+	if ((seen & (1U << CHMSG_FIELD_REPLY_SERIAL)) && m->reply_serial == 0)
+		return -EBADMSG;
+	if (seen & (1U << CHMSG_FIELD_BODY_FD)) {
+		/* the body's memfd is the last fd, so the body's 'h' values index the ones before */
+		if (m->n_fds == 0 || body_fd != m->n_fds - 1)
+			return -EBADMSG;
+		m->body_in_fd = true;
+	}
+	return 0;
+}
+
 static int read_fields(struct chmsg *m, struct dbus_reader *r)
 {
 	uint32_t seen = 0, body_fd = 0;
@@ -297,25 +316,102 @@ static int read_fields(struct chmsg *m, struct dbus_reader *r)
 	}
 	if (k < 0 || dbus_reader_exit(r) < 0)
 		return -EBADMSG;
-	/* an empty string field is the field's absence to the rules, not a value */
-	if ((seen & (1U << CHMSG_FIELD_REPLY_SERIAL)) && m->reply_serial == 0)
-		return -EBADMSG;
-	if (seen & (1U << CHMSG_FIELD_BODY_FD)) {
-		/* the body's memfd is the last fd, so the body's 'h' values index the ones before */
-		if (m->n_fds == 0 || body_fd != m->n_fds - 1)
-			return -EBADMSG;
-		m->body_in_fd = true;
-	}
-	return 0;
+	return fields_done(m, seen, body_fd);
 }
 
-int chmsg_decode(struct chmsg *m, const void *buf, size_t len)
+/*
+ * The header fields as every sender lays them out: known codes, each
+ * variant holding its field's type, read straight from the bytes, with
+ * the checks the validator and reader below make on them (zero padding,
+ * bounds, the strings' rules, a field at most once). What this does not
+ * know (an unknown or forbidden code, another variant type) it leaves to
+ * read_fields(): 1 read, 0 not for this path (nothing kept), -EBADMSG.
+ */
+static int read_fields_fast(struct chmsg *m, const uint8_t *p, size_t hend, uint32_t *seen, uint32_t *body_fd)
+{
+	size_t pos = CHMSG_FIXED_HEADER_SIZE; /* the array's first element, 8-aligned */
+
+	while (pos < hend) {
+		size_t end = align8(pos);
+		uint32_t n, v;
+		uint8_t code;
+		char want;
+
+		for (; pos < end; pos++)
+			if (pos >= hend || p[pos] != 0)
+				return -EBADMSG;
+		/* code, signature length 1, the type, its NUL */
+		if (hend - pos < 4)
+			return -EBADMSG;
+		code = p[pos];
+		want = field_type(code);
+		if (!want || p[pos + 1] != 1 || p[pos + 2] != (uint8_t)want || p[pos + 3] != 0)
+			return 0;
+		if (*seen & (1U << code))
+			return -EBADMSG;
+		*seen |= 1U << code;
+		pos += 4;
+		if (want == 'g') {
+			if (pos >= hend)
+				return -EBADMSG;
+			n = p[pos++];
+		} else {
+			/* a u32 (the value, or a string's length) after zero padding to 4 */
+			for (end = (pos + 3) & ~(size_t)3; pos < end; pos++)
+				if (pos >= hend || p[pos] != 0)
+					return -EBADMSG;
+			if (hend - pos < 4)
+				return -EBADMSG;
+			v = get_u32(p + pos, m->byte_order);
+			pos += 4;
+			if (want == 'u') {
+				if (code == CHMSG_FIELD_REPLY_SERIAL)
+					m->reply_serial = v;
+				else if (code == CHMSG_FIELD_UNIX_FDS)
+					m->n_fds = v;
+				else
+					*body_fd = v;
+				continue;
+			}
+			n = v;
+		}
+		/* n bytes and the NUL, inside the header */
+		if (pos >= hend || n >= hend - pos || p[pos + n] != 0 ||
+		    dbus_string_like_validate(want, (const char *)p + pos, n) < 0)
+			return -EBADMSG;
+		switch (code) {
+		case CHMSG_FIELD_PATH:
+			m->path = (const char *)p + pos;
+			break;
+		case CHMSG_FIELD_INTERFACE:
+			m->interface = (const char *)p + pos;
+			break;
+		case CHMSG_FIELD_MEMBER:
+			m->member = (const char *)p + pos;
+			break;
+		case CHMSG_FIELD_ERROR_NAME:
+			m->error_name = (const char *)p + pos;
+			break;
+		case CHMSG_FIELD_DESTINATION:
+			m->destination = (const char *)p + pos;
+			break;
+		default:
+			m->signature = (const char *)p + pos;
+			break;
+		}
+		pos += (size_t)n + 1;
+	}
+	return 1;
+}
+
+static int decode(struct chmsg *m, const void *buf, size_t len, bool fast)
 {
 	struct dbus_reader r;
 	const uint8_t *p = buf;
 	uint32_t flen, blen;
 	size_t hend, boff;
 	uint8_t v8;
+	int k;
 
 	if (!m || (!buf && len))
 		return -EINVAL;
@@ -340,14 +436,33 @@ int chmsg_decode(struct chmsg *m, const void *buf, size_t len)
 	for (size_t i = hend; i < boff; i++)
 		if (p[i] != 0)
 			return -EBADMSG;
-	if (dbus_reader_init(&r, HEADER_SIGNATURE, p, hend, m->byte_order, 0) < 0)
-		return -EBADMSG;
-	if (dbus_reader_read_basic(&r, 'y', &v8) != 1 || dbus_reader_read_basic(&r, 'y', &m->type) != 1 ||
-	    dbus_reader_read_basic(&r, 'y', &m->flags) != 1 || dbus_reader_read_basic(&r, 'y', &v8) != 1 ||
-	    dbus_reader_read_basic(&r, 'u', &blen) != 1 || dbus_reader_read_basic(&r, 'u', &m->serial) != 1)
-		return -EBADMSG;
-	if (read_fields(m, &r) < 0)
-		return -EBADMSG;
+	k = 0;
+	if (fast) {
+		uint32_t seen = 0, body_fd = 0;
+
+		m->type = p[1];
+		m->flags = p[2];
+		m->serial = get_u32(p + 8, m->byte_order);
+		k = read_fields_fast(m, p, hend, &seen, &body_fd);
+		if (k < 0 || (k > 0 && fields_done(m, seen, body_fd) < 0))
+			return -EBADMSG;
+		if (k == 0) {
+			/* the reader's turn, from a clean start */
+			memset(m, 0, sizeof(*m));
+			m->byte_order = (char)p[0];
+		}
+	}
+	if (k == 0) {
+		if (dbus_reader_init(&r, HEADER_SIGNATURE, p, hend, m->byte_order, 0) < 0)
+			return -EBADMSG;
+		if (dbus_reader_read_basic(&r, 'y', &v8) != 1 || dbus_reader_read_basic(&r, 'y', &m->type) != 1 ||
+		    dbus_reader_read_basic(&r, 'y', &m->flags) != 1 || dbus_reader_read_basic(&r, 'y', &v8) != 1 ||
+		    dbus_reader_read_basic(&r, 'u', &blen) != 1 ||
+		    dbus_reader_read_basic(&r, 'u', &m->serial) != 1)
+			return -EBADMSG;
+		if (read_fields(m, &r) < 0)
+			return -EBADMSG;
+	}
 	m->body_len = blen;
 	if (m->body_in_fd ? (len != boff || blen > CHMSG_BODY_MAX) : blen != len - boff)
 		return -EBADMSG;
@@ -356,6 +471,16 @@ int chmsg_decode(struct chmsg *m, const void *buf, size_t len)
 	if (m->body_in_fd)
 		return 0; /* chmsg_decode_body() checks it once mapped */
 	return chmsg_decode_body(m, p + boff);
+}
+
+int chmsg_decode(struct chmsg *m, const void *buf, size_t len)
+{
+	return decode(m, buf, len, true);
+}
+
+int chmsg_decode_generic(struct chmsg *m, const void *buf, size_t len)
+{
+	return decode(m, buf, len, false);
 }
 
 int chmsg_decode_body(struct chmsg *m, const void *body)

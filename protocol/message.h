@@ -106,6 +106,12 @@ int chmsg_encode_header(const struct chmsg *m, void *buf, size_t size);
  * the caller maps the memfd and hands it to chmsg_decode_body().
  */
 int chmsg_decode(struct chmsg *m, const void *buf, size_t len);
+/*
+ * chmsg_decode() without its fast path for the usual header fields: every
+ * field through the generic D-Bus validator and reader. The same result
+ * for every input; the tests and fuzz-recv hold chmsg_decode() against it.
+ */
+int chmsg_decode_generic(struct chmsg *m, const void *buf, size_t len);
 
 /*
  * The body of a decoded BODY_FD message: body_len bytes (mapped from the

@@ -4,6 +4,7 @@
  * runs on version 2 channel messages from other processes (header, header
  * fields, body against its signature). A decoded message in native byte
  * order must encode again, and that encoding decode to the same fields.
+ * chmsg_decode_generic() (no fast path) must decide and read the same.
  * A header announcing its body in a memfd (BODY_FD) has its body checked
  * by chmsg_decode_body() against the input's own bytes, cycled.
  */
@@ -22,12 +23,20 @@ static int same(const char *a, const char *b)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct chmsg m, d;
+	struct chmsg m, d, g;
 	uint8_t *out;
-	int n;
+	int n, r = chmsg_decode(&m, data, size);
 
-	if (chmsg_decode(&m, data, size) < 0)
+	/* the fast path for the usual fields decides as the generic reader does, and reads the same */
+	if (chmsg_decode_generic(&g, data, size) != r)
+		__builtin_trap();
+	if (r < 0)
 		return 0;
+	if (g.type != m.type || g.flags != m.flags || g.serial != m.serial || g.reply_serial != m.reply_serial ||
+	    g.path != m.path || g.interface != m.interface || g.member != m.member ||
+	    g.error_name != m.error_name || g.destination != m.destination || g.signature != m.signature ||
+	    g.body_len != m.body_len || g.n_fds != m.n_fds || g.body_in_fd != m.body_in_fd || g.body != m.body)
+		__builtin_trap();
 	if (m.body_in_fd) {
 		uint8_t *body;
 
