@@ -27,6 +27,7 @@ static void bus_free(brokerd_bus *bus)
 	ring_deinit(&bus->ring);
 	bus_takers_free(bus);
 	free(bus->msg_cache);
+	free(bus->body_cache);
 	free(bus->send_buf);
 	if (bus->batch)
 		free(bus->batch->buf);

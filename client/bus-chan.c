@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "client/bus-chan.h"
@@ -52,18 +53,30 @@ int bus_chan_attach(brokerd_bus *bus, int fd, unsigned int rights, unsigned int 
 
 #define BODY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
-static int write_all(int fd, const void *p, size_t len)
+/*
+ * Writes prefix (prefix_len bytes, maybe none) then body (len bytes) to fd
+ * in one writev() (a memfd takes it all at once), going on after a short
+ * write.
+ */
+static int write_all(int fd, const void *prefix, size_t prefix_len, const void *body, size_t len)
 {
-	size_t done = 0;
+	struct iovec iov[2] = { { (void *)prefix, prefix_len }, { (void *)body, len } };
+	struct iovec *v = prefix_len ? iov : iov + 1;
+	int n_iov = prefix_len ? 2 : 1;
 
-	while (done < len) {
-		ssize_t n = write(fd, (const uint8_t *)p + done, len - done);
+	while (n_iov > 0) {
+		ssize_t n = writev(fd, v, n_iov);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
+		for (; n_iov > 0 && (size_t)n >= v->iov_len; v++, n_iov--)
+			n -= (ssize_t)v->iov_len;
+		if (n_iov > 0) {
+			v->iov_base = (uint8_t *)v->iov_base + n;
+			v->iov_len -= (size_t)n;
+		}
 	}
 	return 0;
 }
@@ -71,7 +84,8 @@ static int write_all(int fd, const void *p, size_t len)
 /*
  * A memfd holding prefix (prefix_len bytes) then body (len bytes), sealed so
  * that no one can change it any more: the body is written once, from where
- * it lies.
+ * it lies, with the prefix in the same system call, and sealed with one
+ * more (memfd_create(), writev(), fcntl(); the caller closes it once sent).
  */
 static int body_memfd(const void *prefix, size_t prefix_len, const void *body, size_t len)
 {
@@ -81,9 +95,7 @@ static int body_memfd(const void *prefix, size_t prefix_len, const void *body, s
 	fd = memfd_create("brokerd-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	k = write_all(fd, prefix, prefix_len);
-	if (k >= 0)
-		k = write_all(fd, body, len);
+	k = write_all(fd, prefix, prefix_len, body, len);
 	if (k < 0)
 		return k;
 	if (fcntl(fd, F_ADD_SEALS, BODY_SEALS) < 0)

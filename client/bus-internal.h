@@ -48,6 +48,12 @@ enum {
  * (BODY_FD, protocol/README.md 7.2).
  */
 #define BUS_INLINE_MAX 8192
+/*
+ * The largest body that came in a memfd read into a buffer (msg.c,
+ * chmsg_body_read()) rather than mapped: up to here one pread() costs less
+ * than a mapping, its page faults and its munmap() (client/README.md).
+ */
+#define BUS_BODY_READ_MAX 65536
 
 /*
  * Room a typed message's body is marshalled after (dbus_writer_init_room()),
@@ -344,6 +350,8 @@ struct brokerd_bus {
 
 	/* a received message's struct, kept for the next (msg.c) */
 	struct brokerd_msg *msg_cache;
+	/* a buffer of BUS_BODY_READ_MAX + 1 bytes for a memfd body, kept for the next (msg.c) */
+	void *body_cache;
 
 	/* messages dropped, by BROKERD_COUNTER_* (brokerd_bus_get_counter()) */
 	uint64_t counters[_BROKERD_COUNTER_MAX];
@@ -368,9 +376,14 @@ struct brokerd_msg {
 	/* the dbus1 body, in native byte order */
 	void *data;
 	size_t data_len;
-	/* a body that came in a memfd: data points into this private read-only mapping */
+	/*
+	 * A body that came in a memfd: data points into this private read-only
+	 * mapping, or, up to BUS_BODY_READ_MAX, into body_buf, where it was
+	 * read (owned; back to bus->body_cache when the message is freed).
+	 */
 	void *map;
 	size_t map_len;
+	void *body_buf;
 	/* the fds 'h' values index: received (installed O_CLOEXEC) or dup'ed by append; owned */
 	int *fds;
 	unsigned int n_fds;

@@ -2,7 +2,8 @@
 /*
  * msg.c - received messages, with the sender's unique name and credentials
  * taken from the kernel's struct ioipc_msg_info, never from the message
- * itself; the fds it carried, and a body that came in a sealed memfd, mapped
+ * itself; the fds it carried, and a body that came in a sealed memfd: read
+ * into a buffer the bus reuses (up to BUS_BODY_READ_MAX), else mapped
  * read-only. A message from a multishot receive is read in place: its header
  * strings and body stay in the receive buffer the kernel copied it into,
  * lent by the chan until the message is freed, in a struct reused from one
@@ -61,7 +62,7 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	brokerd_msg *msg;
 	uint8_t *p;
 
-	/* a body in a memfd stays in its mapping: no copy, however large */
+	/* a body in a memfd stays where it was read or mapped (msg_decode()): no copy, however large */
 	uint32_t copy_len = m->body_in_fd ? 0 : m->body_len;
 
 	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
@@ -100,11 +101,6 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	msg->destination = put_string(&p, m->destination);
 	msg->signature = put_string(&p, m->signature);
 	/* decoded means validated; only the byte order may still differ */
-	if (m->body_in_fd && m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN &&
-	    mprotect((void *)m->body, m->body_len, PROT_READ | PROT_WRITE) < 0) {
-		brokerd_msg_unref(msg);
-		return NULL;
-	}
 	if (dbus_body_to_native(msg->signature, msg->data, msg->data_len,
 				m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN,
 				m->body_in_fd ? m->n_fds - 1 : m->n_fds) < 0) {
@@ -122,27 +118,78 @@ static void fds_close(int *fds, unsigned int n)
 			close(fds[i]);
 }
 
-/* What msg_decode() found in a receive: the message, its fds (owned), the mapped body. */
+/* What msg_decode() found in a receive: the message, its fds (owned), a memfd body read or mapped. */
 struct received {
 	const struct ioipc_msg_info *info;
 	struct chmsg m;
 	int *fds;
 	unsigned int n_fds;
 	void *map;
+	void *buf; /* BUS_BODY_READ_MAX + 1 bytes */
 };
+
+/* A buffer for a memfd body: the bus's spare one, or a new one. */
+static void *body_buf_get(brokerd_bus *bus)
+{
+	void *b = bus ? TAKE_PTR(bus->body_cache) : NULL;
+
+	return b ? b : malloc(BUS_BODY_READ_MAX + 1);
+}
+
+/* Gives b back for the next message's body, or frees it. */
+static void body_buf_put(brokerd_bus *bus, void *b)
+{
+	if (b && bus && !bus->body_cache)
+		bus->body_cache = b;
+	else
+		free(b);
+}
 
 static void received_clear(struct received *r)
 {
 	if (r->map)
 		(void)munmap(r->map, r->m.body_len);
+	free(r->buf);
 	if (r->fds)
 		fds_close(r->fds, r->n_fds);
 	free(r->fds);
 	*r = (struct received){ 0 };
 }
 
+/*
+ * The body of r's message from its memfd, the last fd, into r->buf (from
+ * bus) or a private mapping; validated. A byte-order conversion will write
+ * to it: the mapping is made writable then (copy on write, never the
+ * sender's pages).
+ */
+static int body_take(brokerd_bus *bus, struct received *r)
+{
+	int fd = r->fds[r->n_fds - 1];
+	void *body;
+	int k;
+
+	if (r->m.body_len <= BUS_BODY_READ_MAX) {
+		/* a copy, but no mapping, no page faults, no munmap() (client/README.md) */
+		r->buf = body_buf_get(bus);
+		if (!r->buf)
+			return -ENOMEM;
+		k = chmsg_body_read(fd, r->m.body_len, r->buf);
+		((uint8_t *)r->buf)[r->m.body_len] = 0; /* text bodies can be printed as they are */
+		body = r->buf;
+	} else {
+		k = chmsg_body_map(fd, r->m.body_len, &r->map);
+		body = r->map;
+	}
+	if (k >= 0)
+		k = chmsg_decode_body(&r->m, body);
+	if (k >= 0 && r->map && r->m.byte_order && r->m.byte_order != DBUS_NATIVE_ENDIAN &&
+	    mprotect(r->map, r->m.body_len, PROT_READ | PROT_WRITE) < 0)
+		k = -ENOMEM;
+	return k;
+}
+
 /* Decodes c's completed receive into r; on failure every fd is closed. */
-static int msg_decode(struct chan *c, struct received *r)
+static int msg_decode(brokerd_bus *bus, struct chan *c, struct received *r)
 {
 	const struct ioipc_fds_hdr *h;
 	const void *payload;
@@ -177,12 +224,10 @@ static int msg_decode(struct chan *c, struct received *r)
 	if (k < 0)
 		goto fail;
 	if (r->m.body_in_fd) {
-		k = chmsg_body_map(r->fds[r->n_fds - 1], r->m.body_len, &r->map);
-		if (k >= 0)
-			k = chmsg_decode_body(&r->m, r->map);
+		k = body_take(bus, r);
 		if (k < 0)
 			goto fail;
-		/* the mapping holds the pages: the fd itself is not needed any more */
+		/* the copy or the mapping holds the body: the fd itself is not needed any more */
 		close(r->fds[--r->n_fds]);
 	}
 	return 0;
@@ -191,13 +236,14 @@ fail:
 	return k;
 }
 
-/* Hands r's fds and mapping to msg. */
+/* Hands r's fds and its body's buffer or mapping to msg. */
 static void received_give(struct received *r, brokerd_msg *msg)
 {
 	msg->fds = r->n_fds ? TAKE_PTR(r->fds) : NULL;
 	msg->n_fds = r->n_fds;
 	msg->map = TAKE_PTR(r->map);
 	msg->map_len = r->m.body_len;
+	msg->body_buf = TAKE_PTR(r->buf);
 	free(r->fds);
 	r->fds = NULL;
 }
@@ -208,7 +254,7 @@ int msg_receive(brokerd_bus *bus, struct chan *c, const char *name, brokerd_msg 
 	brokerd_msg *msg;
 	int k;
 
-	k = msg_decode(c, &r);
+	k = msg_decode(bus, c, &r);
 	if (k < 0)
 		return k;
 	msg = msg_new(bus, &r.m, r.info, name);
@@ -243,10 +289,10 @@ int msg_receive_in_place(brokerd_bus *bus, struct chan *c, const char *name, bro
 	uint8_t *end;
 	int k;
 
-	/* a body in a memfd is mapped either way: the copying path costs nothing more */
+	/* a body in a memfd is read or mapped either way: the copying path costs nothing more */
 	if (!c->multishot || c->cur_bid < 0)
 		return msg_receive(bus, c, name, ret);
-	k = msg_decode(c, &r);
+	k = msg_decode(bus, c, &r);
 	if (k < 0)
 		return k;
 	/* room for a NUL after the body in the buffer, so that text bodies can be printed as they are */
@@ -290,11 +336,8 @@ int msg_receive_in_place(brokerd_bus *bus, struct chan *c, const char *name, bro
 	msg->held_chan = c;
 	msg->held_bid = chan_hold(c);
 	/* the buffer is ours: a byte-order conversion writes to it */
-	if (m->body_in_fd && m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN &&
-	    mprotect(msg->map, m->body_len, PROT_READ | PROT_WRITE) < 0)
-		k = -ENOMEM;
-	else if (dbus_body_to_native(msg->signature, msg->data, msg->data_len,
-				     m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN, msg->n_fds) < 0)
+	if (dbus_body_to_native(msg->signature, msg->data, msg->data_len,
+				m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN, msg->n_fds) < 0)
 		k = -EBADMSG;
 	if (k < 0) {
 		brokerd_msg_unref(msg);
@@ -315,7 +358,8 @@ int msg_keep(brokerd_msg *msg)
 	const char *strings[] = { msg->member, msg->path, msg->interface, msg->error_name, msg->destination,
 				  msg->signature };
 	body_off = (uint8_t *)msg->body - (uint8_t *)msg->data;
-	copy_len = msg->map ? 0 : msg->data_len;
+	/* a memfd body is the message's own already */
+	copy_len = msg->map || msg->body_buf ? 0 : msg->data_len;
 	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
 		size += strlen(strings[i]) + 1;
 	/* the body first, 8-byte aligned as its values were laid out */
@@ -323,7 +367,7 @@ int msg_keep(brokerd_msg *msg)
 	if (!block)
 		return -ENOMEM; /* it keeps the buffer instead */
 	p = block;
-	if (!msg->map) {
+	if (!msg->map && !msg->body_buf) {
 		const uint8_t *old = msg->data;
 
 		memcpy(p, msg->data, copy_len);
@@ -378,6 +422,7 @@ _public_ brokerd_msg *brokerd_msg_unref(brokerd_msg *msg)
 	brokerd_msg_unref(msg->call);
 	if (msg->map)
 		(void)munmap(msg->map, msg->map_len);
+	body_buf_put(bus, msg->body_buf);
 	if (msg->fds)
 		fds_close(msg->fds, msg->n_fds);
 	free(msg->fds);

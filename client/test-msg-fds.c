@@ -7,7 +7,9 @@
  * kernel lays out IOIPC_RECV_FDS receives: a body in a sealed memfd made by
  * bus_out_encode() mapped and read back, an unsealed or wrong-sized memfd,
  * a count that differs from UNIX_FDS and fds the kernel could not install
- * all refused, with every fd that came closed; the byte API's bodies
+ * all refused, with every fd that came closed; a body up to
+ * BUS_BODY_READ_MAX read into the bus's reused buffer rather than mapped,
+ * and memfds of another size than the header says refused there too; the byte API's bodies
  * encoded without a copy first, to the same bytes as before, and a typed
  * body sent from where it was marshalled.
  */
@@ -30,6 +32,14 @@
 static bool fd_is_open(int fd)
 {
 	return fcntl(fd, F_GETFD) >= 0;
+}
+
+static int dup_of(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	ASSERT(d >= 0);
+	return d;
 }
 
 static void test_typed_h(void)
@@ -119,15 +129,170 @@ static struct chan *fake_recv(const struct bus_out *o, const int *fds, unsigned 
 static void fake_free(struct chan *c)
 {
 	free(c->buf);
+	free(c->br);
 	free(c);
 }
 
-static int dup_of(int fd)
+/* c as a multishot receive leaves it: its one buffer the current message's, to be read in place. */
+static void fake_multishot(struct chan *c)
 {
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	c->multishot = true;
+	c->armed = true; /* so chan_release() submits nothing */
+	c->nbufs = 1;
+	c->bufs = c->buf;
+	c->cur = c->buf;
+	c->cur_bid = 0;
+	c->br = calloc(1, sizeof(struct io_uring_buf));
+	ASSERT(c->br);
+}
 
-	ASSERT(d >= 0);
-	return d;
+/* A signal whose "ay" body holds n bytes of bytes, encoded for a default chan (8 KiB inline). */
+static void encode_bytes(const uint8_t *bytes, size_t n, struct bus_out *o)
+{
+	brokerd_bus bus = { 0 };
+	brokerd_msg *built = NULL;
+	struct chmsg m = {
+		.type = CHMSG_SIGNAL, .path = "/", .interface = "org.test.I", .member = "Big", .serial = 1
+	};
+
+	ASSERT_INT(brokerd_msg_new_signal(NULL, &built, NAME, "/", "org.test.I", "Big"), ==, 0);
+	ASSERT_INT(brokerd_msg_append_array(built, 'y', bytes, n), ==, 0);
+	ASSERT_INT(brokerd_msg_seal(built), ==, 0);
+	m.signature = built->signature;
+	m.body = built->data;
+	m.body_len = (uint32_t)built->data_len;
+	ASSERT_INT(bus_out_encode(&bus, &m, BUS_INLINE_MAX, o), ==, 0);
+	brokerd_msg_unref(built);
+}
+
+/* o's message received on a fake chan (in place when asked), with a copy of its memfd. */
+static int receive_body(brokerd_bus *bus, const struct bus_out *o, bool in_place, struct chan **c,
+			brokerd_msg **ret)
+{
+	int fd = dup_of(o->fds[o->n_fds - 1]);
+	int k;
+
+	*c = fake_recv(o, &fd, 1, 0);
+	if (in_place)
+		fake_multishot(*c);
+	k = in_place ? msg_receive_in_place(bus, *c, NAME, ret) : msg_receive(bus, *c, NAME, ret);
+	ASSERT(!fd_is_open(fd)); /* read or mapped, then closed; or refused and closed */
+	return k;
+}
+
+/* msg's byte view is the n bytes of bytes. */
+static void assert_bytes(brokerd_msg *msg, const uint8_t *bytes, size_t n)
+{
+	const void *r;
+	size_t len;
+
+	ASSERT_INT(brokerd_msg_get_body(msg, &r, &len), ==, 0);
+	ASSERT_INT(len, ==, n);
+	ASSERT(memcmp(r, bytes, n) == 0);
+}
+
+/*
+ * A body in a memfd up to BUS_BODY_READ_MAX is read into a buffer, not
+ * mapped (the 16 KiB of a large signal; the limit; one byte over it is
+ * mapped), to the bytes sent; the buffer goes back to the bus for the next
+ * body and is not lent out twice while a message holds it; a message read
+ * in place and kept keeps its body where it was read. A memfd one byte
+ * longer or shorter than the header says, or missing a seal, is refused.
+ */
+static void test_body_read(void)
+{
+	static const size_t sizes[] = { 16384, BUS_BODY_READ_MAX - 4, BUS_BODY_READ_MAX - 3 };
+	brokerd_bus bus = { .n_ref = 1 };
+	size_t max = BUS_BODY_READ_MAX;
+	uint8_t *bytes = malloc(max);
+	brokerd_msg *msg = NULL, *msg2 = NULL;
+	struct chan *c, *c2;
+	struct bus_out o;
+	void *buf;
+
+	ASSERT(bytes);
+	for (size_t i = 0; i < max; i++)
+		bytes[i] = (uint8_t)(i * 13 + 5);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		/* the "ay" body: its length, then the bytes */
+		bool read = 4 + sizes[i] <= BUS_BODY_READ_MAX;
+
+		encode_bytes(bytes, sizes[i], &o);
+		ASSERT_INT(o.n_fds, ==, 1);
+		for (int in_place = 0; in_place < 2; in_place++) {
+			ASSERT_INT(receive_body(&bus, &o, in_place, &c, &msg), ==, 0);
+			ASSERT(read ? msg->body_buf && !msg->map : msg->map && !msg->body_buf);
+			assert_bytes(msg, bytes, sizes[i]);
+			brokerd_msg_unref(msg);
+			fake_free(c);
+		}
+		bus_out_deinit(&o);
+	}
+	/* the buffer went back to the bus: the next body is read into it */
+	buf = bus.body_cache;
+	ASSERT(buf);
+	encode_bytes(bytes, 16384, &o);
+	ASSERT_INT(receive_body(&bus, &o, false, &c, &msg), ==, 0);
+	ASSERT(msg->body_buf == buf && !bus.body_cache);
+	/* while msg holds it, another message gets a buffer of its own */
+	bytes[0] ^= 0xff;
+	bus_out_deinit(&o);
+	encode_bytes(bytes, 16384, &o);
+	ASSERT_INT(receive_body(&bus, &o, false, &c2, &msg2), ==, 0);
+	ASSERT(msg2->body_buf && msg2->body_buf != buf);
+	assert_bytes(msg2, bytes, 16384);
+	bytes[0] ^= 0xff;
+	assert_bytes(msg, bytes, 16384);
+	brokerd_msg_unref(msg);
+	brokerd_msg_unref(msg2);
+	ASSERT(bus.body_cache == buf); /* one spare is kept, the other freed */
+	fake_free(c);
+	fake_free(c2);
+
+	/* read in place and kept past its dispatch: the chan's buffer back, the body where it was read */
+	bus_out_deinit(&o);
+	encode_bytes(bytes, 16384, &o);
+	ASSERT_INT(receive_body(&bus, &o, true, &c, &msg), ==, 0);
+	ASSERT(msg->held_chan == c && msg->body_buf);
+	buf = msg->body_buf;
+	ASSERT_INT(msg_keep(msg), ==, 0);
+	ASSERT_INT(c->holds, ==, 0);
+	memset(c->buf, 'X', c->buf_size);
+	ASSERT(msg->body_buf == buf);
+	assert_bytes(msg, bytes, 16384);
+	ASSERT_STR(brokerd_msg_get_member(msg), "Big");
+	brokerd_msg_unref(msg);
+	fake_free(c);
+
+	/* memfds other than the header says, at the read path's sizes: refused, every fd closed */
+	for (int bad = 0; bad < 3; bad++) {
+		uint32_t len = 4 + 16384;
+		int fd = memfd_create("bad", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+		int fds[1];
+		uint8_t *copy = malloc(len + 1);
+
+		ASSERT(fd >= 0 && copy);
+		ASSERT_INT(pread(o.fds[0], copy, len, 0), ==, (ssize_t)len);
+		copy[len] = 0;
+		if (bad == 0)
+			len++; /* larger than the header says */
+		else if (bad == 1)
+			len--; /* shorter: the array's bytes end early */
+		else
+			seals &= ~F_SEAL_WRITE; /* its sender could still write to it */
+		ASSERT_INT(write(fd, copy, len), ==, (ssize_t)len);
+		ASSERT_INT(fcntl(fd, F_ADD_SEALS, seals), ==, 0);
+		fds[0] = fd;
+		c = fake_recv(&o, fds, 1, 0);
+		ASSERT_INT(msg_receive(&bus, c, NAME, &msg), ==, -EBADMSG);
+		ASSERT(!fd_is_open(fd));
+		fake_free(c);
+		free(copy);
+	}
+	bus_out_deinit(&o);
+	free(bus.body_cache);
+	free(bytes);
 }
 
 static void test_body_memfd(void)
@@ -461,6 +626,7 @@ int main(void)
 	test_typed_h();
 	test_arrays();
 	test_body_memfd();
+	test_body_read();
 	test_inline_max();
 	test_bytes_wire();
 	test_typed_in_place();

@@ -2,8 +2,9 @@
 /*
  * body-memfd.h - the sealed memfd that carries a body too large for a
  * channel's slot (protocol/README.md 7.6), as a receiver takes it: checked
- * for its seals and size, then mapped. One place for the rules that the
- * client library and brokerd's bridge both apply.
+ * for its seals and size, then mapped, or read into the receiver's own
+ * buffer. One place for the rules that the client library and brokerd's
+ * bridge both apply.
  */
 #ifndef BROKERD_PROTOCOL_BODY_MEMFD_H
 #define BROKERD_PROTOCOL_BODY_MEMFD_H
@@ -22,5 +23,16 @@
  * the mapping. Returns 0, -EBADMSG (not such a memfd) or -ENOMEM.
  */
 int chmsg_body_map(int fd, size_t len, void **ret);
+
+/*
+ * Reads the body memfd fd into buf, which has room for len + 1 bytes: the
+ * same rules as chmsg_body_map() with one fcntl() and one pread() and no
+ * mapping (no fstat, mmap, page faults, munmap). The seals are checked
+ * first; the pread() asks for one byte more than len, so that it returns
+ * exactly len only for a file of exactly len bytes, and the seals keep
+ * that size from changing. The copy is the caller's: nothing the sender
+ * does later reaches it. Returns 0 or -EBADMSG (not such a memfd).
+ */
+int chmsg_body_read(int fd, size_t len, void *buf);
 
 #endif

@@ -6,7 +6,7 @@
  * org.brokerd.test.GeomBig 16 slots of 64 KiB and leaves
  * org.brokerd.test.GeomSmall the default 8 KiB; a service owns each, and
  * its method Check answers how the call's body came ("inline" or "memfd":
- * whether the library mapped a body memfd), its size and its hash.
+ * whether the library read or mapped a body memfd), its size and its hash.
  *
  * The caller is told 65536 for GeomBig and sends 32 KiB and 60 KiB bodies
  * there inline; 100 KiB (over a slot) still arrive intact in a memfd. The
@@ -44,6 +44,12 @@ static uint64_t hash(const void *p, size_t n)
 	return h;
 }
 
+/* How m's body came: in a memfd the library read (up to 64 KiB) or mapped, or inline. */
+static const char *came(const brokerd_msg *m)
+{
+	return m->map || m->body_buf ? "memfd" : "inline";
+}
+
 /* Check(bytes): "inline|memfd SIZE HASH" of the body that came. */
 static int on_check(brokerd_msg *m, void *u)
 {
@@ -52,7 +58,7 @@ static int on_check(brokerd_msg *m, void *u)
 	char out[128];
 
 	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
-	snprintf(out, sizeof(out), "%s %zu %" PRIx64, m->map ? "memfd" : "inline", size, hash(body, size));
+	snprintf(out, sizeof(out), "%s %zu %" PRIx64, came(m), size, hash(body, size));
 	return brokerd_msg_reply(m, out, strlen(out));
 }
 
@@ -95,7 +101,7 @@ static int on_blob(brokerd_msg *m, void *u)
 	size_t size;
 
 	CHECK_R(brokerd_msg_get_body(m, &body, &size), 0);
-	snprintf(bl->got, sizeof(bl->got), "%s %zu %" PRIx64, m->map ? "memfd" : "inline", size,
+	snprintf(bl->got, sizeof(bl->got), "%s %zu %" PRIx64, came(m), size,
 		 hash(body, size));
 	bl->seen = true;
 	return 0;
@@ -164,8 +170,8 @@ static void check_reply(brokerd_bus *bus, const char *name, size_t size, const c
 	CHECK_R(brokerd_msg_get_body(reply, &data, &n), 0);
 	if (n != size || memcmp(data, expect, size) != 0)
 		FAIL("%s: reply of %zu bytes came as %zu other bytes", name, size, n);
-	if (strcmp(reply->map ? "memfd" : "inline", want) != 0)
-		FAIL("%s: reply of %zu bytes came %s, want %s", name, size, reply->map ? "memfd" : "inline", want);
+	if (strcmp(came(reply), want) != 0)
+		FAIL("%s: reply of %zu bytes came %s, want %s", name, size, came(reply), want);
 	t_log("%s: reply of %zu bytes %s", name, size, want);
 	brokerd_msg_unref(reply);
 	free(expect);
