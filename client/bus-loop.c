@@ -38,6 +38,15 @@ static void bus_update_timer(brokerd_bus *bus)
 	 */
 	if (next == bus->timer_next)
 		return;
+	/*
+	 * Nor when it only moved later while the armed one is still ahead (a
+	 * synchronous call after another, each with its deadline a little
+	 * later, or none left): the armed one fires, the pass finds nothing
+	 * due and arms the right one then, one system call per deadline
+	 * period instead of two per call.
+	 */
+	if (next > bus->timer_next && bus->timer_next > now_usec())
+		return;
 	bus->timer_next = next;
 	if (next != UINT64_MAX) {
 		its.it_value.tv_sec = (time_t)(next / 1000000ULL);
@@ -338,13 +347,18 @@ static int sync_call_wait(brokerd_bus *bus, struct brokerd_slot *s, struct sync_
 
 	bus_ref(bus);
 	bus->sync_depth++;
+	/*
+	 * Wait first, then dispatch: a pass right after the send, with no wait
+	 * before it, would know nothing of the control socket and the eventfd
+	 * and read both (two system calls per call); the wait tells it what
+	 * there is, and returns at once if anything is (a completion, a kick,
+	 * the control socket, the timer).
+	 */
 	while (!c->done) {
+		(void)brokerd_bus_wait(bus, bus_pending(bus) ? 0 : UINT64_MAX);
 		k = bus_process_internal(bus);
 		if (k < 0)
 			break;
-		if (c->done)
-			break;
-		(void)brokerd_bus_wait(bus, k == 0 || !bus_pending(bus) ? UINT64_MAX : 0);
 	}
 	BUG_ON(bus->sync_depth <= 0);
 	bus->sync_depth--;
