@@ -26,6 +26,11 @@ static void bus_free(brokerd_bus *bus)
 {
 	ring_deinit(&bus->ring);
 	bus_takers_free(bus);
+	if (bus->slot_spare) {
+		free(bus->slot_spare->name);
+		free(bus->slot_spare->member);
+		free(bus->slot_spare);
+	}
 	free(bus->msg_cache);
 	free(bus->send_buf);
 	if (bus->batch)

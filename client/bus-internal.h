@@ -283,6 +283,8 @@ struct brokerd_bus {
 	struct peer_inbox *peer_inboxes;
 	unsigned int n_peer_inboxes;
 	struct brokerd_slot *slots;
+	/* the last call slot freed, its name and member kept: the next call's, without an allocation */
+	struct brokerd_slot *slot_spare;
 	struct ctrl_queued *cq_head, **cq_tail;
 	/*
 	 * Control datagrams read so far. brokerd writes a signal that a call's
