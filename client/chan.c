@@ -681,8 +681,16 @@ int ring_wait(struct ring *r, uint64_t usec)
 	}
 	r->defer = false;
 	if (usec == 0) {
-		/* a look: completions whose task_work is pending get posted (as epoll_wait(0) did) */
-		k = io_uring_sq_ready(&r->uring) ? io_uring_submit(&r->uring) : io_uring_get_events(&r->uring);
+		/*
+		 * A look: completions whose task_work is pending get posted (as
+		 * epoll_wait(0) did), unless some are there already: the pass has
+		 * work, and what is pending runs with the next system call (a
+		 * completion in the CQ means task_work ran since).
+		 */
+		if (io_uring_sq_ready(&r->uring))
+			k = io_uring_submit(&r->uring);
+		else
+			k = io_uring_cq_ready(&r->uring) ? 0 : io_uring_get_events(&r->uring);
 	} else {
 		if (usec != UINT64_MAX) {
 			ts.tv_sec = (long long)(usec / 1000000ULL);
