@@ -26,6 +26,11 @@ static void bus_free(brokerd_bus *bus)
 {
 	ring_deinit(&bus->ring);
 	bus_takers_free(bus);
+	if (bus->slot_spare) {
+		free(bus->slot_spare->name);
+		free(bus->slot_spare->member);
+		free(bus->slot_spare);
+	}
 	free(bus->msg_cache);
 	free(bus->body_cache);
 	free(bus->send_buf);
@@ -35,6 +40,8 @@ static void bus_free(brokerd_bus *bus)
 	bus_ctrl_queue_clear(bus);
 	if (bus->epoll_fd >= 0)
 		close(bus->epoll_fd);
+	if (bus->wake_epfd >= 0)
+		close(bus->wake_epfd);
 	if (bus->timer_fd >= 0)
 		close(bus->timer_fd);
 	free(bus->path);
@@ -58,7 +65,7 @@ int bus_alloc(brokerd_bus **ret, const char *path)
 	if (!bus)
 		return -ENOMEM;
 	bus->n_ref = 1;
-	bus->ctrl_fd = bus->epoll_fd = bus->timer_fd = bus->taker_epfd = -1;
+	bus->ctrl_fd = bus->epoll_fd = bus->timer_fd = bus->taker_epfd = bus->wake_epfd = -1;
 	bus->ring.efd = -1;
 	bus->reconnect = true;
 	bus->cq_tail = &bus->cq_head;
@@ -71,8 +78,9 @@ int bus_alloc(brokerd_bus **ret, const char *path)
 	if (k < 0)
 		goto fail;
 	bus->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	bus->wake_epfd = epoll_create1(EPOLL_CLOEXEC);
 	bus->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (bus->epoll_fd < 0 || bus->timer_fd < 0) {
+	if (bus->epoll_fd < 0 || bus->wake_epfd < 0 || bus->timer_fd < 0) {
 		k = -errno;
 		goto fail;
 	}
@@ -91,10 +99,12 @@ int bus_alloc(brokerd_bus **ret, const char *path)
 	}
 	ev.events = EPOLLIN;
 	ev.data.fd = bus->timer_fd;
-	if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, bus->timer_fd, &ev) < 0) {
+	if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, bus->timer_fd, &ev) < 0 ||
+	    epoll_ctl(bus->wake_epfd, EPOLL_CTL_ADD, bus->timer_fd, &ev) < 0) {
 		k = -errno;
 		goto fail;
 	}
+	bus->ring.wake_fd = bus->wake_epfd;
 	*ret = bus;
 	return 0;
 fail:

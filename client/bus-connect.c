@@ -33,6 +33,7 @@ void bus_disconnect(brokerd_bus *bus, bool schedule_reconnect)
 
 	if (bus->ctrl_fd >= 0) {
 		(void)epoll_ctl(bus->epoll_fd, EPOLL_CTL_DEL, bus->ctrl_fd, NULL);
+		(void)epoll_ctl(bus->wake_epfd, EPOLL_CTL_DEL, bus->ctrl_fd, NULL);
 		close(bus->ctrl_fd);
 	}
 	bus->ctrl_fd = -1;
@@ -122,6 +123,12 @@ int bus_connect(brokerd_bus *bus)
 	ev.data.fd = fd;
 	if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		k = -errno;
+		close(fd);
+		return k;
+	}
+	if (epoll_ctl(bus->wake_epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		k = -errno;
+		(void)epoll_ctl(bus->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
 		close(fd);
 		return k;
 	}

@@ -184,7 +184,8 @@ void bus_ctrl_queue_clear(brokerd_bus *bus)
 
 void bus_kick(brokerd_bus *bus)
 {
-	/* make the epoll fd readable so that queued work gets dispatched */
+	/* make the epoll fd readable so that queued work gets dispatched; our own wait looks at kicked */
+	bus->kicked = true;
 	if (bus->ring.efd >= 0)
 		(void)!eventfd_write(bus->ring.efd, 1);
 }

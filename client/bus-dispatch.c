@@ -229,8 +229,9 @@ void bus_dispatch_chan(brokerd_bus *bus, struct chan *c)
 		if (msg->type == BROKERD_MSG_CALL)
 			dispatch_call(bus, msg);
 		/* the handler may have released the name or closed the bus */
+		/* submitted with the next wait (or at the end of brokerd_bus_process()) */
 		if (!bus->closed && !bus->exit && (b->call_recv == c || bus_chan_is_retired(bus, c)))
-			(void)chan_arm(&bus->ring, c);
+			(void)chan_arm_deferred(&bus->ring, c);
 		break;
 	case CHAN_SIGNAL_RECV:
 		if (msg->type == BROKERD_MSG_SIGNAL)

@@ -261,6 +261,12 @@ struct brokerd_bus {
 	int ctrl_fd;
 	int epoll_fd;
 	int timer_fd;
+	/*
+	 * The control socket, the timerfd and taker_epfd once more, in a set of
+	 * their own that the ring polls (ring.wake_fd): brokerd_bus_wait()
+	 * waits in the ring (ring_wait()), for completions and these alike.
+	 */
+	int wake_epfd;
 	struct ring ring;
 
 	bool connected;
@@ -283,6 +289,8 @@ struct brokerd_bus {
 	struct peer_inbox *peer_inboxes;
 	unsigned int n_peer_inboxes;
 	struct brokerd_slot *slots;
+	/* the last call slot freed, its name and member kept: the next call's, without an allocation */
+	struct brokerd_slot *slot_spare;
 	struct ctrl_queued *cq_head, **cq_tail;
 	/*
 	 * Control datagrams read so far. brokerd writes a signal that a call's
@@ -329,14 +337,14 @@ struct brokerd_bus {
 	uint64_t spin_usec; /* low-latency mode: spin this long on the CQ before sleeping */
 	uint64_t timer_next; /* what timer_fd is armed for (UINT64_MAX: nothing, 0: not set yet) */
 	/*
-	 * What the last epoll_wait() of brokerd_bus_wait() told, for the next
-	 * pass: set, the pass needs no read of the eventfd (it is in the epoll
-	 * set edge-triggered) and reads the control socket only if ctrl_idle is
-	 * clear. A pass without a wait before it (an outside event loop) reads
-	 * both.
+	 * What the last wait of brokerd_bus_wait() told, for the next pass:
+	 * set, the pass needs no read of the eventfd and reads the control
+	 * socket only if ctrl_idle is clear. A pass without a wait before it
+	 * (an outside event loop) reads both.
 	 */
 	bool waited;
-	bool ctrl_idle; /* the control socket said EAGAIN, and epoll said nothing since */
+	bool ctrl_idle; /* the control socket said EAGAIN, and the wake set's poll said nothing since */
+	bool kicked;	/* bus_kick() since the last pass began: brokerd_bus_wait() does not sleep */
 	/*
 	 * Where messages sent at once are encoded (bus_chan_send()), reused:
 	 * the send completes before anything else runs, so one is enough.

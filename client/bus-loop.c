@@ -38,6 +38,15 @@ static void bus_update_timer(brokerd_bus *bus)
 	 */
 	if (next == bus->timer_next)
 		return;
+	/*
+	 * Nor when it only moved later while the armed one is still ahead (a
+	 * synchronous call after another, each with its deadline a little
+	 * later, or none left): the armed one fires, the pass finds nothing
+	 * due and arms the right one then, one system call per deadline
+	 * period instead of two per call.
+	 */
+	if (next > bus->timer_next && bus->timer_next > now_usec())
+		return;
 	bus->timer_next = next;
 	if (next != UINT64_MAX) {
 		its.it_value.tv_sec = (time_t)(next / 1000000ULL);
@@ -108,6 +117,7 @@ static int bus_process_internal(brokerd_bus *bus)
 		bus->takers_ready = true;
 	}
 	bus->waited = false;
+	bus->kicked = false;
 	bus_takers_check(bus); /* before the replies they sent are reaped */
 	(void)ring_reap(&bus->ring);
 
@@ -195,64 +205,63 @@ _public_ int brokerd_bus_process(brokerd_bus *bus)
 		return -EINVAL;
 	bus_ref(bus);
 	k = bus_process_internal(bus);
+	/* an outside loop waits next, not brokerd_bus_wait(): what the pass queued goes in now */
+	if (!bus->closed)
+		(void)ring_flush(&bus->ring);
 	bus_unref(bus);
 	return k;
 }
 
 /*
- * epoll_wait() on the bus fd for up to ms, recording what it reported for
- * the next pass (see brokerd_bus.waited): the one system call of a
- * wake-up.
+ * Waits in the ring for up to usec (0: a look, without sleeping), submitting
+ * what is queued (a call chan's receive, re-armed after its handler) in the
+ * same io_uring_enter, and records what it saw for the next pass (see
+ * brokerd_bus.waited): the ring polls the wake set (control socket, timer,
+ * takers), so a completed poll says one of them has something. The one
+ * system call of a wake-up: the task_work that posts a receive's
+ * completion runs inside the ring's wait, where it used to stop an
+ * epoll_wait() with EINTR and cost a second look. Returns 1 if there is
+ * something to dispatch, 0 if not (timed out, or a signal), or -errno.
  */
-static int bus_epoll_wait(brokerd_bus *bus, int ms)
+static int bus_ring_wait(brokerd_bus *bus, uint64_t usec)
 {
-	struct epoll_event ev[4];
 	int k;
 
-	k = epoll_wait(bus->epoll_fd, ev, (int)ELEMENTSOF(ev), ms);
-	/*
-	 * Interrupted, as every wake-up for a channel message is: the task_work
-	 * that posts the completion (and signals the eventfd) stops the sleep
-	 * with EINTR. A look without sleeping says what is there now, one
-	 * system call where a pass that knows nothing would make two.
-	 */
-	if (k < 0 && errno == EINTR)
-		k = epoll_wait(bus->epoll_fd, ev, (int)ELEMENTSOF(ev), 0);
+	k = ring_wait(&bus->ring, usec);
 	if (k < 0)
-		return errno == EINTR ? 0 : -errno;
-	for (int i = 0; i < k; i++)
-		if (bus->ctrl_fd >= 0 && ev[i].data.fd == bus->ctrl_fd)
-			bus->ctrl_idle = false;
-		else if (bus->taker_epfd >= 0 && ev[i].data.fd == bus->taker_epfd)
-			bus->takers_ready = true;
+		return k;
+	k = io_uring_cq_ready(&bus->ring.uring) > 0;
+	if (bus->ring.woken) {
+		bus->ring.woken = false;
+		bus->ctrl_idle = false;
+		bus->takers_ready = true;
+		k = 1;
+	}
 	bus->waited = true;
 	return k;
 }
 
 _public_ int brokerd_bus_wait(brokerd_bus *bus, uint64_t timeout_usec)
 {
-	int k, ms;
+	int k;
 
 	if (!bus || bus->closed)
 		return -EINVAL;
 	/* inside a synchronous call only the inbox counts: other ready
 	 * channels wait for the next dispatch */
-	if (bus->cq_head || bus->ctrl_failed ||
+	if (bus->cq_head || bus->ctrl_failed || bus->kicked ||
 	    (bus->sync_depth ? ring_has_ready_kind(&bus->ring, CHAN_INBOX) : bus->ring.ready_head != NULL)) {
-		/* no sleep, but a look at the control socket, which the next pass trusts */
-		k = bus_epoll_wait(bus, 0);
+		/* no sleep, but a look at the wake set, which the next pass trusts */
+		k = bus_ring_wait(bus, 0);
 		return k < 0 ? k : 1;
 	}
-	/* the timer in the epoll set covers call deadlines and reconnects */
+	/* the timer in the wake set covers call deadlines and reconnects */
 	bus_update_timer(bus);
 	if (bus->spin_usec && timeout_usec && ring_spin(&bus->ring, bus->spin_usec)) {
-		k = bus_epoll_wait(bus, 0);
+		k = bus_ring_wait(bus, 0);
 		return k < 0 ? k : 1;
 	}
-	ms = timeout_usec == UINT64_MAX	     ? -1 :
-	     timeout_usec / 1000 > INT32_MAX ? INT32_MAX :
-					       (int)((timeout_usec + 999) / 1000);
-	return bus_epoll_wait(bus, ms);
+	return bus_ring_wait(bus, timeout_usec);
 }
 
 _public_ int brokerd_bus_set_spin(brokerd_bus *bus, uint64_t usec)
@@ -338,13 +347,18 @@ static int sync_call_wait(brokerd_bus *bus, struct brokerd_slot *s, struct sync_
 
 	bus_ref(bus);
 	bus->sync_depth++;
+	/*
+	 * Wait first, then dispatch: a pass right after the send, with no wait
+	 * before it, would know nothing of the control socket and the eventfd
+	 * and read both (two system calls per call); the wait tells it what
+	 * there is, and returns at once if anything is (a completion, a kick,
+	 * the control socket, the timer).
+	 */
 	while (!c->done) {
+		(void)brokerd_bus_wait(bus, bus_pending(bus) ? 0 : UINT64_MAX);
 		k = bus_process_internal(bus);
 		if (k < 0)
 			break;
-		if (c->done)
-			break;
-		(void)brokerd_bus_wait(bus, k == 0 || !bus_pending(bus) ? UINT64_MAX : 0);
 	}
 	BUG_ON(bus->sync_depth <= 0);
 	bus->sync_depth--;

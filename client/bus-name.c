@@ -68,6 +68,17 @@ void bname_gc(brokerd_bus *bus, struct bname *b)
  * sends its signals. New caps replace old ones (a pool member promoted to
  * primary owner gets its caps again).
  */
+void bname_sig_send_counts(brokerd_bus *bus, struct chan *c)
+{
+	/*
+	 * Set where every signal chan we send on is attached (again after a
+	 * reconnect), not on every emit; the kernel is asked once per ring.
+	 */
+	bus->ring.on_lost = bname_emit_lost;
+	bus->ring.lost_userdata = bus;
+	(void)chan_count_lost(&bus->ring, c);
+}
+
 int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r)
 {
 	struct chan *c;
@@ -88,6 +99,7 @@ int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r
 		if (k2 >= 0) {
 			chan_close(&bus->ring, b->sig_send);
 			b->sig_send = c;
+			bname_sig_send_counts(bus, c);
 		} else if (k >= 0) {
 			k = k2;
 		}

@@ -33,6 +33,8 @@ int bname_open_call(brokerd_bus *bus, struct bname *b, bool wait);
  * made n subscribers lose a signal; counted, and kept for the handler.
  */
 void bname_emit_lost(void *userdata, uint32_t sub_id, uint32_t n);
+/* c, a name's signal chan just attached: its sends count what they cost subscribers, told to bname_emit_lost() */
+void bname_sig_send_counts(brokerd_bus *bus, struct chan *c);
 /* Tells the emit-lost handler what it was not told yet (not while a send batch is open). */
 void bus_emit_lost_notify(brokerd_bus *bus);
 

@@ -30,10 +30,7 @@ static int emit(brokerd_bus *bus, const char *name, struct chmsg *m)
 	if (!b || !b->sig_send)
 		return -EPERM; /* only the name's owner may emit its signals */
 	m->serial = bus_next_serial(bus);
-	/* what the emit costs subscribers, where the kernel tells (asked once per ring) */
-	bus->ring.on_lost = bname_emit_lost;
-	bus->ring.lost_userdata = bus;
-	(void)chan_count_lost(&bus->ring, b->sig_send);
+	/* its sends count what they cost subscribers: set when the chan was attached (bus-name.c) */
 	if (bus->batch && bus->batch->open)
 		return bus_batch_send(bus, b->sig_send, m);
 	k = bus_chan_send(bus, b->sig_send, m);

@@ -14,21 +14,62 @@
 #include "client/bus-slot.h"
 #include "client/bus-taker.h"
 
-struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char *name, const char *member,
-			      void *userdata)
+/* *p made a copy of s (or NULL), keeping the one there if it is the same. */
+static bool slot_str_reuse(char **p, const char *s)
 {
-	struct brokerd_slot *s = calloc(1, sizeof(*s));
+	if (*p && s && strcmp(*p, s) == 0)
+		return true;
+	free(*p);
+	*p = s ? strdup(s) : NULL;
+	return !s || *p;
+}
+
+/*
+ * The bus's spare call slot, zeroed, with name and member (its own, or
+ * copies), or NULL: calls one after another, as a synchronous caller
+ * makes them, allocate nothing for their slots.
+ */
+static struct brokerd_slot *slot_spare_take(brokerd_bus *bus, const char *name, const char *member)
+{
+	struct brokerd_slot *s = bus->slot_spare;
+	char *n, *m;
 
 	if (!s)
 		return NULL;
-	s->bus = bus;
-	s->type = type;
-	s->userdata = userdata;
+	bus->slot_spare = NULL;
+	n = s->name;
+	m = s->member;
+	if (!slot_str_reuse(&n, name) || !slot_str_reuse(&m, member)) {
+		free(n);
+		free(m);
+		free(s);
+		return NULL;
+	}
+	memset(s, 0, sizeof(*s));
+	s->name = n;
+	s->member = m;
+	return s;
+}
+
+struct brokerd_slot *slot_new(brokerd_bus *bus, enum slot_type type, const char *name, const char *member,
+			      void *userdata)
+{
+	struct brokerd_slot *s = type == SLOT_CALL ? slot_spare_take(bus, name, member) : NULL;
+
+	if (s)
+		goto link;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
 	if ((name && !(s->name = strdup(name))) || (member && !(s->member = strdup(member)))) {
 		free(s->name);
 		free(s);
 		return NULL;
 	}
+link:
+	s->bus = bus;
+	s->type = type;
+	s->userdata = userdata;
 	s->next = bus->slots;
 	if (bus->slots)
 		bus->slots->prev = s;
@@ -87,6 +128,10 @@ void slot_destroy(struct brokerd_slot *s)
 	s->bname = NULL;
 	bname_gc(bus, b);
 	s->queued = bus_out_free(s->queued);
+	if (s->type == SLOT_CALL && !bus->slot_spare) {
+		bus->slot_spare = s; /* slot_spare_take() zeroes it */
+		return;
+	}
 	free(s->name);
 	free(s->member);
 	free(s);

@@ -56,7 +56,9 @@ static int taker_add(brokerd_bus *bus, struct bus_taker *t, int fd)
 		if (bus->taker_epfd < 0)
 			goto fail;
 		outer.data.fd = bus->taker_epfd;
-		if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, bus->taker_epfd, &outer) < 0) {
+		if (epoll_ctl(bus->epoll_fd, EPOLL_CTL_ADD, bus->taker_epfd, &outer) < 0 ||
+		    epoll_ctl(bus->wake_epfd, EPOLL_CTL_ADD, bus->taker_epfd, &outer) < 0) {
+			(void)epoll_ctl(bus->epoll_fd, EPOLL_CTL_DEL, bus->taker_epfd, NULL);
 			close(bus->taker_epfd);
 			bus->taker_epfd = -1;
 			goto fail;

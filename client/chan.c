@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -36,7 +37,7 @@ int ring_init(struct ring *r, unsigned int entries)
 	int k;
 
 	memset(r, 0, sizeof(*r));
-	r->efd = -1;
+	r->efd = r->wake_fd = -1;
 	r->ready_tail = &r->ready_head;
 	/*
 	 * A multishot receive posts a completion per message until its buffers
@@ -497,7 +498,12 @@ int ring_reap(struct ring *r)
 		void *p = (void *)(ud & ~TAG_MASK);
 
 		n++;
-		if (tag == TAG_RCPT) {
+		if (tag == TAG_IGNORE && p == r) {
+			/* ring_wait()'s poll of wake_fd, unless ring_wait() saw it already */
+			if (r->wake_armed)
+				r->woken = true;
+			r->wake_armed = false;
+		} else if (tag == TAG_RCPT) {
 			ring_reap_receipt(r, ud, cqe);
 		} else if (tag == TAG_SEND) {
 			struct chan_send_op *op = p;
@@ -540,8 +546,11 @@ int ring_reap(struct ring *r)
 	 */
 	if (io_uring_cq_has_overflow(&r->uring) && io_uring_get_events(&r->uring) == 0 && io_uring_cq_ready(&r->uring))
 		return (int)n + ring_reap(r);
-	/* receives queued while a submit could not go in (see multishot_submit()) */
-	if (io_uring_sq_ready(&r->uring)) {
+	/*
+	 * Receives queued while a submit could not go in (see
+	 * multishot_submit()); deferred ones wait for the next wait's submit.
+	 */
+	if (!r->defer && io_uring_sq_ready(&r->uring)) {
 		int k = io_uring_submit(&r->uring);
 
 		if (k == -EBUSY || k == -EAGAIN || k == -EINTR)
@@ -613,7 +622,94 @@ int chan_attach(struct ring *r, int cap_fd, unsigned int rights, size_t recv_siz
 	return 0;
 }
 
+static int chan_arm_sq(struct ring *r, struct chan *c, bool submit);
+
 int chan_arm(struct ring *r, struct chan *c)
+{
+	return chan_arm_sq(r, c, true);
+}
+
+int chan_arm_deferred(struct ring *r, struct chan *c)
+{
+	return chan_arm_sq(r, c, false);
+}
+
+int ring_flush(struct ring *r)
+{
+	int k = 0;
+
+	r->defer = false;
+	if (r->initialized && io_uring_sq_ready(&r->uring))
+		k = io_uring_submit(&r->uring);
+	return k < 0 ? k : 0;
+}
+
+/* Whether wake_fd's poll has completed, its CQE not reaped yet (ring_reap() ignores it then). */
+static void wake_peek(struct ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head;
+
+	if (!r->wake_armed)
+		return;
+	io_uring_for_each_cqe(&r->uring, head, cqe)
+	{
+		if (io_uring_cqe_get_data64(cqe) == ((uintptr_t)r | TAG_IGNORE)) {
+			r->wake_armed = false;
+			r->woken = true;
+			return;
+		}
+	}
+}
+
+int ring_wait(struct ring *r, uint64_t usec)
+{
+	struct __kernel_timespec ts, *tsp = NULL;
+	struct io_uring_cqe *cqe;
+	int k;
+
+	if (!r->initialized)
+		return -EINVAL;
+	if (r->wake_fd >= 0 && !r->wake_armed) {
+		struct io_uring_sqe *sqe = ring_get_sqe(r);
+
+		if (!sqe)
+			return -EBUSY;
+		io_uring_prep_poll_add(sqe, r->wake_fd, POLLIN);
+		io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_IGNORE);
+		r->wake_armed = true;
+	}
+	r->defer = false;
+	if (usec == 0) {
+		/*
+		 * A look: completions whose task_work is pending get posted (as
+		 * epoll_wait(0) did), unless some are there already: the pass has
+		 * work, and what is pending runs with the next system call (a
+		 * completion in the CQ means task_work ran since).
+		 */
+		if (io_uring_sq_ready(&r->uring))
+			k = io_uring_submit(&r->uring);
+		else
+			k = io_uring_cq_ready(&r->uring) ? 0 : io_uring_get_events(&r->uring);
+	} else {
+		if (usec != UINT64_MAX) {
+			ts.tv_sec = (long long)(usec / 1000000ULL);
+			ts.tv_nsec = (long long)(usec % 1000000ULL) * 1000LL;
+			tsp = &ts;
+		}
+		/*
+		 * Waiting in the ring rather than in epoll_wait(): the task_work
+		 * that posts a receive's completion runs inside this wait, where it
+		 * would stop an epoll_wait() with EINTR and cost a second look.
+		 */
+		k = io_uring_submit_and_wait_timeout(&r->uring, &cqe, 1, tsp, NULL);
+	}
+	wake_peek(r);
+	/* -EBUSY, -EAGAIN: the CQ is full (overflowed); the pass's reap makes room, the next wait submits */
+	return k < 0 && k != -EINTR && k != -ETIME && k != -EBUSY && k != -EAGAIN ? k : 0;
+}
+
+static int chan_arm_sq(struct ring *r, struct chan *c, bool submit)
 {
 	struct io_uring_sqe *sqe;
 	int k;
@@ -647,6 +743,10 @@ int chan_arm(struct ring *r, struct chan *c)
 				(c->want_fds ? IOIPC_RECV_FDS | IOIPC_RECV_FDS_CLOEXEC : 0));
 	io_uring_sqe_set_data64(sqe, (uintptr_t)c | TAG_RECV);
 	c->armed = true;
+	if (!submit) {
+		r->defer = true;
+		return 0;
+	}
 	k = io_uring_submit(&r->uring);
 	if (k < 0) {
 		c->armed = false;

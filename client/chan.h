@@ -90,6 +90,16 @@ struct ring {
 	bool lost_probing; /* the probe's send is in the ring; its CQE fills lost_probe */
 	struct chan_send_op lost_probe __attribute__((aligned(8)));
 	uint64_t bgid_used[1024]; /* provided buffer group ids in use, a bit each */
+	/*
+	 * ring_wait(): wake_fd (the owner's, -1: none) is polled in the ring,
+	 * so that one io_uring_enter waits for completions and for it alike;
+	 * woken says its poll completed (set by ring_wait() and ring_reap(),
+	 * cleared by the owner).
+	 */
+	int wake_fd;
+	bool wake_armed;
+	bool woken;
+	bool defer; /* SQEs queued for the next wait's submit (chan_arm_deferred()) */
 };
 
 int ring_init(struct ring *r, unsigned int entries);
@@ -129,6 +139,21 @@ int chan_set_multishot(struct ring *r, struct chan *c, unsigned int nbufs);
  * ended the last one.
  */
 int chan_arm(struct ring *r, struct chan *c);
+/*
+ * chan_arm(), but a single-shot receive is only queued, not submitted: it
+ * goes in with the ring's next submit, which ring_wait() (or ring_flush())
+ * makes, so that re-arming and waiting are one system call.
+ */
+int chan_arm_deferred(struct ring *r, struct chan *c);
+/* Submits what is queued (deferred receives): 0 or -errno. */
+int ring_flush(struct ring *r);
+/*
+ * Submits what is queued and waits, in one io_uring_enter, until a
+ * completion is in the CQ, wake_fd's poll completed (r->woken) or usec
+ * passed (UINT64_MAX: no limit; 0: only submits, and looks). 0 or -errno
+ * (not -EINTR or -ETIME: those are a return without a completion).
+ */
+int ring_wait(struct ring *r, uint64_t usec);
 /* Sends and waits for the send's own completion: bytes sent or -errno. */
 int chan_send(struct ring *r, struct chan *c, const void *buf, size_t len);
 /*

@@ -529,6 +529,7 @@ static void test_emit_lost(void)
 
 	/* a kernel that cannot tell: nothing set, nothing asked, nothing counted */
 	bus->ring.send_lost = -1;
+	bname_sig_send_counts(bus, &sig_send); /* as attaching it does */
 	ASSERT_INT(brokerd_bus_set_emit_lost_handler(bus, on_emit_lost, &heard), ==, -EOPNOTSUPP);
 	lost_next = 2;
 	ASSERT_INT(brokerd_bus_emit_signal(bus, EMITTER, "Tick", body, sizeof(body)), ==, 0);
@@ -540,6 +541,7 @@ static void test_emit_lost(void)
 	bus = bus_new();
 	bus->ring.send_lost = 1;
 	sig_send.sub_id = 7;
+	bname_sig_send_counts(bus, &sig_send);
 	batch.queued = batch.submits = 0;
 	ASSERT_INT(brokerd_bus_set_emit_lost_handler(bus, on_emit_lost, &heard), ==, 0);
 	/* outside a batch: told before the emit returns; a send that cost nothing is not told */

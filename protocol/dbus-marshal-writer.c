@@ -34,6 +34,8 @@ static int writer_put(struct dbus_writer *w, const void *p, size_t n)
 
 	if (n > DBUS_MESSAGE_MAX - (w->len - w->room))
 		return -EMSGSIZE;
+	if (w->fixed && n > w->cap - w->len)
+		return -EMSGSIZE;
 	r = array_reserve((void **)&w->data, &w->cap, w->len + n, 1);
 	if (r < 0)
 		return r;
@@ -90,6 +92,21 @@ int dbus_writer_init_room(struct dbus_writer *w, const char *signature, size_t r
 	return 0;
 }
 
+int dbus_writer_init_fixed(struct dbus_writer *w, const char *signature, void *buf, size_t size)
+{
+	int k;
+
+	k = dbus_writer_init(w, signature);
+	if (k < 0)
+		return k;
+	if (!buf)
+		return writer_fail(w, -EINVAL);
+	w->data = buf;
+	w->cap = size;
+	w->fixed = true;
+	return 0;
+}
+
 int dbus_writer_init(struct dbus_writer *w, const char *signature)
 {
 	size_t n;
@@ -112,7 +129,8 @@ void dbus_writer_deinit(struct dbus_writer *w)
 {
 	if (!w)
 		return;
-	free(w->data);
+	if (!w->fixed)
+		free(w->data);
 	w->data = NULL;
 	w->len = w->cap = 0;
 }

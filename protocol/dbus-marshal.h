@@ -52,6 +52,7 @@ struct dbus_writer {
 	uint8_t *data;
 	size_t len, cap; /* room included */
 	size_t room;	 /* bytes before the body (dbus_writer_init_room()) */
+	bool fixed;	 /* data is the caller's, cap its size: never grown or freed */
 	uint32_t n_fds; /* highest 'h' index written + 1 */
 	int error;	/* first failure; every later call returns it */
 	unsigned int depth;
@@ -72,6 +73,12 @@ int dbus_writer_init(struct dbus_writer *w, const char *signature);
  * nothing was written. -EINVAL for a room not a multiple of 8.
  */
 int dbus_writer_init_room(struct dbus_writer *w, const char *signature, size_t room);
+/*
+ * The same, written into the caller's buf of size bytes, never grown
+ * (-EMSGSIZE past its end) nor freed: no allocation, for a message header
+ * laid out where it is sent from. dbus_writer_finish() returns buf.
+ */
+int dbus_writer_init_fixed(struct dbus_writer *w, const char *signature, void *buf, size_t size);
 void dbus_writer_deinit(struct dbus_writer *w);
 
 /*

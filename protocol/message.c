@@ -134,11 +134,12 @@ static int encode_header(const struct chmsg *m, void *buf, size_t size)
 {
 	const uint8_t version = CHMSG_VERSION, order = DBUS_NATIVE_ENDIAN;
 	_cleanup_(dbus_writer_deinit) struct dbus_writer w = { 0 };
-	_cleanup_free_ void *hdr = NULL;
+	void *hdr = NULL;
 	size_t hlen = 0, total;
 	int k;
 
-	k = dbus_writer_init(&w, HEADER_SIGNATURE);
+	/* straight into buf: a message sent allocates nothing for its header */
+	k = dbus_writer_init_fixed(&w, HEADER_SIGNATURE, buf, size < CHMSG_MAX ? size : CHMSG_MAX);
 	if (k < 0)
 		return k;
 	(void)dbus_writer_append_basic(&w, 'y', &order);
@@ -173,12 +174,11 @@ static int encode_header(const struct chmsg *m, void *buf, size_t size)
 	(void)dbus_writer_close(&w);
 	k = dbus_writer_finish(&w, &hdr, &hlen);
 	if (k < 0)
-		return k == -ENOMEM ? -ENOMEM : -EINVAL;
+		return k == -ENOMEM ? -ENOMEM : k == -EMSGSIZE ? -EMSGSIZE : -EINVAL;
 
 	total = align8(hlen) + (m->body_in_fd ? 0 : m->body_len);
 	if (total > CHMSG_MAX || total > size)
 		return -EMSGSIZE;
-	memcpy(buf, hdr, hlen);
 	memset((uint8_t *)buf + hlen, 0, align8(hlen) - hlen);
 	return (int)align8(hlen);
 }
