@@ -100,9 +100,9 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	msg->error_name = put_string(&p, m->error_name);
 	msg->destination = put_string(&p, m->destination);
 	msg->signature = put_string(&p, m->signature);
-	/* decoded means validated; only the byte order may still differ */
-	if (dbus_body_to_native(msg->signature, msg->data, msg->data_len,
-				m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN,
+	/* decoded means validated; only the byte order may still differ (walking a native body again is waste) */
+	if (m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN &&
+	    dbus_body_to_native(msg->signature, msg->data, msg->data_len, m->byte_order,
 				m->body_in_fd ? m->n_fds - 1 : m->n_fds) < 0) {
 		brokerd_msg_unref(msg);
 		return NULL;
@@ -287,6 +287,7 @@ int msg_receive_in_place(brokerd_bus *bus, struct chan *c, const char *name, bro
 	brokerd_msg *msg;
 	const struct chmsg *m = &r.m;
 	uint8_t *end;
+	size_t name_len;
 	int k;
 
 	/* a body in a memfd is read or mapped either way: the copying path costs nothing more */
@@ -321,7 +322,10 @@ int msg_receive_in_place(brokerd_bus *bus, struct chan *c, const char *name, bro
 		ctrl_unique_name_format(r.info->badge, msg->sender);
 	/* decoded strings are NUL-terminated where they lie */
 	msg->member = (char *)((m->type == CHMSG_ERROR ? m->error_name : m->member) ?: "");
-	snprintf(msg->name_buf, sizeof(msg->name_buf), "%s", name ? name : "");
+	/* what snprintf() would keep, without its cost on every message */
+	name_len = name ? strnlen(name, sizeof(msg->name_buf) - 1) : 0;
+	memcpy(msg->name_buf, name ? name : "", name_len);
+	msg->name_buf[name_len] = 0;
 	msg->name = msg->name_buf;
 	msg->path = (char *)(m->path ?: "");
 	msg->interface = (char *)(m->interface ?: "");
@@ -335,9 +339,9 @@ int msg_receive_in_place(brokerd_bus *bus, struct chan *c, const char *name, bro
 	received_give(&r, msg);
 	msg->held_chan = c;
 	msg->held_bid = chan_hold(c);
-	/* the buffer is ours: a byte-order conversion writes to it */
-	if (dbus_body_to_native(msg->signature, msg->data, msg->data_len,
-				m->byte_order ? m->byte_order : DBUS_NATIVE_ENDIAN, msg->n_fds) < 0)
+	/* the buffer is ours: a byte-order conversion writes to it (a native body was validated already) */
+	if (m->byte_order && m->byte_order != DBUS_NATIVE_ENDIAN &&
+	    dbus_body_to_native(msg->signature, msg->data, msg->data_len, m->byte_order, msg->n_fds) < 0)
 		k = -EBADMSG;
 	if (k < 0) {
 		brokerd_msg_unref(msg);

@@ -701,9 +701,21 @@ bool ctrl_name_is_valid_member(const char *name)
  */
 int ctrl_unique_name_format(uint64_t id, char buf[static CTRL_UNIQUE_NAME_MAX])
 {
+	char digits[20];
+	size_t n = 0;
+
 	if (id == 0)
 		return -EINVAL;
-	snprintf(buf, CTRL_UNIQUE_NAME_MAX, ":1.%llu", (unsigned long long)(id - 1));
+	/* by hand, not snprintf(): every received message names its sender (700 instructions less each) */
+	id--;
+	do {
+		digits[n++] = (char)('0' + id % 10);
+		id /= 10;
+	} while (id);
+	memcpy(buf, ":1.", 3);
+	for (size_t i = 0; i < n; i++)
+		buf[3 + i] = digits[n - 1 - i];
+	buf[3 + n] = 0;
 	return 0;
 }
 
