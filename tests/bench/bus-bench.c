@@ -58,7 +58,9 @@
  * (brokerd_bus_call()'s reply). A body above the slot travels in a sealed
  * memfd: written once from where it lies (the kernel's copy into the
  * memfd, none by the library; only the header goes through the slot),
- * mapped by every receiver.
+ * read by every receiver with one pread() into a buffer of the library's
+ * up to 64 KiB (the kernel's copy, cheaper than a mapping's page faults),
+ * mapped above that.
  */
 static void print_copies(void)
 {
@@ -71,7 +73,8 @@ static void print_copies(void)
 		{ "call-inline", 1, 1, 1, 1 },
 		{ "reply-inline-async", 1, 1, 1, 0 },
 		{ "reply-inline-sync", 1, 1, 1, 1 },
-		{ "body-memfd", 0, 1, 0, 0 },
+		{ "body-memfd-read", 0, 1, 1, 0 },
+		{ "body-memfd-mapped", 0, 1, 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
