@@ -32,6 +32,7 @@ static void bus_free(brokerd_bus *bus)
 		free(bus->slot_spare);
 	}
 	free(bus->msg_cache);
+	free(bus->msg_block);
 	free(bus->body_cache);
 	free(bus->send_buf);
 	if (bus->batch)

@@ -54,6 +54,13 @@ enum {
  * than a mapping, its page faults and its munmap() (client/README.md).
  */
 #define BUS_BODY_READ_MAX 65536
+/*
+ * A copied message's block (msg.c, msg_block_get()): at least this many
+ * bytes, so that the next message fits the one kept; one larger than
+ * MSG_BLOCK_KEEP_MAX (a body of nearly a slot's 64 KiB) is freed instead.
+ */
+#define MSG_BLOCK_MIN	   4096
+#define MSG_BLOCK_KEEP_MAX (CHMSG_MAX + 4096)
 
 /*
  * Room a typed message's body is marshalled after (dbus_writer_init_room()),
@@ -358,6 +365,8 @@ struct brokerd_bus {
 
 	/* a received message's struct, kept for the next (msg.c) */
 	struct brokerd_msg *msg_cache;
+	/* a copied message's block (a call's, received single-shot), kept for the next (msg.c) */
+	struct brokerd_msg *msg_block;
 	/* a buffer of BUS_BODY_READ_MAX + 1 bytes for a memfd body, kept for the next (msg.c) */
 	void *body_cache;
 
@@ -417,6 +426,7 @@ struct brokerd_msg {
 	struct chan *held_chan;
 	int held_bid;
 	bool cached; /* a struct without buf[]: reused, not freed */
+	size_t block_size; /* msg_new()'s: the bytes of the block (struct and buf[]), kept for the next */
 	void *kept;  /* msg_keep()'s copy of the body and strings */
 	char name_buf[256];
 	uint8_t buf[] __attribute__((aligned(8)));

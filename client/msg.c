@@ -51,6 +51,31 @@ void msg_set_byte_view(brokerd_msg *msg)
 	msg->body_len = n;
 }
 
+/*
+ * A block for a copied message of need bytes: the one the last freed such
+ * message left (a call channel receives single-shot and copies each call,
+ * so a server answering calls one by one allocates nothing per call), or
+ * a new one of at least MSG_BLOCK_MIN bytes, that most next messages fit.
+ */
+static brokerd_msg *msg_block_get(brokerd_bus *bus, size_t need)
+{
+	brokerd_msg *msg = bus ? TAKE_PTR(bus->msg_block) : NULL;
+	size_t size;
+
+	if (msg && msg->block_size >= need) {
+		size = msg->block_size;
+		memset(msg, 0, sizeof(*msg));
+	} else {
+		free(msg);
+		size = need < MSG_BLOCK_MIN ? MSG_BLOCK_MIN : need;
+		msg = calloc(1, size);
+		if (!msg)
+			return NULL;
+	}
+	msg->block_size = size;
+	return msg;
+}
+
 brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc_msg_info *info,
 		     const char *name)
 {
@@ -68,7 +93,7 @@ brokerd_msg *msg_new(brokerd_bus *bus, const struct chmsg *m, const struct ioipc
 	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
 		size += strlen(strings[i] ? strings[i] : "") + 1;
 	/* the body first, at the 8-byte alignment its values were laid out for */
-	msg = calloc(1, sizeof(*msg) + copy_len + 8 + size);
+	msg = msg_block_get(bus, sizeof(*msg) + copy_len + 8 + size);
 	if (!msg)
 		return NULL;
 	msg->n_ref = 1;
@@ -437,6 +462,9 @@ _public_ brokerd_msg *brokerd_msg_unref(brokerd_msg *msg)
 		/* the next message read in place takes this struct */
 		memset(msg, 0, sizeof(*msg));
 		bus->msg_cache = msg;
+	} else if (msg->block_size && msg->block_size <= MSG_BLOCK_KEEP_MAX && bus && !bus->msg_block) {
+		/* the next copied message takes this block (msg_block_get()) */
+		bus->msg_block = msg;
 	} else {
 		free(msg);
 	}
