@@ -95,20 +95,24 @@ static int parse_unsigned(const char *s, uint64_t max, uint64_t *ret)
 	return 0;
 }
 
+/* Room for any basic value: what brokerd_msg_append_basic() takes and brokerd_msg_read_basic() reads. */
+union basic_value {
+	uint8_t y;
+	int b;
+	int16_t n;
+	uint16_t q;
+	int32_t i;
+	uint32_t u;
+	int64_t x;
+	uint64_t t;
+	double d;
+	const char *s;
+};
+
 static int append_basic(struct args *a, char type)
 {
 	const char *s = next_arg(a, type);
-	union {
-		uint8_t y;
-		int b;
-		int16_t n;
-		uint16_t q;
-		int32_t i;
-		uint32_t u;
-		int64_t x;
-		uint64_t t;
-		double d;
-	} v;
+	union basic_value v;
 	int64_t sv = 0;
 	uint64_t uv = 0;
 	char *end;
@@ -317,20 +321,6 @@ static void format_double(char *buf, size_t size, double d)
 			return;
 	}
 }
-
-/* Room for any basic value brokerd_msg_read_basic() reads. */
-union basic_value {
-	uint8_t y;
-	int b;
-	int16_t n;
-	uint16_t q;
-	int32_t i;
-	uint32_t u;
-	int64_t x;
-	uint64_t t;
-	double d;
-	const char *s;
-};
 
 /* Reads one basic value of type and prints it after a space. */
 static int print_basic(brokerd_msg *m, char type, FILE *f)
