@@ -234,6 +234,31 @@ static char field_type(uint8_t code)
 	return code < ELEMENTSOF(t) ? t[code] : 0;
 }
 
+/* Where a known field's value goes: a string's pointer, or a u32 (body_fd: BODY_FD's). */
+static void *field_value(struct chmsg *m, uint8_t code, uint32_t *body_fd)
+{
+	switch (code) {
+	case CHMSG_FIELD_REPLY_SERIAL:
+		return &m->reply_serial;
+	case CHMSG_FIELD_UNIX_FDS:
+		return &m->n_fds;
+	case CHMSG_FIELD_BODY_FD:
+		return body_fd;
+	case CHMSG_FIELD_PATH:
+		return &m->path;
+	case CHMSG_FIELD_INTERFACE:
+		return &m->interface;
+	case CHMSG_FIELD_MEMBER:
+		return &m->member;
+	case CHMSG_FIELD_ERROR_NAME:
+		return &m->error_name;
+	case CHMSG_FIELD_DESTINATION:
+		return &m->destination;
+	default:
+		return &m->signature;
+	}
+}
+
 /* What both ways of reading the fields check once they are read. */
 static int fields_done(struct chmsg *m, uint32_t seen, uint32_t body_fd)
 {
@@ -280,35 +305,7 @@ static int read_fields(struct chmsg *m, struct dbus_reader *r)
 		seen |= 1U << code;
 		if (clen != 1 || contents[0] != want || dbus_reader_enter(r, 'v') != 1)
 			return -EBADMSG;
-		switch (code) {
-		case CHMSG_FIELD_REPLY_SERIAL:
-			value = &m->reply_serial;
-			break;
-		case CHMSG_FIELD_UNIX_FDS:
-			value = &m->n_fds;
-			break;
-		case CHMSG_FIELD_BODY_FD:
-			value = &body_fd;
-			break;
-		case CHMSG_FIELD_PATH:
-			value = &m->path;
-			break;
-		case CHMSG_FIELD_INTERFACE:
-			value = &m->interface;
-			break;
-		case CHMSG_FIELD_MEMBER:
-			value = &m->member;
-			break;
-		case CHMSG_FIELD_ERROR_NAME:
-			value = &m->error_name;
-			break;
-		case CHMSG_FIELD_DESTINATION:
-			value = &m->destination;
-			break;
-		default:
-			value = &m->signature;
-			break;
-		}
+		value = field_value(m, code, &body_fd);
 		if (dbus_reader_read_basic(r, want, value) != 1)
 			return -EBADMSG;
 		if (dbus_reader_exit(r) < 0 || dbus_reader_exit(r) < 0)
@@ -365,12 +362,7 @@ static int read_fields_fast(struct chmsg *m, const uint8_t *p, size_t hend, uint
 			v = get_u32(p + pos, m->byte_order);
 			pos += 4;
 			if (want == 'u') {
-				if (code == CHMSG_FIELD_REPLY_SERIAL)
-					m->reply_serial = v;
-				else if (code == CHMSG_FIELD_UNIX_FDS)
-					m->n_fds = v;
-				else
-					*body_fd = v;
+				*(uint32_t *)field_value(m, code, body_fd) = v;
 				continue;
 			}
 			n = v;
@@ -379,26 +371,7 @@ static int read_fields_fast(struct chmsg *m, const uint8_t *p, size_t hend, uint
 		if (pos >= hend || n >= hend - pos || p[pos + n] != 0 ||
 		    dbus_string_like_validate(want, (const char *)p + pos, n) < 0)
 			return -EBADMSG;
-		switch (code) {
-		case CHMSG_FIELD_PATH:
-			m->path = (const char *)p + pos;
-			break;
-		case CHMSG_FIELD_INTERFACE:
-			m->interface = (const char *)p + pos;
-			break;
-		case CHMSG_FIELD_MEMBER:
-			m->member = (const char *)p + pos;
-			break;
-		case CHMSG_FIELD_ERROR_NAME:
-			m->error_name = (const char *)p + pos;
-			break;
-		case CHMSG_FIELD_DESTINATION:
-			m->destination = (const char *)p + pos;
-			break;
-		default:
-			m->signature = (const char *)p + pos;
-			break;
-		}
+		*(const char **)field_value(m, code, body_fd) = (const char *)p + pos;
 		pos += (size_t)n + 1;
 	}
 	return 1;
