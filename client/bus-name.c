@@ -63,11 +63,7 @@ void bname_gc(brokerd_bus *bus, struct bname *b)
 	free(b);
 }
 
-/*
- * We own b (or are queued in its pool): fds[0] receives its calls, fds[1]
- * sends its signals. New caps replace old ones (a pool member promoted to
- * primary owner gets its caps again).
- */
+/* c, a signal chan we send on, counts what its sends cost subscribers (bname_emit_lost()). */
 void bname_sig_send_counts(brokerd_bus *bus, struct chan *c)
 {
 	/*
@@ -79,6 +75,11 @@ void bname_sig_send_counts(brokerd_bus *bus, struct chan *c)
 	(void)chan_count_lost(&bus->ring, c);
 }
 
+/*
+ * We own b (or are queued in its pool): fds[0] receives its calls, fds[1]
+ * sends its signals. New caps replace old ones (a pool member promoted to
+ * primary owner gets its caps again).
+ */
 int bname_take_owner_fds(brokerd_bus *bus, struct bname *b, struct ctrl_reply *r)
 {
 	struct chan *c;
