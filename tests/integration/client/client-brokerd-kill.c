@@ -137,18 +137,8 @@ int main(void)
 	CHECK(f);
 	fputs("# client-brokerd-kill: nothing for alice\n", f);
 	fclose(f);
-	ps = t_fork(t_service_run, &(struct t_service){ .name = NAME,
-							.methods = methods,
-							.ready_fd = ready[1],
-							.who = "service",
-							.state = on_state });
-	t_expect(ready[0], "service", 10000);
-	pu = t_fork(t_subscriber_run, &(struct t_service){ .name = NAME,
-							   .ready_fd = ready[1],
-							   .ticks_fd = ticks[1],
-							   .who = "subscriber",
-							   .state = on_state });
-	t_expect(ready[0], "subscriber", 10000);
+	ps = t_watched_start(t_service_run, NAME, methods, on_state, ready, -1);
+	pu = t_watched_start(t_subscriber_run, NAME, NULL, on_state, ready, ticks[1]);
 	CHECK(pipe2(stop, O_CLOEXEC | O_NONBLOCK) == 0);
 	for (int i = 0; i < CALLERS; i++) {
 		pc[i] = t_fork(caller, NULL);

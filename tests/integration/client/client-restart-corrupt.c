@@ -125,6 +125,18 @@ static void done_write(const char *done)
 	}
 }
 
+/* A helper's end: its outcome to DONE_FILE, its buffer and fds let go. */
+static int damage_end(const char *done, void *data, int in, int out)
+{
+	done_write(done);
+	free(data);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return 0;
+}
+
 /* The D-Bus state (dbus-restart.c) cut to half; the native one left as it is. */
 static int dbus_helper(void)
 {
@@ -147,13 +159,7 @@ static int dbus_helper(void)
 				 "dbus-truncated: storing failed",
 			 (size_t)st.st_size);
 	}
-	done_write(done);
-	free(data);
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return 0;
+	return damage_end(done, data, in, out);
 }
 
 /*
@@ -225,13 +231,7 @@ static int store_helper(void)
 	else
 		snprintf(done, sizeof(done), "%s: stored, %zu bytes damaged", mode, len);
 out:
-	done_write(done);
-	free(data);
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return 0;
+	return damage_end(done, data, in, out);
 }
 
 /* --- the clients --------------------------------------------------------- */
@@ -465,18 +465,8 @@ int main(int argc, char **argv)
 	t_pipe(ticks);
 	t_pipe(states);
 	seen.fd = states[0];
-	ps = t_fork(t_service_run, &(struct t_service){ .name = NAME,
-							.methods = methods,
-							.ready_fd = ready[1],
-							.who = "service",
-							.state = on_state });
-	t_expect(ready[0], "service", 10000);
-	pu = t_fork(t_subscriber_run, &(struct t_service){ .name = NAME,
-							   .ready_fd = ready[1],
-							   .ticks_fd = ticks[1],
-							   .who = "subscriber",
-							   .state = on_state });
-	t_expect(ready[0], "subscriber", 10000);
+	ps = t_watched_start(t_service_run, NAME, methods, on_state, ready, -1);
+	pu = t_watched_start(t_subscriber_run, NAME, NULL, on_state, ready, ticks[1]);
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_main_state, NULL), 0);
 	service_id(bus, before, sizeof(before), 2000);
 	signals_flow(bus, "before");

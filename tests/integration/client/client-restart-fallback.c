@@ -97,18 +97,8 @@ int main(void)
 	t_pipe(ticks);
 	t_pipe(states);
 	seen.fd = states[0];
-	ps = t_fork(t_service_run, &(struct t_service){ .name = NAME,
-							.methods = methods,
-							.ready_fd = ready[1],
-							.who = "service",
-							.state = on_state });
-	t_expect(ready[0], "service", 10000);
-	pu = t_fork(t_subscriber_run, &(struct t_service){ .name = NAME,
-							   .ready_fd = ready[1],
-							   .ticks_fd = ticks[1],
-							   .who = "subscriber",
-							   .state = on_state });
-	t_expect(ready[0], "subscriber", 10000);
+	ps = t_watched_start(t_service_run, NAME, methods, on_state, ready, -1);
+	pu = t_watched_start(t_subscriber_run, NAME, NULL, on_state, ready, ticks[1]);
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_main_state, NULL), 0);
 
 	service_id(bus, before, sizeof(before), 2000);

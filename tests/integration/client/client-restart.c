@@ -215,22 +215,12 @@ int main(void)
 	t_pipe(states);
 	t_pipe(report);
 	bus = open_watched("main");
-	ps = t_fork(t_service_run, &(struct t_service){ .name = NAME,
-							.methods = methods,
-							.ready_fd = ready[1],
-							.who = "service",
-							.state = on_state });
-	t_expect(ready[0], "service", 10000);
+	ps = t_watched_start(t_service_run, NAME, methods, on_state, ready, -1);
 	for (int i = 0; i < 2; i++) {
 		pw[i] = t_fork(worker, NULL);
 		t_expect(ready[0], "worker", 10000);
 	}
-	pu = t_fork(t_subscriber_run, &(struct t_service){ .name = NAME,
-							   .ready_fd = ready[1],
-							   .ticks_fd = ticks[1],
-							   .who = "subscriber",
-							   .state = on_state });
-	t_expect(ready[0], "subscriber", 10000);
+	pu = t_watched_start(t_subscriber_run, NAME, NULL, on_state, ready, ticks[1]);
 	(void)unlink(mon_path);
 	mon = fork();
 	CHECK(mon >= 0);

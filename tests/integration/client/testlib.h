@@ -426,6 +426,27 @@ static inline int t_on_say_body(brokerd_msg *m, void *u)
 	return 0;
 }
 
+/*
+ * Forks a child of the tests that restart or kill brokerd, watched through
+ * state: the service (run t_service_run, owning name with methods) or the
+ * subscriber (t_subscriber_run, each Tick body a line on ticks_fd), and
+ * waits until it says "service" or "subscriber" on the pipe ready.
+ */
+static inline pid_t t_watched_start(int (*run)(void *), const char *name, const struct t_method *methods,
+				    brokerd_state_handler_t state, const int ready[2], int ticks_fd)
+{
+	struct t_service s = { .name = name,
+			       .methods = methods,
+			       .ready_fd = ready[1],
+			       .ticks_fd = ticks_fd,
+			       .who = run == t_subscriber_run ? "subscriber" : "service",
+			       .state = state };
+	pid_t pid = t_fork(run, &s);
+
+	t_expect(ready[0], s.who, 10000);
+	return pid;
+}
+
 /* name.Tick(body), which must be answered within 5 s. */
 static inline void t_tick(brokerd_bus *bus, const char *name, const char *body)
 {
