@@ -333,18 +333,6 @@ static void cleanup(void)
 
 static struct t_lines seen;
 
-/* The service's unique name, as it answers Ping. */
-static void service_id(brokerd_bus *bus, char *buf, size_t size, int ms)
-{
-	brokerd_msg *reply = t_call_retry(bus, NAME, "Ping", "", ms);
-	const void *body;
-	size_t n;
-
-	brokerd_msg_get_body(reply, &body, &n);
-	snprintf(buf, size, "%.*s", (int)n, (const char *)body);
-	brokerd_msg_unref(reply);
-}
-
 /* The service's signals reach the subscriber (body tag). */
 static void signals_flow(brokerd_bus *bus, const char *tag)
 {
@@ -419,7 +407,7 @@ static void dbus_round(brokerd_bus *bus, const char *service_unique)
 		(void)t_pump(bus, &never, 1000);
 	}
 	CHECK_R(n_disconnects, disconnects);
-	service_id(bus, after, sizeof(after), 5000);
+	t_service_id(bus, NAME, after, sizeof(after), 5000);
 	if (strcmp(after, service_unique) != 0)
 		FAIL("dbus-truncated: the service was %s and is %s", service_unique, after);
 	if (!journal_has(now, "restart: the stored D-Bus state is not usable"))
@@ -468,7 +456,7 @@ int main(int argc, char **argv)
 	ps = t_watched_start(t_service_run, NAME, methods, on_state, ready, -1);
 	pu = t_watched_start(t_subscriber_run, NAME, NULL, on_state, ready, ticks[1]);
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_main_state, NULL), 0);
-	service_id(bus, before, sizeof(before), 2000);
+	t_service_id(bus, NAME, before, sizeof(before), 2000);
 	signals_flow(bus, "before");
 
 	for (size_t i = 0; i < ELEMENTSOF(damages); i++) {
@@ -524,7 +512,7 @@ int main(int argc, char **argv)
 		      (unsigned long long)(now_usec() - t0) / 1000);
 
 		/* back with a new unique name, its name and the subscription */
-		service_id(bus, after, sizeof(after), 10000);
+		t_service_id(bus, NAME, after, sizeof(after), 10000);
 		if (strncmp(after, ":1.", 3) != 0 || strcmp(after, before) == 0)
 			FAIL("%s: the service was %s and is %s", dm->mode, before, after);
 		snprintf(before, sizeof(before), "%s", after);
@@ -563,7 +551,7 @@ int main(int argc, char **argv)
 		CHECK(t_brokerd_pid() != old);
 		(void)t_pump(bus, &never, 2000);
 		CHECK_R(n_disconnects, (int)ELEMENTSOF(damages));
-		service_id(bus, after, sizeof(after), 5000);
+		t_service_id(bus, NAME, after, sizeof(after), 5000);
 		CHECK(strcmp(after, before) == 0);
 		signals_flow(bus, "handed-over");
 		t_log("a plain restart afterwards handed the bus over: %s kept its unique name", after);

@@ -68,18 +68,6 @@ static void expect_state(const char *who, const char *state, int timeout_ms)
 	t_lines_expect(&seen, want, timeout_ms);
 }
 
-/* The service's unique name, as it answers Ping. */
-static void service_id(brokerd_bus *bus, char *buf, size_t size, int ms)
-{
-	brokerd_msg *reply = t_call_retry(bus, NAME, "Ping", "", ms);
-	const void *body;
-	size_t n;
-
-	brokerd_msg_get_body(reply, &body, &n);
-	snprintf(buf, size, "%.*s", (int)n, (const char *)body);
-	brokerd_msg_unref(reply);
-}
-
 int main(void)
 {
 	brokerd_bus *bus = t_open();
@@ -101,7 +89,7 @@ int main(void)
 	pu = t_watched_start(t_subscriber_run, NAME, NULL, on_state, ready, ticks[1]);
 	CHECK_R(brokerd_bus_set_state_handler(bus, on_main_state, NULL), 0);
 
-	service_id(bus, before, sizeof(before), 2000);
+	t_service_id(bus, NAME, before, sizeof(before), 2000);
 	brokerd_msg_unref(t_call_retry(bus, NAME, "Emit", "before", 2000));
 	t_expect(ticks[0], "before", 5000);
 	CHECK_R(brokerd_bus_call_async(bus, NULL, NAME, "Hang", NULL, 0, 120000000, t_on_reply, &hang), 0);
@@ -148,7 +136,7 @@ int main(void)
 	expect_state("subscriber", "connected", 15000);
 	t_log("every bus reconnected %llu ms after the keeper's kill", (unsigned long long)(now_usec() - t0) / 1000);
 
-	service_id(bus, after, sizeof(after), 10000);
+	t_service_id(bus, NAME, after, sizeof(after), 10000);
 	t_log("service was %s, is %s", before, after);
 	CHECK(strncmp(after, ":1.", 3) == 0 && strcmp(after, before) != 0);
 	for (int i = 0; i < 50 && !got; i++) {

@@ -499,6 +499,18 @@ static inline brokerd_msg *t_call_retry(brokerd_bus *bus, const char *name, cons
 	FAIL("%s.%s still fails after %d ms: %s", name, member, ms, strerror(-r));
 }
 
+/* The unique name of name's service, as it answers Ping (t_on_ping), called until it does within ms. */
+static inline void t_service_id(brokerd_bus *bus, const char *name, char *buf, size_t size, int ms)
+{
+	brokerd_msg *reply = t_call_retry(bus, name, "Ping", "", ms);
+	const void *body;
+	size_t n;
+
+	brokerd_msg_get_body(reply, &body, &n);
+	snprintf(buf, size, "%.*s", (int)n, (const char *)body);
+	brokerd_msg_unref(reply);
+}
+
 /*
  * A worker of a pool (BROKERD_NAME_POOL): serves name.member with handler
  * (userdata u), says "ready" on ready_fd once REQUEST_NAME answered want
